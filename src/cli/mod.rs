@@ -1,0 +1,73 @@
+//! Command-line interface: argument parsing (clap) and dispatch to the library.
+//!
+//! Exit codes are part of the interface: 0 success, 1 a contract violation in the data,
+//! 2 the command could not run (usage, unreadable path), 3 an explicit leaf that does not
+//! exist. Diagnostics go to stdout (they are the output of `check`); errors go to stderr.
+
+mod check;
+mod context;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "persyk", version, about = "Dictation that never loses a word")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Validate session files against format v1.
+    Check {
+        /// Session directories or their session.jsonl files.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Print a JSON array of {path,line,code,message}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the effective conversation of a session at a leaf.
+    Context {
+        /// A session directory or its session.jsonl.
+        session: PathBuf,
+        /// Entry id of the leaf, or `null` for empty ancestry (default: the last entry).
+        #[arg(long)]
+        leaf: Option<String>,
+        /// Print {"leaf","name","messages":[{"id","entry"}]}.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub const EXIT_VIOLATION: u8 = 1;
+pub const EXIT_CANNOT_RUN: u8 = 2;
+pub const EXIT_LEAF_NOT_FOUND: u8 = 3;
+
+pub fn run() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(EXIT_CANNOT_RUN)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let code = match cli.command {
+        Command::Check { paths, json } => check::run(&paths, json),
+        Command::Context {
+            session,
+            leaf,
+            json,
+        } => context::run(&session, leaf.as_deref(), json),
+    };
+    let _ = std::io::stdout().flush();
+    ExitCode::from(code)
+}

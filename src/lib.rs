@@ -1,0 +1,22 @@
+//! Persyk: menu-bar dictation whose history is plain, self-contained session files.
+//!
+//! This library is everything but the shell: the session file format v1 ([`session`]) —
+//! validation, projection and (as it lands) the durable store, discovery and search. The
+//! binary (`src/main.rs`) adds the CLI and the desktop app on top; this crate never depends
+//! on either.
+//!
+//! ```
+//! use persyk::session::{self, LeafSelector};
+//!
+//! let file = concat!(
+//!     r#"{"type":"session","version":1,"id":"s1","timestamp":"2026-01-01T00:00:00Z"}"#, "\n",
+//!     r#"{"type":"message","id":"m1","parentId":null,"timestamp":"2026-01-01T00:00:01Z","#,
+//!     r#""message":{"role":"user","content":[{"type":"text","text":"hello"}],"timestamp":1}}"#, "\n",
+//! );
+//! let index = session::scan_bytes(file.as_bytes());
+//! assert!(index.is_valid());
+//! let projection = session::project(&index, &LeafSelector::Default).unwrap();
+//! assert_eq!(projection.conversation.len(), 1);
+//! ```
+
+pub mod session;

@@ -1,0 +1,80 @@
+//! Generic context conversion, layer two of three: effective history → model-neutral
+//! messages a provider adapter can consume.
+//!
+//! Invariants:
+//! - Only `message` and `custom_message` entries contribute; `custom_message.details` and
+//!   tool-result `details` never join content.
+//! - Unknown blocks are skipped here (they stay in history); orphan tool results — a
+//!   `toolResult` whose `toolCallId` no earlier assistant `toolCall` carries — are dropped
+//!   here and only here. Both are counted, so nothing disappears silently.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use super::format::{Block, CustomContent, EntryBody, Role};
+use super::history::HistoryItem;
+
+/// One message of generic context.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextMessage {
+    /// The history entry it came from.
+    pub source_id: Arc<str>,
+    pub role: Role,
+    /// Known blocks only.
+    pub content: Vec<Block>,
+    /// For tool results: the call they answer.
+    pub tool_call_id: Option<String>,
+}
+
+/// The converted conversation plus what the conversion left out.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Context {
+    pub messages: Vec<ContextMessage>,
+    pub skipped_unknown_blocks: usize,
+    pub dropped_orphan_tool_results: usize,
+}
+
+/// Converts effective history to generic context.
+pub fn to_context(history: &[HistoryItem]) -> Context {
+    let mut ctx = Context::default();
+    let mut calls: HashSet<String> = HashSet::new();
+    for item in history {
+        let (role, blocks, tool_call_id) = match &item.entry.body {
+            EntryBody::Message(m) => (
+                m.role,
+                m.content.clone(),
+                m.tool_result.as_ref().map(|t| t.tool_call_id.clone()),
+            ),
+            EntryBody::CustomMessage(cm) => {
+                let blocks = match &cm.content {
+                    CustomContent::Text(t) => vec![Block::text(t.clone())],
+                    CustomContent::Blocks(b) => b.clone(),
+                };
+                (Role::User, blocks, None)
+            }
+            _ => continue,
+        };
+        if role == Role::ToolResult && !tool_call_id.as_ref().is_some_and(|id| calls.contains(id)) {
+            ctx.dropped_orphan_tool_results += 1;
+            continue;
+        }
+        let mut content = Vec::with_capacity(blocks.len());
+        for b in blocks {
+            match b {
+                Block::Unknown(_) => ctx.skipped_unknown_blocks += 1,
+                Block::ToolCall { ref id, .. } if role == Role::Assistant => {
+                    calls.insert(id.clone());
+                    content.push(b);
+                }
+                other => content.push(other),
+            }
+        }
+        ctx.messages.push(ContextMessage {
+            source_id: item.id.clone(),
+            role,
+            content,
+            tool_call_id,
+        });
+    }
+    ctx
+}

@@ -1,0 +1,105 @@
+//! Projection, layer one of three: leaf selection, path, conversation and the resolved
+//! metadata of a session — computed from the [`SessionIndex`] alone, without reading bodies.
+//!
+//! Invariants:
+//! - Leaf rules: omitted → the last entry of any type (header only → empty); explicit null →
+//!   empty ancestry; an explicit id that does not exist is an error, never a fallback.
+//! - Only an authoritative index (no blocking diagnostic) is projected.
+//! - Session name/archived and labels are global (file order); custom state is branch-local.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use super::index::{EntryKind, SessionIndex};
+
+/// Which leaf to project.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum LeafSelector {
+    /// The last entry in file order, of any type.
+    #[default]
+    Default,
+    /// Empty ancestry.
+    Null,
+    /// This entry; it must exist.
+    Id(String),
+}
+
+/// Why a projection was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ProjectError {
+    /// A blocking diagnostic (or no header): the file is readable for diagnostics only.
+    #[error("project.not-authoritative: the file has contract violations that block projection")]
+    NotAuthoritative,
+    /// An explicit leaf id that is not in the file.
+    #[error("project.leaf-not-found: the selected leaf is not an entry of this session")]
+    LeafNotFound,
+}
+
+impl ProjectError {
+    /// The stable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ProjectError::NotAuthoritative => "project.not-authoritative",
+            ProjectError::LeafNotFound => "project.leaf-not-found",
+        }
+    }
+}
+
+/// The resolved view of one leaf. Positions index into [`SessionIndex::entries`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Projection {
+    pub leaf: Option<u32>,
+    /// Root to leaf.
+    pub path: Vec<u32>,
+    /// `message` and `custom_message` entries on the path that no removal on the path excludes.
+    pub conversation: Vec<u32>,
+    /// Per `customType`, the latest `custom` entry on the path.
+    pub custom_state: BTreeMap<Arc<str>, u32>,
+}
+
+/// Projects `index` at `leaf`.
+pub fn project(index: &SessionIndex, leaf: &LeafSelector) -> Result<Projection, ProjectError> {
+    if !index.is_authoritative() {
+        return Err(ProjectError::NotAuthoritative);
+    }
+    let leaf = match leaf {
+        LeafSelector::Default => index.entries().len().checked_sub(1).map(|i| i as u32),
+        LeafSelector::Null => None,
+        LeafSelector::Id(id) => Some(index.position(id).ok_or(ProjectError::LeafNotFound)?),
+    };
+    let mut path = Vec::new();
+    let mut cursor = leaf;
+    while let Some(pos) = cursor {
+        path.push(pos);
+        cursor = index.entry(pos).parent;
+    }
+    path.reverse();
+
+    let removed: HashSet<u32> = path
+        .iter()
+        .filter_map(|&p| index.entry(p).removal_target())
+        .collect();
+    let conversation = path
+        .iter()
+        .copied()
+        .filter(|p| {
+            matches!(
+                index.entry(*p).kind,
+                EntryKind::Message | EntryKind::CustomMessage
+            ) && !removed.contains(p)
+        })
+        .collect();
+    let mut custom_state = BTreeMap::new();
+    for &p in &path {
+        if let Some(t) = index.entry(p).custom_type() {
+            custom_state.insert(t.clone(), p);
+        }
+    }
+    Ok(Projection {
+        leaf,
+        path,
+        conversation,
+        custom_state,
+    })
+}
