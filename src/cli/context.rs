@@ -69,7 +69,7 @@ pub fn run(session_path: &Path, leaf: Option<&str>, json: bool) -> u8 {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if json {
-        let leaf = projection.leaf.map(|p| &*index.entry(p).id);
+        let leaf = projection.leaf.map(|p| index.id(p));
         let output = Output {
             leaf,
             name: index.name(),

@@ -57,6 +57,9 @@ pub struct Entry {
 }
 
 /// The type-specific part of an entry.
+// Entries are built and read one at a time, never held in bulk (the index keeps no bodies),
+// so the size of the `Message` variant costs nothing worth a `Box` in every constructor.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum EntryBody {
     Message(Message),

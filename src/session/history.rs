@@ -58,12 +58,12 @@ pub fn read_entries<R: Read + Seek>(
         file.read_exact(&mut buf)?;
         let text = std::str::from_utf8(&buf).map_err(|_| HistoryError::Changed)?;
         let entry = Entry::from_line(text).map_err(|_| HistoryError::Changed)?;
-        if entry.id.as_str() != &*ie.id {
+        if entry.id != index.id(pos) {
             return Err(HistoryError::Changed);
         }
         let raw = RawValue::from_string(text.to_owned()).map_err(|_| HistoryError::Changed)?;
         out.push(HistoryItem {
-            id: ie.id.clone(),
+            id: Arc::from(index.id(pos)),
             entry,
             raw,
         });

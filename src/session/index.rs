@@ -9,6 +9,9 @@
 //!   chain with many removals never turns validation quadratic.
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
 use std::sync::Arc;
 
 use super::diag::Diagnostic;
@@ -86,105 +89,92 @@ pub struct TailInfo {
     pub len: u64,
 }
 
-/// Small per-entry facts projection needs without re-reading the line.
-#[derive(Debug, Clone)]
-pub(crate) enum Aux {
-    None,
-    /// `message.removed`: the position of the removed entry.
-    Target(u32),
-    /// `custom`: its interned `customType`.
-    CustomType(Arc<str>),
-}
+const NONE: u32 = u32::MAX;
 
-/// One indexed entry.
+/// One indexed entry: 48 bytes, no pointers. Its id lives in the index's id arena
+/// ([`SessionIndex::id`]).
 #[derive(Debug, Clone)]
 pub struct IndexEntry {
-    pub id: Arc<str>,
-    pub kind: EntryKind,
-    /// Position of the parent entry in the index.
-    pub parent: Option<u32>,
-    /// 1-based line number.
-    pub line: u64,
     /// Byte offset of the line in the file.
     pub offset: u64,
+    id_start: u64,
     /// Length of the line without its "\n".
     pub len: u32,
+    /// 1-based line number.
+    pub line: u32,
+    parent: u32,
     depth: u32,
     jump: u32,
-    pub(crate) aux: Aux,
+    /// `message.removed`: target position; `custom`: interned customType; else `NONE`.
+    aux: u32,
+    id_len: u8,
+    pub kind: EntryKind,
 }
 
-impl IndexEntry {
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
-        id: Arc<str>,
-        kind: EntryKind,
-        parent: Option<u32>,
-        line: u64,
-        offset: u64,
-        len: u32,
-        aux: Aux,
-        earlier: &[IndexEntry],
-        me: u32,
-    ) -> IndexEntry {
-        let (depth, jump) = match parent {
-            None => (0, me),
-            Some(p) => {
-                let pe = &earlier[p as usize];
-                let j = &earlier[pe.jump as usize];
-                let jj = &earlier[j.jump as usize];
-                let jump = if pe.depth - j.depth == j.depth - jj.depth {
-                    j.jump
-                } else {
-                    p
-                };
-                (pe.depth + 1, jump)
-            }
-        };
-        IndexEntry {
-            id,
-            kind,
-            parent,
-            line,
-            offset,
-            len,
-            depth,
-            jump,
-            aux,
-        }
-    }
-
-    /// The removed entry's position, for a `message.removed` entry.
-    pub fn removal_target(&self) -> Option<u32> {
-        match self.aux {
-            Aux::Target(t) => Some(t),
-            _ => None,
-        }
-    }
-
-    /// The `customType`, for a `custom` entry.
-    pub fn custom_type(&self) -> Option<&Arc<str>> {
-        match &self.aux {
-            Aux::CustomType(t) => Some(t),
-            _ => None,
-        }
-    }
-}
+/// Hash map with a fast, DoS-resistant (per-process seeded) hasher.
+pub type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// What a scan knows about a file: header, entry index, global metadata and diagnostics.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct SessionIndex {
     pub(crate) header: Option<HeaderInfo>,
-    pub(crate) entries: Vec<IndexEntry>,
-    pub(crate) ids: HashMap<Arc<str>, u32>,
+    entries: Vec<IndexEntry>,
+    /// Every indexed id, back to back.
+    id_arena: String,
+    /// Positions, hashed by their id.
+    by_id: HashTable<u32>,
+    hasher: foldhash::fast::RandomState,
+    custom_types: Vec<Arc<str>>,
+    custom_type_ids: FastMap<Arc<str>, u32>,
     pub(crate) name: Option<String>,
     pub(crate) archived: Option<bool>,
-    pub(crate) labels: HashMap<u32, Option<String>>,
+    pub(crate) labels: FastMap<u32, Option<String>>,
     pub(crate) committed_len: u64,
     pub(crate) committed_lines: u64,
     pub(crate) tail: Option<TailInfo>,
     pub(crate) diagnostics: Vec<Diagnostic>,
     pub(crate) diagnostics_total: u64,
+}
+
+impl std::fmt::Debug for SessionIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionIndex")
+            .field("header", &self.header)
+            .field("entries", &self.entries.len())
+            .field("committed_len", &self.committed_len)
+            .field("tail", &self.tail)
+            .field("diagnostics", &self.diagnostics)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the scanner knows about an entry it is adding.
+pub(crate) struct NewEntry<'a> {
+    pub id: &'a str,
+    pub kind: EntryKind,
+    pub parent: Option<u32>,
+    pub line: u64,
+    pub offset: u64,
+    pub len: usize,
+    pub removal_target: Option<u32>,
+    pub custom_type: Option<&'a str>,
+}
+
+impl IndexEntry {
+    /// Position of the parent entry in the index.
+    pub fn parent(&self) -> Option<u32> {
+        (self.parent != NONE).then_some(self.parent)
+    }
+
+    /// The removed entry's position, for a `message.removed` entry.
+    pub fn removal_target(&self) -> Option<u32> {
+        (self.kind == EntryKind::MessageRemoved && self.aux != NONE).then_some(self.aux)
+    }
+}
+
+fn id_of<'a>(entries: &[IndexEntry], arena: &'a str, pos: u32) -> &'a str {
+    let e = &entries[pos as usize];
+    &arena[e.id_start as usize..e.id_start as usize + usize::from(e.id_len)]
 }
 
 impl SessionIndex {
@@ -195,8 +185,66 @@ impl SessionIndex {
         }
     }
 
+    pub(crate) fn push_entry(&mut self, e: NewEntry<'_>) -> u32 {
+        let me = self.entries.len() as u32;
+        let (depth, jump) = match e.parent {
+            None => (0, me),
+            Some(p) => {
+                let pe = &self.entries[p as usize];
+                let j = &self.entries[pe.jump as usize];
+                let jj = &self.entries[j.jump as usize];
+                let jump = if pe.depth - j.depth == j.depth - jj.depth {
+                    j.jump
+                } else {
+                    p
+                };
+                (pe.depth + 1, jump)
+            }
+        };
+        let aux = match (e.removal_target, e.custom_type) {
+            (Some(t), _) => t,
+            (None, Some(ct)) => match self.custom_type_ids.get(ct) {
+                Some(&i) => i,
+                None => {
+                    let i = self.custom_types.len() as u32;
+                    let interned: Arc<str> = Arc::from(ct);
+                    self.custom_types.push(interned.clone());
+                    self.custom_type_ids.insert(interned, i);
+                    i
+                }
+            },
+            (None, None) => NONE,
+        };
+        let id_start = self.id_arena.len() as u64;
+        self.id_arena.push_str(e.id);
+        self.entries.push(IndexEntry {
+            offset: e.offset,
+            id_start,
+            len: e.len as u32,
+            line: e.line as u32,
+            parent: e.parent.unwrap_or(NONE),
+            depth,
+            jump,
+            aux,
+            id_len: e.id.len() as u8,
+            kind: e.kind,
+        });
+        let hash = self.hasher.hash_one(e.id);
+        let (entries, arena, hasher) = (&self.entries, &self.id_arena, &self.hasher);
+        self.by_id
+            .insert_unique(hash, me, |&p| hasher.hash_one(id_of(entries, arena, p)));
+        me
+    }
+
     pub fn header(&self) -> Option<&HeaderInfo> {
         self.header.as_ref()
+    }
+    /// Number of indexed entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
     }
     pub fn entries(&self) -> &[IndexEntry] {
         &self.entries
@@ -204,8 +252,23 @@ impl SessionIndex {
     pub fn entry(&self, pos: u32) -> &IndexEntry {
         &self.entries[pos as usize]
     }
+    /// The id of the entry at `pos`.
+    pub fn id(&self, pos: u32) -> &str {
+        id_of(&self.entries, &self.id_arena, pos)
+    }
+    /// The position of the entry with this id.
     pub fn position(&self, id: &str) -> Option<u32> {
-        self.ids.get(id).copied()
+        let hash = self.hasher.hash_one(id);
+        self.by_id.find(hash, |&p| self.id(p) == id).copied()
+    }
+    /// The `customType`, for a `custom` entry.
+    pub fn custom_type(&self, pos: u32) -> Option<&Arc<str>> {
+        let e = self.entry(pos);
+        if e.kind == EntryKind::Custom && e.aux != NONE {
+            self.custom_types.get(e.aux as usize)
+        } else {
+            None
+        }
     }
     /// Latest `session_info.name` in file order (global).
     pub fn name(&self) -> Option<&str> {
@@ -261,11 +324,11 @@ impl SessionIndex {
                 return x == ancestor;
             }
             let j = &self.entries[e.jump as usize];
+            // depth > target_depth >= 0, so a parent exists.
             x = if j.depth >= target_depth {
                 e.jump
             } else {
-                // depth > target_depth >= 0, so a parent exists.
-                e.parent.unwrap_or(x)
+                e.parent
             };
         }
     }

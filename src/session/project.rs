@@ -72,7 +72,7 @@ pub fn project(index: &SessionIndex, leaf: &LeafSelector) -> Result<Projection, 
     let mut cursor = leaf;
     while let Some(pos) = cursor {
         path.push(pos);
-        cursor = index.entry(pos).parent;
+        cursor = index.entry(pos).parent();
     }
     path.reverse();
 
@@ -92,7 +92,7 @@ pub fn project(index: &SessionIndex, leaf: &LeafSelector) -> Result<Projection, 
         .collect();
     let mut custom_state = BTreeMap::new();
     for &p in &path {
-        if let Some(t) = index.entry(p).custom_type() {
+        if let Some(t) = index.custom_type(p) {
             custom_state.insert(t.clone(), p);
         }
     }

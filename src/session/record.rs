@@ -7,11 +7,11 @@
 //! - Objects never silently drop a repeated key: a duplicate is [`Code::RecordDuplicateKey`].
 //! - Nothing here allocates in proportion to anything but the record itself.
 
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
-use serde_json::{Map, Number, Value};
 
 use super::diag::Code;
 
@@ -20,14 +20,14 @@ pub const MAX_RECORD_BYTES: usize = 1 << 20;
 /// Most nested containers in one record; the record's own object is depth 1.
 pub const MAX_DEPTH: usize = 128;
 
-/// Checks the raw bytes of one record (without its "\n"): size, strict UTF-8, nesting depth
-/// and lone surrogate escapes. Malformed JSON that passes these checks is left for the parser.
+/// Checks the raw bytes of one record (without its "\n"): size, nesting depth and lone
+/// surrogate escapes. Malformed JSON that passes these checks is left for the parser, and
+/// so is UTF-8: serde_json validates every string it reads and rejects any non-ASCII byte
+/// outside strings, so a record that parses is strict UTF-8 (a failed parse is classified
+/// by [`parse_strict`]).
 pub fn prescan(bytes: &[u8]) -> Result<(), Code> {
     if bytes.len() > MAX_RECORD_BYTES {
         return Err(Code::RecordTooLarge);
-    }
-    if std::str::from_utf8(bytes).is_err() {
-        return Err(Code::RecordInvalidUtf8);
     }
     let mut depth = 0usize;
     let mut i = 0usize;
@@ -113,23 +113,119 @@ fn hex4(bytes: &[u8], at: usize) -> Option<u16> {
     Some(value)
 }
 
-/// Parses one record into a JSON object after [`prescan`].
-pub fn parse_record(bytes: &[u8]) -> Result<Map<String, Value>, Code> {
+/// A parsed JSON value that borrows its strings from the record whenever they contain no
+/// escapes. Objects are key/value vectors in document order: small records need no hashing
+/// and no per-string allocation, which is what makes validation cheaper than building a
+/// `serde_json::Value`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Json<'a> {
+    Null,
+    Bool(bool),
+    /// An integer that fits `u64`.
+    UInt(u64),
+    /// A negative integer.
+    Int(i64),
+    Float(f64),
+    Str(Cow<'a, str>),
+    Array(Vec<Json<'a>>),
+    Object(Vec<(Cow<'a, str>, Json<'a>)>),
+}
+
+/// The members of a JSON object, in document order, keys unique.
+pub type Obj<'a> = [(Cow<'a, str>, Json<'a>)];
+
+impl<'a> Json<'a> {
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Json::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+    pub fn as_u64(&self) -> Option<u64> {
+        match self {
+            Json::UInt(n) => Some(*n),
+            _ => None,
+        }
+    }
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Json::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+    pub fn as_object(&self) -> Option<&Obj<'a>> {
+        match self {
+            Json::Object(m) => Some(m),
+            _ => None,
+        }
+    }
+    pub fn as_array(&self) -> Option<&[Json<'a>]> {
+        match self {
+            Json::Array(v) => Some(v),
+            _ => None,
+        }
+    }
+    pub fn is_object(&self) -> bool {
+        matches!(self, Json::Object(_))
+    }
+    pub fn is_string(&self) -> bool {
+        matches!(self, Json::Str(_))
+    }
+    pub fn is_null(&self) -> bool {
+        matches!(self, Json::Null)
+    }
+    pub fn is_number(&self) -> bool {
+        matches!(self, Json::UInt(_) | Json::Int(_) | Json::Float(_))
+    }
+    /// The member `key` of an object.
+    pub fn get(&self, key: &str) -> Option<&Json<'a>> {
+        self.as_object().and_then(|m| get(m, key))
+    }
+    /// RFC 6901 JSON pointer lookup.
+    pub fn pointer(&self, pointer: &str) -> Option<&Json<'a>> {
+        if pointer.is_empty() {
+            return Some(self);
+        }
+        let rest = pointer.strip_prefix('/')?;
+        let mut cur = self;
+        for token in rest.split('/') {
+            let token = token.replace("~1", "/").replace("~0", "~");
+            cur = match cur {
+                Json::Object(m) => get(m, &token)?,
+                Json::Array(v) => {
+                    if token.len() > 1 && token.starts_with('0') {
+                        return None;
+                    }
+                    v.get(token.parse::<usize>().ok()?)?
+                }
+                _ => return None,
+            };
+        }
+        Some(cur)
+    }
+}
+
+/// The member `key` of an object's members.
+pub fn get<'v, 'a>(m: &'v Obj<'a>, key: &str) -> Option<&'v Json<'a>> {
+    m.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+}
+
+/// Parses one record into its top-level object's members after [`prescan`].
+pub fn parse_record(bytes: &[u8]) -> Result<Vec<(Cow<'_, str>, Json<'_>)>, Code> {
     prescan(bytes)?;
     if bytes.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
         return Err(Code::RecordBlankLine);
     }
-    let value = parse_strict(bytes)?;
-    match value {
-        Value::Object(map) => Ok(map),
+    match parse_strict(bytes)? {
+        Json::Object(map) => Ok(map),
         _ => Err(Code::RecordNotObject),
     }
 }
 
-/// Parses JSON bytes into a [`Value`], refusing repeated object keys. The caller has already
+/// Parses JSON bytes into a [`Json`], refusing repeated object keys. The caller has already
 /// bounded the depth with [`prescan`], so the recursion limit is lifted to allow exactly
 /// [`MAX_DEPTH`] levels.
-pub fn parse_strict(bytes: &[u8]) -> Result<Value, Code> {
+pub fn parse_strict(bytes: &[u8]) -> Result<Json<'_>, Code> {
     let duplicate = Cell::new(false);
     let mut de = serde_json::Deserializer::from_slice(bytes);
     de.disable_recursion_limit();
@@ -141,71 +237,115 @@ pub fn parse_strict(bytes: &[u8]) -> Result<Value, Code> {
     match result {
         Ok(v) => Ok(v),
         Err(_) if duplicate.get() => Err(Code::RecordDuplicateKey),
+        Err(_) if std::str::from_utf8(bytes).is_err() => Err(Code::RecordInvalidUtf8),
         Err(_) => Err(Code::RecordSyntax),
     }
 }
 
 #[derive(Clone, Copy)]
-struct StrictSeed<'a> {
-    duplicate: &'a Cell<bool>,
+struct StrictSeed<'c> {
+    duplicate: &'c Cell<bool>,
 }
 
 impl<'de> DeserializeSeed<'de> for StrictSeed<'_> {
-    type Value = Value;
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+    type Value = Json<'de>;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Json<'de>, D::Error> {
         d.deserialize_any(self)
     }
 }
 
+struct KeySeed;
+
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = Cow<'de, str>;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Cow<'de, str>, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed {
+    type Value = Cow<'de, str>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Borrowed(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(v))
+    }
+}
+
+fn has_duplicate_keys(members: &Obj<'_>) -> bool {
+    if members.len() <= 16 {
+        members
+            .iter()
+            .enumerate()
+            .any(|(i, (k, _))| members[..i].iter().any(|(other, _)| other == k))
+    } else {
+        let mut seen = std::collections::HashSet::with_capacity(members.len());
+        !members.iter().all(|(k, _)| seen.insert(k.as_ref()))
+    }
+}
+
 impl<'de> Visitor<'de> for StrictSeed<'_> {
-    type Value = Value;
+    type Value = Json<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
+    fn visit_bool<E>(self, v: bool) -> Result<Json<'de>, E> {
+        Ok(Json::Bool(v))
     }
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::Number(v.into()))
+    fn visit_i64<E>(self, v: i64) -> Result<Json<'de>, E> {
+        Ok(if v >= 0 {
+            Json::UInt(v as u64)
+        } else {
+            Json::Int(v)
+        })
     }
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::Number(v.into()))
+    fn visit_u64<E>(self, v: u64) -> Result<Json<'de>, E> {
+        Ok(Json::UInt(v))
     }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
-        Number::from_f64(v)
-            .map(Value::Number)
-            .ok_or_else(|| E::custom("non-finite number"))
+    fn visit_f64<E>(self, v: f64) -> Result<Json<'de>, E> {
+        Ok(Json::Float(v))
     }
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Json<'de>, E> {
+        Ok(Json::Str(Cow::Borrowed(v)))
     }
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
+    fn visit_str<E>(self, v: &str) -> Result<Json<'de>, E> {
+        Ok(Json::Str(Cow::Owned(v.to_owned())))
     }
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
+    fn visit_string<E>(self, v: String) -> Result<Json<'de>, E> {
+        Ok(Json::Str(Cow::Owned(v)))
     }
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
+    fn visit_unit<E>(self) -> Result<Json<'de>, E> {
+        Ok(Json::Null)
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+    fn visit_none<E>(self) -> Result<Json<'de>, E> {
+        Ok(Json::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json<'de>, A::Error> {
         let mut out = Vec::new();
         while let Some(v) = seq.next_element_seed(self)? {
             out.push(v);
         }
-        Ok(Value::Array(out))
+        Ok(Json::Array(out))
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut out = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'de>, A::Error> {
+        let mut out = Vec::new();
+        while let Some(key) = map.next_key_seed(KeySeed)? {
             let v = map.next_value_seed(self)?;
-            if out.insert(key, v).is_some() {
-                self.duplicate.set(true);
-                return Err(de::Error::custom("duplicate key"));
-            }
+            out.push((key, v));
         }
-        Ok(Value::Object(out))
+        if has_duplicate_keys(&out) {
+            self.duplicate.set(true);
+            return Err(de::Error::custom("duplicate key"));
+        }
+        Ok(Json::Object(out))
     }
 }
 

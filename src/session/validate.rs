@@ -10,19 +10,16 @@
 //! - Every problem is a [`Diagnostic`]; scanning never stops early and never panics on input.
 //! - Field names in diagnostics come from the static schema tables below, never from the file.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
-use std::sync::Arc;
 
-use serde_json::{Map, Value};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use super::diag::{Code, Diagnostic};
-use super::index::{Aux, EntryKind, HeaderInfo, IndexEntry, SessionIndex, TailInfo};
-use super::record::{self, MAX_RECORD_BYTES};
+use super::index::{EntryKind, FastMap, HeaderInfo, NewEntry, SessionIndex, TailInfo};
+use super::record::{self, Json, MAX_RECORD_BYTES, Obj, get};
 
 /// Diagnostics kept per scan; the rest are only counted (`SessionIndex::diagnostics_total`).
 pub const MAX_KEPT_DIAGNOSTICS: usize = 10_000;
@@ -50,7 +47,7 @@ pub fn is_asset_path(s: &str) -> bool {
     s.strip_prefix("assets/").is_some_and(is_id)
 }
 
-fn is_ms(v: &Value) -> bool {
+fn is_ms(v: &Json<'_>) -> bool {
     v.as_u64().is_some()
 }
 
@@ -111,8 +108,7 @@ pub struct Scanner {
     index: SessionIndex,
     next_line: u64,
     next_offset: u64,
-    last_sequence: HashMap<String, u64>,
-    custom_types: HashMap<String, Arc<str>>,
+    last_sequence: FastMap<String, u64>,
 }
 
 struct Ctx {
@@ -154,53 +150,38 @@ const ASSET: Family = Family {
 };
 
 impl Ctx {
-    fn req<'v>(
-        &mut self,
-        m: &'v Map<String, Value>,
-        k: &'static str,
-        f: Family,
-    ) -> Option<&'v Value> {
-        let v = m.get(k);
+    fn req<'v>(&mut self, m: &'v Obj<'v>, k: &'static str, f: Family) -> Option<&'v Json<'v>> {
+        let v = get(m, k);
         if v.is_none() {
             self.field(f.missing, k);
         }
         v
     }
-    fn req_str<'v>(
-        &mut self,
-        m: &'v Map<String, Value>,
-        k: &'static str,
-        f: Family,
-    ) -> Option<&'v str> {
+    fn req_str<'v>(&mut self, m: &'v Obj<'v>, k: &'static str, f: Family) -> Option<&'v str> {
         let v = self.req(m, k, f)?;
         self.as_str(v, k, f)
     }
-    fn opt_str<'v>(
-        &mut self,
-        m: &'v Map<String, Value>,
-        k: &'static str,
-        f: Family,
-    ) -> Option<&'v str> {
-        let v = m.get(k)?;
+    fn opt_str<'v>(&mut self, m: &'v Obj<'v>, k: &'static str, f: Family) -> Option<&'v str> {
+        let v = get(m, k)?;
         self.as_str(v, k, f)
     }
-    fn as_str<'v>(&mut self, v: &'v Value, k: &'static str, f: Family) -> Option<&'v str> {
+    fn as_str<'v>(&mut self, v: &'v Json<'v>, k: &'static str, f: Family) -> Option<&'v str> {
         let s = v.as_str();
         if s.is_none() {
             self.field(f.wrong_type, k);
         }
         s
     }
-    fn req_bool(&mut self, m: &Map<String, Value>, k: &'static str, f: Family) {
+    fn req_bool(&mut self, m: &Obj<'_>, k: &'static str, f: Family) {
         if let Some(v) = self.req(m, k, f) {
             self.check_bool(v, k, f);
         }
     }
-    fn opt_bool(&mut self, m: &Map<String, Value>, k: &'static str, f: Family) -> Option<bool> {
-        let v = m.get(k)?;
+    fn opt_bool(&mut self, m: &Obj<'_>, k: &'static str, f: Family) -> Option<bool> {
+        let v = get(m, k)?;
         self.check_bool(v, k, f)
     }
-    fn check_bool(&mut self, v: &Value, k: &'static str, f: Family) -> Option<bool> {
+    fn check_bool(&mut self, v: &Json<'_>, k: &'static str, f: Family) -> Option<bool> {
         let b = v.as_bool();
         if b.is_none() {
             self.field(f.wrong_type, k);
@@ -209,7 +190,7 @@ impl Ctx {
     }
     fn req_id<'v>(
         &mut self,
-        m: &'v Map<String, Value>,
+        m: &'v Obj<'v>,
         k: &'static str,
         f: Family,
         bad: Code,
@@ -221,15 +202,15 @@ impl Ctx {
         }
         Some(s)
     }
-    fn req_ms(&mut self, m: &Map<String, Value>, k: &'static str, bad: Code) -> Option<u64> {
+    fn req_ms(&mut self, m: &Obj<'_>, k: &'static str, bad: Code) -> Option<u64> {
         let v = self.req(m, k, ENTRY)?;
         self.ms(v, k, bad)
     }
-    fn opt_ms(&mut self, m: &Map<String, Value>, k: &'static str, bad: Code) -> Option<u64> {
-        let v = m.get(k)?;
+    fn opt_ms(&mut self, m: &Obj<'_>, k: &'static str, bad: Code) -> Option<u64> {
+        let v = get(m, k)?;
         self.ms(v, k, bad)
     }
-    fn ms(&mut self, v: &Value, k: &'static str, bad: Code) -> Option<u64> {
+    fn ms(&mut self, v: &Json<'_>, k: &'static str, bad: Code) -> Option<u64> {
         if !v.is_number() {
             self.field(Code::EntryFieldType, k);
             return None;
@@ -240,16 +221,17 @@ impl Ctx {
         }
         n
     }
-    fn req_iso(&mut self, m: &Map<String, Value>, k: &'static str, bad: Code) {
+    fn req_iso(&mut self, m: &Obj<'_>, k: &'static str, bad: Code) {
         if let Some(s) = self.req_str(m, k, ENTRY)
             && !is_iso(s)
         {
             self.field(bad, k);
         }
     }
-    fn only_keys(&mut self, m: &Map<String, Value>, allowed: &[&str], extra: &[&str], code: Code) {
-        if m.keys()
-            .any(|k| !allowed.contains(&k.as_str()) && !extra.contains(&k.as_str()))
+    fn only_keys(&mut self, m: &Obj<'_>, allowed: &[&str], extra: &[&str], code: Code) {
+        if m.iter()
+            .map(|(k, _)| k)
+            .any(|k| !allowed.contains(&k.as_ref()) && !extra.contains(&k.as_ref()))
         {
             self.push(code);
         }
@@ -345,10 +327,9 @@ impl Scanner {
     }
 
     fn apply_entry(&mut self, p: PendingEntry, line: u64, offset: u64, len: usize) {
-        if self.index.ids.contains_key(p.id.as_str()) {
+        if self.index.position(&p.id).is_some() {
             return; // Duplicate id: reported, not indexed.
         }
-        let idx = self.index.entries.len() as u32;
         if let Some((conn, seq)) = p.sequence {
             self.last_sequence.insert(conn, seq);
         }
@@ -361,31 +342,21 @@ impl Scanner {
         if let Some((target, label)) = p.label {
             self.index.labels.insert(target, label);
         }
-        let aux = match p.aux {
-            PendingAux::None => Aux::None,
-            PendingAux::Target(t) => Aux::Target(t),
-            PendingAux::CustomType(t) => {
-                let interned = self
-                    .custom_types
-                    .entry(t)
-                    .or_insert_with_key(|k| Arc::from(k.as_str()))
-                    .clone();
-                Aux::CustomType(interned)
-            }
+        let (removal_target, custom_type) = match &p.aux {
+            PendingAux::None => (None, None),
+            PendingAux::Target(t) => (Some(*t), None),
+            PendingAux::CustomType(t) => (None, Some(t.as_str())),
         };
-        let id: Arc<str> = Arc::from(p.id);
-        self.index.ids.insert(id.clone(), idx);
-        self.index.entries.push(IndexEntry::new(
-            id,
-            p.kind,
-            p.parent,
+        self.index.push_entry(NewEntry {
+            id: &p.id,
+            kind: p.kind,
+            parent: p.parent,
             line,
             offset,
-            len as u32,
-            aux,
-            &self.index.entries,
-            idx,
-        ));
+            len,
+            removal_target,
+            custom_type,
+        });
     }
 
     fn analyze_inner(&self, bytes: &[u8], cx: &mut Ctx) -> Effect {
@@ -405,7 +376,7 @@ impl Scanner {
                 return Effect::None;
             }
         };
-        let is_header = map.get("type").and_then(Value::as_str) == Some("session");
+        let is_header = get(&map, "type").and_then(Json::as_str) == Some("session");
         if first {
             if !is_header {
                 cx.push(Code::HeaderMissing);
@@ -420,7 +391,7 @@ impl Scanner {
         self.check_entry(&map, cx)
     }
 
-    fn check_entry(&self, m: &Map<String, Value>, cx: &mut Ctx) -> Effect {
+    fn check_entry(&self, m: &Obj<'_>, cx: &mut Ctx) -> Effect {
         let ty = cx.req_str(m, "type", ENTRY);
         let kind = ty.map(|t| EntryKind::from_type(t).unwrap_or(EntryKind::Unknown));
         if kind == Some(EntryKind::Unknown) {
@@ -428,18 +399,18 @@ impl Scanner {
         }
         let id = cx.req_id(m, "id", ENTRY, Code::EntryInvalidId);
         if let Some(id) = id
-            && self.index.ids.contains_key(id)
+            && self.index.position(id).is_some()
         {
             cx.push(Code::EntryDuplicateId);
         }
         let mut parent = None;
-        match m.get("parentId") {
+        match get(m, "parentId") {
             None => cx.field(Code::EntryMissingField, "parentId"),
-            Some(Value::Null) => {}
-            Some(Value::String(p)) => {
+            Some(Json::Null) => {}
+            Some(Json::Str(p)) => {
                 if !is_id(p) {
                     cx.field(Code::EntryInvalidId, "parentId");
-                } else if let Some(&i) = self.index.ids.get(p.as_str()) {
+                } else if let Some(i) = self.index.position(p) {
                     parent = Some(i);
                 } else {
                     cx.push(Code::EntryParentMissing);
@@ -468,13 +439,7 @@ impl Scanner {
         }
     }
 
-    fn check_body(
-        &self,
-        kind: EntryKind,
-        m: &Map<String, Value>,
-        cx: &mut Ctx,
-        p: &mut PendingEntry,
-    ) {
+    fn check_body(&self, kind: EntryKind, m: &Obj<'_>, cx: &mut Ctx, p: &mut PendingEntry) {
         let fields: &[&str] = match kind {
             EntryKind::Message => &["message"],
             EntryKind::Custom => &["customType", "data"],
@@ -534,10 +499,10 @@ impl Scanner {
                     cx.push(Code::CustomEmptyType);
                 }
                 match cx.req(m, "content", ENTRY) {
-                    Some(Value::String(_)) | None => {}
-                    Some(Value::Array(blocks)) => {
+                    Some(Json::Str(_)) | None => {}
+                    Some(Json::Array(blocks)) => {
                         for b in blocks {
-                            let ty = b.get("type").and_then(Value::as_str);
+                            let ty = b.get("type").and_then(Json::as_str);
                             if b.is_object() && !matches!(ty, Some("text" | "image")) {
                                 cx.push(Code::BlockNotAllowed);
                             } else {
@@ -556,8 +521,8 @@ impl Scanner {
             EntryKind::Label => {
                 let target = cx.req_id(m, "targetId", ENTRY, Code::EntryInvalidId);
                 let label = match cx.req(m, "label", ENTRY) {
-                    Some(Value::Null) => Some(None),
-                    Some(Value::String(s)) => Some(Some(s.clone())),
+                    Some(Json::Null) => Some(None),
+                    Some(Json::Str(s)) => Some(Some(s.clone())),
                     Some(_) => {
                         cx.field(Code::EntryFieldType, "label");
                         None
@@ -565,8 +530,8 @@ impl Scanner {
                     None => None,
                 };
                 if let Some(target) = target {
-                    match self.index.ids.get(target) {
-                        Some(&t) => p.label = label.map(|l| (t, l)),
+                    match self.index.position(target) {
+                        Some(t) => p.label = label.map(|l| (t, l.map(|l| l.into_owned()))),
                         None => cx.push(Code::LabelTargetMissing),
                     }
                 }
@@ -605,9 +570,9 @@ impl Scanner {
                 {
                     cx.field(Code::EntryInvalidValue, "outcome");
                 }
-                match m.get("gaps") {
+                match get(m, "gaps") {
                     None => {}
-                    Some(Value::Array(gaps)) => gaps.iter().for_each(|g| check_gap(g, cx)),
+                    Some(Json::Array(gaps)) => gaps.iter().for_each(|g| check_gap(g, cx)),
                     Some(_) => cx.field(Code::EntryFieldType, "gaps"),
                 }
             }
@@ -620,11 +585,11 @@ impl Scanner {
                 let Some(target) = cx.req_id(m, "targetId", ENTRY, Code::EntryInvalidId) else {
                     return;
                 };
-                let Some(&t) = self.index.ids.get(target) else {
+                let Some(t) = self.index.position(target) else {
                     cx.push(Code::RemovalTargetMissing);
                     return;
                 };
-                let te = &self.index.entries[t as usize];
+                let te = self.index.entry(t);
                 if !matches!(te.kind, EntryKind::Message | EntryKind::CustomMessage) {
                     cx.push(Code::RemovalTargetNotMessage);
                 } else if !p
@@ -640,7 +605,7 @@ impl Scanner {
         }
     }
 
-    fn check_realtime(&self, m: &Map<String, Value>, cx: &mut Ctx, p: &mut PendingEntry) {
+    fn check_realtime(&self, m: &Obj<'_>, cx: &mut Ctx, p: &mut PendingEntry) {
         let conn = cx.req_id(m, "connectionId", ENTRY, Code::EntryInvalidId);
         let direction = cx.req_str(m, "direction", ENTRY);
         let observation = cx.req_str(m, "observation", ENTRY);
@@ -680,18 +645,17 @@ impl Scanner {
             cx.field(Code::EntryFieldType, "payload");
         }
         cx.opt_str(m, "remoteEventId", ENTRY);
-        match m.get("redactions") {
+        match get(m, "redactions") {
             None => {}
-            Some(Value::Array(ptrs)) => {
-                if !ptrs.iter().all(|v| v.as_str().is_some_and(is_pointer)) {
-                    cx.field(Code::EntryInvalidValue, "redactions");
-                }
+            Some(Json::Array(ptrs)) if !ptrs.iter().all(|v| v.as_str().is_some_and(is_pointer)) => {
+                cx.field(Code::EntryInvalidValue, "redactions");
             }
+            Some(Json::Array(_)) => {}
             Some(_) => cx.field(Code::EntryFieldType, "redactions"),
         }
-        match m.get("media") {
+        match get(m, "media") {
             None => {}
-            Some(Value::Array(refs)) => {
+            Some(Json::Array(refs)) => {
                 for r in refs {
                     check_media(r, payload, cx);
                 }
@@ -701,7 +665,7 @@ impl Scanner {
     }
 }
 
-fn check_header(m: &Map<String, Value>, cx: &mut Ctx) -> Effect {
+fn check_header(m: &Obj<'_>, cx: &mut Ctx) -> Effect {
     const KEYS: &[&str] = &["type", "version", "id", "timestamp"];
     cx.only_keys(m, KEYS, &[], Code::HeaderUnknownField);
     let fam = Family {
@@ -709,11 +673,8 @@ fn check_header(m: &Map<String, Value>, cx: &mut Ctx) -> Effect {
         wrong_type: Code::HeaderFieldType,
     };
     match cx.req(m, "version", fam) {
-        Some(Value::Number(n)) => {
-            if n.as_u64() != Some(1) {
-                cx.push(Code::HeaderUnsupportedVersion);
-            }
-        }
+        Some(Json::UInt(1)) => {}
+        Some(v) if v.is_number() => cx.push(Code::HeaderUnsupportedVersion),
         Some(_) => cx.field(Code::HeaderFieldType, "version"),
         None => {}
     }
@@ -733,7 +694,7 @@ fn check_header(m: &Map<String, Value>, cx: &mut Ctx) -> Effect {
     }
 }
 
-fn check_message(m: &Map<String, Value>, cx: &mut Ctx) {
+fn check_message(m: &Obj<'_>, cx: &mut Ctx) {
     let role = cx.req_str(m, "role", MESSAGE);
     if let Some(r) = role
         && !matches!(r, "user" | "assistant" | "toolResult")
@@ -741,7 +702,7 @@ fn check_message(m: &Map<String, Value>, cx: &mut Ctx) {
         cx.push(Code::MessageInvalidRole);
     }
     match cx.req(m, "content", MESSAGE) {
-        Some(Value::Array(blocks)) => blocks.iter().for_each(|b| check_block(b, cx)),
+        Some(Json::Array(blocks)) => blocks.iter().for_each(|b| check_block(b, cx)),
         Some(_) => cx.field(Code::MessageFieldType, "content"),
         None => {}
     }
@@ -758,7 +719,7 @@ fn check_message(m: &Map<String, Value>, cx: &mut Ctx) {
         cx.opt_str(m, k, MESSAGE);
     }
     for k in ["usage", "replay"] {
-        if m.get(k).is_some_and(|v| !v.is_object()) {
+        if get(m, k).is_some_and(|v| !v.is_object()) {
             cx.field(Code::MessageFieldType, k);
         }
     }
@@ -774,7 +735,7 @@ fn check_message(m: &Map<String, Value>, cx: &mut Ctx) {
     }
 }
 
-fn check_block(b: &Value, cx: &mut Ctx) {
+fn check_block(b: &Json<'_>, cx: &mut Ctx) {
     let Some(m) = b.as_object() else {
         cx.push(Code::BlockNotObject);
         return;
@@ -823,12 +784,12 @@ fn check_block(b: &Value, cx: &mut Ctx) {
             {
                 cx.field(Code::EntryInvalidId, "recordingId");
             }
-            if let Some(r) = m.get("range") {
+            if let Some(r) = get(m, "range") {
                 let ok = r.as_object().is_some_and(|r| {
                     r.len() == 2
                         && match (
-                            r.get("startMs").and_then(Value::as_u64),
-                            r.get("endMs").and_then(Value::as_u64),
+                            get(r, "startMs").and_then(Json::as_u64),
+                            get(r, "endMs").and_then(Json::as_u64),
                         ) {
                             (Some(s), Some(e)) => s < e,
                             _ => false,
@@ -843,7 +804,7 @@ fn check_block(b: &Value, cx: &mut Ctx) {
 }
 
 /// Checks an AssetRef. `media` requires an available asset with `byteRange` and `encoding`.
-fn check_asset(v: &Value, media: bool, cx: &mut Ctx) {
+fn check_asset(v: &Json<'_>, media: bool, cx: &mut Ctx) {
     let Some(m) = v.as_object() else {
         cx.field(Code::AssetFieldType, "asset");
         return;
@@ -862,7 +823,7 @@ fn check_asset(v: &Value, media: bool, cx: &mut Ctx) {
                 cx.push(Code::AssetInvalidPath);
             }
             cx.req_str(m, "mimeType", ASSET);
-            match m.get("byteRange") {
+            match get(m, "byteRange") {
                 None => {
                     if media {
                         cx.push(Code::RealtimeMediaInvalid);
@@ -872,8 +833,8 @@ fn check_asset(v: &Value, media: bool, cx: &mut Ctx) {
                     let ok = r.as_object().is_some_and(|r| {
                         r.len() == 2
                             && match (
-                                r.get("start").and_then(Value::as_u64),
-                                r.get("end").and_then(Value::as_u64),
+                                get(r, "start").and_then(Json::as_u64),
+                                get(r, "end").and_then(Json::as_u64),
                             ) {
                                 (Some(s), Some(e)) => s < e,
                                 _ => false,
@@ -910,15 +871,18 @@ fn check_asset(v: &Value, media: bool, cx: &mut Ctx) {
     }
 }
 
-fn check_media(r: &Value, payload: Option<&Value>, cx: &mut Ctx) {
+fn check_media(r: &Json<'_>, payload: Option<&Json<'_>>, cx: &mut Ctx) {
     let Some(m) = r.as_object() else {
         cx.push(Code::RealtimeMediaInvalid);
         return;
     };
-    if m.keys().any(|k| k != "pointer" && k != "asset") {
+    if m.iter()
+        .map(|(k, _)| k)
+        .any(|k| k != "pointer" && k != "asset")
+    {
         cx.push(Code::RealtimeMediaInvalid);
     }
-    match m.get("pointer").and_then(Value::as_str) {
+    match get(m, "pointer").and_then(Json::as_str) {
         Some(p) if is_pointer(p) => {
             // The externalized field is removed or null in the payload.
             if payload
@@ -930,23 +894,24 @@ fn check_media(r: &Value, payload: Option<&Value>, cx: &mut Ctx) {
         }
         _ => cx.push(Code::RealtimeMediaInvalid),
     }
-    match m.get("asset") {
+    match get(m, "asset") {
         Some(a) => check_asset(a, true, cx),
         None => cx.push(Code::RealtimeMediaInvalid),
     }
 }
 
-fn check_gap(g: &Value, cx: &mut Ctx) {
+fn check_gap(g: &Json<'_>, cx: &mut Ctx) {
     let ok = g.as_object().is_some_and(|m| {
-        m.keys()
-            .all(|k| matches!(k.as_str(), "reason" | "itemId" | "startMs" | "endMs"))
-            && m.get("reason").is_some_and(Value::is_string)
-            && m.get("itemId").is_none_or(Value::is_string)
-            && m.get("startMs").is_none_or(is_ms)
-            && m.get("endMs").is_none_or(is_ms)
+        m.iter()
+            .map(|(k, _)| k)
+            .all(|k| matches!(k.as_ref(), "reason" | "itemId" | "startMs" | "endMs"))
+            && get(m, "reason").is_some_and(Json::is_string)
+            && get(m, "itemId").is_none_or(Json::is_string)
+            && get(m, "startMs").is_none_or(is_ms)
+            && get(m, "endMs").is_none_or(is_ms)
             && match (
-                m.get("startMs").and_then(Value::as_u64),
-                m.get("endMs").and_then(Value::as_u64),
+                get(m, "startMs").and_then(Json::as_u64),
+                get(m, "endMs").and_then(Json::as_u64),
             ) {
                 (Some(s), Some(e)) => s <= e,
                 _ => true,
