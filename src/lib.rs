@@ -20,3 +20,4 @@
 //! ```
 
 pub mod session;
+pub mod settings;

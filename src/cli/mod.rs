@@ -6,6 +6,7 @@
 
 mod check;
 mod context;
+mod store_cmds;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -30,6 +31,33 @@ enum Command {
         /// Print a JSON array of {path,line,code,message}.
         #[arg(long)]
         json: bool,
+    },
+    /// Create a new, empty session and print its folder.
+    New {
+        /// Root to create it in (default: the configured write root).
+        #[arg(long)]
+        root: Option<PathBuf>,
+    },
+    /// Append JSONL records from stdin; prints one ack line per durable record.
+    Append {
+        /// A session directory or its session.jsonl.
+        session: PathBuf,
+        /// Parent for records without `parentId` (default: the last entry; `null`: new root).
+        #[arg(long)]
+        leaf: Option<String>,
+    },
+    /// Explicit recovery: an incomplete final record and unfinished recordings.
+    Recover {
+        /// A session directory or its session.jsonl.
+        session: PathBuf,
+    },
+    /// Delete a whole session folder.
+    Rm {
+        /// A session directory.
+        session: PathBuf,
+        /// Confirm the deletion.
+        #[arg(long)]
+        yes: bool,
     },
     /// Print the effective conversation of a session at a leaf.
     Context {
@@ -62,6 +90,10 @@ pub fn run() -> ExitCode {
     };
     let code = match cli.command {
         Command::Check { paths, json } => check::run(&paths, json),
+        Command::New { root } => store_cmds::new(root.as_deref()),
+        Command::Append { session, leaf } => store_cmds::append(&session, leaf.as_deref()),
+        Command::Recover { session } => store_cmds::recover(&session),
+        Command::Rm { session, yes } => store_cmds::rm(&session, yes),
         Command::Context {
             session,
             leaf,

@@ -14,20 +14,26 @@
 //!
 //! Nothing in `session/` knows about the realtime provider, audio or the UI.
 
+pub mod assets;
 pub mod context;
+pub mod delete;
 pub mod diag;
 pub mod format;
+pub mod fsio;
 pub mod history;
 pub mod index;
 pub mod project;
 pub mod record;
+pub mod recover;
 pub mod secrets;
+pub mod store;
 pub mod target;
 pub mod validate;
 
 pub use diag::{Code, Diagnostic};
 pub use index::{EntryKind, IndexEntry, SessionIndex};
 pub use project::{LeafSelector, ProjectError, Projection, project};
+pub use store::{Continuation, SessionHandle, Store, StoreError};
 pub use validate::{Scanner, scan_bytes, scan_path, scan_reader};
 
 use std::path::{Path, PathBuf};

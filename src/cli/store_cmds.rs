@@ -1,0 +1,361 @@
+//! `persyk new`, `persyk append`, `persyk recover`, `persyk rm`.
+//!
+//! Naming a session on the command line is the user's explicit authorization for it: these
+//! commands open it through a store whose only root is the folder that contains it.
+
+use std::io::{self, BufRead, Write};
+
+use std::path::{Path, PathBuf};
+
+use persyk::session::recover::{RecordingOutcome, TailOutcome};
+use persyk::session::store::{
+    AppendReport, MAX_BATCH_BYTES, MAX_BATCH_RECORDS, Roots, new_id, now_iso,
+};
+use persyk::session::{SessionHandle, Store, StoreError};
+use persyk::settings::{self, Settings};
+use serde_json::{Map, Value};
+
+use super::{EXIT_CANNOT_RUN, EXIT_LEAF_NOT_FOUND, EXIT_VIOLATION};
+
+fn absolute(p: &Path) -> io::Result<PathBuf> {
+    if p.is_absolute() {
+        Ok(p.to_path_buf())
+    } else {
+        Ok(std::env::current_dir()?.join(p))
+    }
+}
+
+/// A store whose single root is the folder holding `session`, and the session's folder name.
+fn explicit_store(session: &Path) -> Result<(Store, String), String> {
+    let dir = if session
+        .file_name()
+        .is_some_and(|n| n == persyk::session::SESSION_FILE)
+    {
+        session.parent().unwrap_or(session)
+    } else {
+        session
+    };
+    let dir =
+        absolute(dir).map_err(|e| format!("cannot resolve {}: {}", dir.display(), e.kind()))?;
+    let name = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| format!("{}: not a session folder", dir.display()))?
+        .to_owned();
+    let parent = dir.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let roots = Roots::new(parent, Vec::new()).map_err(|e| e.to_string())?;
+    Ok((Store::new(roots), name))
+}
+
+fn exit_for(e: &StoreError) -> u8 {
+    match e {
+        StoreError::Io { .. } | StoreError::NotASession | StoreError::InvalidName => {
+            EXIT_CANNOT_RUN
+        }
+        StoreError::LeafNotFound => EXIT_LEAF_NOT_FOUND,
+        _ => EXIT_VIOLATION,
+    }
+}
+
+fn report_store_error(e: &StoreError) {
+    report_record_error(e, None);
+}
+
+fn report_record_error(e: &StoreError, record: Option<usize>) {
+    match record {
+        Some(n) => eprintln!("persyk: record {n}: {e}"),
+        None => eprintln!("persyk: {e}"),
+    }
+    if let StoreError::InvalidRecord { diagnostics, .. }
+    | StoreError::NotAuthoritative { diagnostics } = e
+    {
+        for d in diagnostics {
+            eprintln!("persyk:   {}: {}", d.code, d.message);
+        }
+    }
+}
+
+pub fn new(root: Option<&Path>) -> u8 {
+    let roots = match root {
+        Some(r) => match absolute(r)
+            .map_err(|e| e.to_string())
+            .and_then(|r| Roots::new(r, Vec::new()).map_err(|e| e.to_string()))
+        {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("persyk: {e}");
+                return EXIT_CANNOT_RUN;
+            }
+        },
+        None => {
+            let loaded = settings::settings_path()
+                .map(|p| Settings::load(&p))
+                .unwrap_or_else(|| Ok(Settings::default()))
+                .and_then(|s| s.roots(settings::is_dev()));
+            match loaded {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("persyk: {e}");
+                    return EXIT_CANNOT_RUN;
+                }
+            }
+        }
+    };
+    match Store::new(roots).create_session() {
+        Ok(h) => {
+            println!("{}", h.dir().display());
+            0
+        }
+        Err(e) => {
+            report_store_error(&e);
+            exit_for(&e)
+        }
+    }
+}
+
+/// Fills in what a record may leave out: `id` (a new UUIDv7), `timestamp` (now) and
+/// `parentId` (the command's continuation leaf). Records that name all three are passed on
+/// byte for byte.
+fn complete_record(line: &str, leaf: &Option<String>) -> Result<(String, String), ()> {
+    let obj: Map<String, Value> = serde_json::from_str(line).map_err(|_| ())?;
+    let id = match obj.get("id") {
+        Some(v) => v.as_str().unwrap_or_default().to_owned(),
+        None => new_id(),
+    };
+    if ["id", "timestamp", "parentId"]
+        .iter()
+        .all(|k| obj.contains_key(*k))
+    {
+        return Ok((id, line.to_owned()));
+    }
+    // Envelope first, in the order the format documents, then the record's own fields.
+    let mut out = Map::new();
+    if let Some(t) = obj.get("type") {
+        out.insert("type".into(), t.clone());
+    }
+    out.insert("id".into(), Value::String(id.clone()));
+    let parent = obj
+        .get("parentId")
+        .cloned()
+        .unwrap_or_else(|| leaf.clone().map_or(Value::Null, Value::String));
+    out.insert("parentId".into(), parent);
+    let ts = obj
+        .get("timestamp")
+        .cloned()
+        .unwrap_or_else(|| Value::String(now_iso()));
+    out.insert("timestamp".into(), ts);
+    for (k, v) in obj {
+        if !out.contains_key(&k) {
+            out.insert(k, v);
+        }
+    }
+    let text = serde_json::to_string(&out).map_err(|_| ())?;
+    Ok((id, text))
+}
+
+pub fn append(session: &Path, leaf: Option<&str>) -> u8 {
+    let (store, name) = match explicit_store(session) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("persyk: {e}");
+            return EXIT_CANNOT_RUN;
+        }
+    };
+    let handle = match store.open_session(0, &name) {
+        Ok(h) => h,
+        Err(e) => {
+            report_store_error(&e);
+            return exit_for(&e);
+        }
+    };
+    let mut leaf: Option<String> = match leaf {
+        Some("null") => None,
+        Some(id) => {
+            if handle.with_index(|i| i.position(id).is_none()) {
+                eprintln!("persyk: {}", StoreError::LeafNotFound);
+                return EXIT_LEAF_NOT_FOUND;
+            }
+            Some(id.to_owned())
+        }
+        None => handle.with_index(|i| i.len().checked_sub(1).map(|p| i.id(p as u32).to_owned())),
+    };
+    // Our own buffer, so we can tell "more input is already here" from "waiting for input".
+    let mut input = io::BufReader::with_capacity(1 << 16, io::stdin().lock());
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    let mut batch: Vec<String> = Vec::new();
+    let mut batch_bytes = 0usize;
+    let mut pending_leaf = leaf.clone();
+    let mut line = String::new();
+    let mut record_no = 0usize;
+    let mut batch_first = 1usize;
+    loop {
+        line.clear();
+        let eof = match input.read_line(&mut line) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) => {
+                eprintln!("persyk: reading stdin failed: {}", e.kind());
+                return EXIT_CANNOT_RUN;
+            }
+        };
+        let text = line.trim_end_matches(['\n', '\r']);
+        if !eof && !text.trim().is_empty() {
+            record_no += 1;
+            if batch.is_empty() {
+                batch_first = record_no;
+            }
+            match complete_record(text, &pending_leaf) {
+                Ok((id, rec)) => {
+                    pending_leaf = Some(id);
+                    batch_bytes += rec.len() + 1;
+                    batch.push(rec);
+                }
+                Err(()) => {
+                    // Commit what came before, then refuse this record.
+                    let code = flush(&handle, &mut batch, &mut out, &mut leaf, batch_first);
+                    if code != 0 {
+                        return code;
+                    }
+                    eprintln!(
+                        "persyk: record {record_no}: store.invalid-record: not a JSON object"
+                    );
+                    return EXIT_VIOLATION;
+                }
+            }
+        }
+        let full = batch.len() >= MAX_BATCH_RECORDS || batch_bytes >= MAX_BATCH_BYTES / 2;
+        if !batch.is_empty() && (eof || full || input.buffer().is_empty()) {
+            let code = flush(&handle, &mut batch, &mut out, &mut leaf, batch_first);
+            batch_bytes = 0;
+            pending_leaf = leaf.clone();
+            if code != 0 {
+                return code;
+            }
+        }
+        if eof {
+            return 0;
+        }
+    }
+}
+
+fn flush(
+    handle: &SessionHandle,
+    batch: &mut Vec<String>,
+    out: &mut impl Write,
+    leaf: &mut Option<String>,
+    first_no: usize,
+) -> u8 {
+    if batch.is_empty() {
+        return 0;
+    }
+    let AppendReport { acks, error } = handle.append(batch);
+    batch.clear();
+    for ack in &acks {
+        let _ = writeln!(
+            out,
+            "{}",
+            serde_json::json!({"id": ack.id, "status": ack.status.as_str()})
+        );
+    }
+    let _ = out.flush();
+    if let Some(last) = acks.last() {
+        *leaf = Some(last.id.clone());
+    }
+    match error {
+        None => 0,
+        Some(e) => {
+            let record = match &e {
+                StoreError::InvalidRecord { index, .. }
+                | StoreError::ConflictingRetry { index } => Some(first_no + index),
+                _ => None,
+            };
+            report_record_error(&e, record);
+            exit_for(&e)
+        }
+    }
+}
+
+pub fn recover(session: &Path) -> u8 {
+    let (store, name) = match explicit_store(session) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("persyk: {e}");
+            return EXIT_CANNOT_RUN;
+        }
+    };
+    match store.recover(0, &name) {
+        Ok(report) => {
+            match report.tail {
+                TailOutcome::Clean => println!("tail: clean"),
+                TailOutcome::AddedNewline => {
+                    println!("tail: added the missing newline to the final record")
+                }
+                TailOutcome::PreservedFragment { file_name, bytes } => {
+                    println!(
+                        "tail: preserved an incomplete {bytes}-byte fragment in {file_name} and truncated it"
+                    )
+                }
+            }
+            for r in report.recordings {
+                match r {
+                    RecordingOutcome::Recovered {
+                        recording_id,
+                        duration_ms,
+                        data_bytes,
+                        dropped_bytes,
+                        header_rewritten,
+                    } => println!(
+                        "recording {recording_id}: interrupted; kept {data_bytes} bytes of audio ({duration_ms} ms), dropped {dropped_bytes} trailing bytes, header {}",
+                        if header_rewritten {
+                            "fixed"
+                        } else {
+                            "already correct"
+                        }
+                    ),
+                    RecordingOutcome::Live { recording_id } => {
+                        println!("recording {recording_id}: live capture, left alone")
+                    }
+                    RecordingOutcome::NoAudio { recording_id } => {
+                        println!("recording {recording_id}: interrupted; no usable audio")
+                    }
+                }
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("persyk: {e}");
+            match e {
+                persyk::session::recover::RecoverError::Store(ref s) => exit_for(s),
+                _ => EXIT_VIOLATION,
+            }
+        }
+    }
+}
+
+pub fn rm(session: &Path, yes: bool) -> u8 {
+    if !yes {
+        eprintln!("persyk: rm deletes the whole session folder; pass --yes to confirm");
+        return EXIT_CANNOT_RUN;
+    }
+    let (store, name) = match explicit_store(session) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("persyk: {e}");
+            return EXIT_CANNOT_RUN;
+        }
+    };
+    let result = store
+        .open_session(0, &name)
+        .and_then(|h| store.delete(&h).map(|()| h));
+    match result {
+        Ok(h) => {
+            println!("deleted {}", h.dir().display());
+            0
+        }
+        Err(e) => {
+            report_store_error(&e);
+            exit_for(&e)
+        }
+    }
+}

@@ -1,0 +1,273 @@
+//! Assets: files under a session's `assets/`, created exclusively and made durable before any
+//! record references them; capture assets carry an OS lock for the capture's whole life.
+//!
+//! Invariants:
+//! - An asset name matches the ID pattern (no separators, no dots first); the file is created
+//!   with `create_new` (which also refuses a planted symlink) and never truncated or
+//!   overwritten.
+//! - [`AssetWriter::finish`] fsyncs the file and the `assets/` directory before it returns the
+//!   [`AssetRef`] a record may then carry.
+//! - A [`CaptureAsset`] holds an exclusive advisory lock on its file until dropped: a lock that
+//!   is held means "live capture", which recovery and deletion must not touch. Code that needs
+//!   both locks takes the asset lock first, then the session lock.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use sha2::{Digest, Sha256};
+
+use super::ASSETS_DIR;
+use super::format::{AssetRef, ByteRange};
+use super::fsio::Storage;
+use super::store::{SessionHandle, StoreError, lock};
+use super::validate::is_id;
+
+/// Outcome of probing an asset's capture lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AssetLockState {
+    /// Nobody holds the lock.
+    Free,
+    /// A capture (in this or another process) holds it.
+    Held,
+    /// No such file.
+    Missing,
+}
+
+/// An asset being written.
+#[derive(Debug)]
+pub struct AssetWriter {
+    file: File,
+    dir: PathBuf,
+    name: String,
+    len: u64,
+    hasher: Option<Sha256>,
+    storage: Arc<dyn Storage>,
+}
+
+impl SessionHandle {
+    fn assets_dir(&self) -> Result<PathBuf, StoreError> {
+        let dir = self.dir().join(ASSETS_DIR);
+        match fs::symlink_metadata(&dir) {
+            Ok(m) if m.file_type().is_dir() => Ok(dir),
+            Ok(_) => Err(StoreError::EscapesRoot),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                fs::create_dir(&dir).map_err(StoreError::io("create assets dir"))?;
+                self.storage()
+                    .sync_dir(self.dir())
+                    .map_err(StoreError::io("sync session dir"))?;
+                Ok(dir)
+            }
+            Err(e) => Err(StoreError::io("stat assets dir")(e)),
+        }
+    }
+
+    fn create_asset_file(&self, name: &str) -> Result<(File, PathBuf), StoreError> {
+        if self.is_revoked() {
+            return Err(StoreError::StaleHandle);
+        }
+        if !is_id(name) {
+            return Err(StoreError::InvalidName);
+        }
+        let dir = self.assets_dir()?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(dir.join(name))
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::AlreadyExists => StoreError::AssetExists,
+                _ => StoreError::io("create asset")(e),
+            })?;
+        Ok((file, dir))
+    }
+
+    /// Starts a new asset `name` (exclusive creation). `sha256` computes the digest as bytes
+    /// are written.
+    pub fn create_asset(&self, name: &str, sha256: bool) -> Result<AssetWriter, StoreError> {
+        let (file, dir) = self.create_asset_file(name)?;
+        Ok(AssetWriter {
+            file,
+            dir,
+            name: name.to_owned(),
+            len: 0,
+            hasher: sha256.then(Sha256::new),
+            storage: self.storage().clone(),
+        })
+    }
+
+    /// Writes a whole asset and makes it durable; returns the reference to put in a record.
+    pub fn write_asset(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        mime_type: &str,
+        encoding: Option<&str>,
+    ) -> Result<AssetRef, StoreError> {
+        let mut w = self.create_asset(name, true)?;
+        w.write(bytes)?;
+        w.finish(mime_type, encoding)
+    }
+
+    /// Creates a capture asset and takes its exclusive lock for the capture's life.
+    pub fn start_capture(&self, name: &str) -> Result<CaptureAsset, StoreError> {
+        let (file, dir) = self.create_asset_file(name)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => return Err(StoreError::CaptureLive),
+            Err(fs::TryLockError::Error(e)) => return Err(StoreError::io("lock asset")(e)),
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        lock(self.captures()).push((name.to_owned(), stop.clone()));
+        Ok(CaptureAsset {
+            file,
+            path: dir.join(name),
+            name: name.to_owned(),
+            handle: self.clone(),
+            stop,
+        })
+    }
+
+    /// Probes whether a capture holds `assets/<name>`.
+    pub fn asset_lock_state(&self, name: &str) -> Result<AssetLockState, StoreError> {
+        if !is_id(name) {
+            return Err(StoreError::InvalidName);
+        }
+        probe_lock(&self.dir().join(ASSETS_DIR).join(name))
+    }
+}
+
+/// Probes the advisory lock of the file at `path` without keeping it.
+pub(crate) fn probe_lock(path: &Path) -> Result<AssetLockState, StoreError> {
+    let f = match OpenOptions::new().read(true).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(AssetLockState::Missing),
+        Err(e) => return Err(StoreError::io("open asset")(e)),
+    };
+    match f.try_lock() {
+        Ok(()) => {
+            let _ = f.unlock();
+            Ok(AssetLockState::Free)
+        }
+        Err(fs::TryLockError::WouldBlock) => Ok(AssetLockState::Held),
+        Err(fs::TryLockError::Error(e)) => Err(StoreError::io("lock asset")(e)),
+    }
+}
+
+impl AssetWriter {
+    /// Appends bytes (not yet durable).
+    pub fn write(&mut self, bytes: &[u8]) -> Result<(), StoreError> {
+        self.storage
+            .append(&mut self.file, bytes)
+            .map_err(StoreError::io("write asset"))?;
+        if let Some(h) = &mut self.hasher {
+            h.update(bytes);
+        }
+        self.len += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Bytes written so far.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Makes the asset durable (file and directory) and returns its reference.
+    pub fn finish(self, mime_type: &str, encoding: Option<&str>) -> Result<AssetRef, StoreError> {
+        self.storage
+            .sync_data(&self.file)
+            .map_err(StoreError::io("sync asset"))?;
+        self.storage
+            .sync_dir(&self.dir)
+            .map_err(StoreError::io("sync assets dir"))?;
+        Ok(AssetRef::Available {
+            path: format!("{ASSETS_DIR}/{}", self.name),
+            mime_type: mime_type.to_owned(),
+            byte_range: (self.len > 0 && encoding.is_some()).then_some(ByteRange {
+                start: 0,
+                end: self.len,
+            }),
+            encoding: encoding.map(str::to_owned),
+            sha256: self.hasher.map(|h| {
+                h.finalize()
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect::<String>()
+            }),
+        })
+    }
+}
+
+/// A capture's asset: the file plus its exclusive lock, held until drop.
+#[derive(Debug)]
+pub struct CaptureAsset {
+    file: File,
+    path: PathBuf,
+    name: String,
+    handle: SessionHandle,
+    stop: Arc<AtomicBool>,
+}
+
+impl CaptureAsset {
+    /// The asset's name under `assets/`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `assets/<name>`, as records reference it.
+    pub fn asset_path(&self) -> String {
+        format!("{ASSETS_DIR}/{}", self.name)
+    }
+
+    /// A second handle on the same open file (same lock), e.g. for a WAV encoder.
+    pub fn try_clone_file(&self) -> Result<File, StoreError> {
+        self.file.try_clone().map_err(StoreError::io("clone asset"))
+    }
+
+    /// Writes at the end of the file.
+    pub fn append(&mut self, bytes: &[u8]) -> Result<(), StoreError> {
+        self.file
+            .seek(SeekFrom::End(0))
+            .map_err(StoreError::io("seek asset"))?;
+        self.handle
+            .storage()
+            .append(&mut self.file, bytes)
+            .map_err(StoreError::io("write asset"))
+    }
+
+    /// Makes everything written so far durable.
+    pub fn sync(&self) -> Result<(), StoreError> {
+        self.handle
+            .storage()
+            .sync_data(&self.file)
+            .map_err(StoreError::io("sync asset"))?;
+        self.handle
+            .storage()
+            .sync_dir(self.path.parent().unwrap_or(&self.path))
+            .map_err(StoreError::io("sync assets dir"))
+    }
+
+    /// Whether deletion asked this capture to stop.
+    pub fn stop_requested(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    /// Flushes and makes the file durable.
+    pub fn flush(&mut self) -> Result<(), StoreError> {
+        self.file.flush().map_err(StoreError::io("flush asset"))?;
+        self.sync()
+    }
+}
+
+impl Drop for CaptureAsset {
+    fn drop(&mut self) {
+        let _ = self.file.unlock();
+        lock(self.handle.captures()).retain(|(n, _)| n != &self.name);
+    }
+}

@@ -1,0 +1,380 @@
+//! Explicit recovery (`persyk recover`): the only code that touches a damaged tail or a WAV
+//! header. Nothing here runs on open or read.
+//!
+//! Tail rules:
+//! - A final record that is complete, valid JSON and a valid entry but lacks its "\n" gets the
+//!   newline (written and fsynced).
+//! - A genuinely incomplete fragment (JSON cut short: the parser ran out of input, within the
+//!   size and depth limits) is first copied to `session.jsonl.fragment-<timestamp>` (created
+//!   exclusively, fsynced, directory fsynced) and only then truncated away.
+//! - Anything else — a definite syntax error, a limit violation, a complete record that is
+//!   invalid, or damage before the tail — is refused with a named code and nothing changes.
+//!
+//! Recording rules: a `recording.started` with no `recording.finished`/`recording.interrupted`
+//! whose asset lock is free gets its WAV's RIFF and data sizes fixed in place, keeping every
+//! complete sample (a trailing partial sample is dropped), and then a `recording.interrupted`
+//! entry with the recovered `durationMs`. The asset lock is taken before the session lock and
+//! held until the entry is committed. Messages are never reconstructed from events.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+
+use serde::de::IgnoredAny;
+use time::OffsetDateTime;
+
+use super::diag::{Code, Diagnostic};
+use super::format::{Entry, EntryBody, RecordingInterrupted};
+use super::fsio::Storage;
+use super::index::EntryKind;
+use super::record::{self, MAX_RECORD_BYTES};
+use super::store::{SessionHandle, Store, StoreError, new_id, now_iso, write_new_file};
+use super::validate::Scanner;
+use super::{ASSETS_DIR, SESSION_FILE};
+
+/// Why recovery refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecoverError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(
+        "recover.interior-damage: records before the tail violate the contract; nothing was changed"
+    )]
+    InteriorDamage { diagnostics: Vec<Diagnostic> },
+    #[error(
+        "recover.tail-too-large: the trailing fragment exceeds the 1 MiB record limit; nothing was changed"
+    )]
+    TailTooLarge,
+    #[error(
+        "recover.tail-malformed: the trailing fragment is not a cut-short record ({code}); nothing was changed"
+    )]
+    TailMalformed { code: Code },
+    #[error(
+        "recover.tail-invalid-record: the final record is complete but invalid; nothing was changed"
+    )]
+    TailInvalidRecord { diagnostics: Vec<Diagnostic> },
+}
+
+impl RecoverError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            RecoverError::Store(e) => e.code(),
+            RecoverError::InteriorDamage { .. } => "recover.interior-damage",
+            RecoverError::TailTooLarge => "recover.tail-too-large",
+            RecoverError::TailMalformed { .. } => "recover.tail-malformed",
+            RecoverError::TailInvalidRecord { .. } => "recover.tail-invalid-record",
+        }
+    }
+}
+
+/// What happened to the tail of `session.jsonl`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TailOutcome {
+    /// The file ended in "\n"; nothing to do.
+    Clean,
+    /// A complete final record got its missing "\n".
+    AddedNewline,
+    /// An incomplete fragment was preserved in `file_name` and truncated away.
+    PreservedFragment { file_name: String, bytes: u64 },
+}
+
+/// What happened to one unfinished recording.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordingOutcome {
+    /// WAV sizes fixed (if needed) and `recording.interrupted` appended.
+    Recovered {
+        recording_id: String,
+        duration_ms: u64,
+        data_bytes: u64,
+        dropped_bytes: u64,
+        header_rewritten: bool,
+    },
+    /// A capture holds the asset: it is live and left alone.
+    Live { recording_id: String },
+    /// No usable WAV: `recording.interrupted` records that, without a duration.
+    NoAudio { recording_id: String },
+}
+
+/// Everything recovery did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecoveryReport {
+    pub tail: TailOutcome,
+    pub recordings: Vec<RecordingOutcome>,
+}
+
+impl Store {
+    /// Explicit recovery of the session folder `name` under root `root`.
+    pub fn recover(&self, root: usize, name: &str) -> Result<RecoveryReport, RecoverError> {
+        let handle = self.open_session(root, name)?;
+        let tail = handle
+            .locked(|file, scanner, storage| recover_tail(&handle, file, scanner, storage))?;
+        let recordings = recover_recordings(&handle)?;
+        Ok(RecoveryReport { tail, recordings })
+    }
+}
+
+fn recover_tail(
+    handle: &SessionHandle,
+    file: &mut File,
+    scanner: &mut Scanner,
+    storage: &dyn Storage,
+) -> Result<TailOutcome, RecoverError> {
+    let index = scanner.index();
+    let interior: Vec<Diagnostic> = index
+        .diagnostics()
+        .iter()
+        .filter(|d| !matches!(d.code, Code::FileIncompleteTail | Code::FileEmpty))
+        .cloned()
+        .collect();
+    if !interior.is_empty() {
+        return Err(RecoverError::InteriorDamage {
+            diagnostics: interior,
+        });
+    }
+    let Some(tail) = index.tail() else {
+        return Ok(TailOutcome::Clean);
+    };
+    if tail.len > MAX_RECORD_BYTES as u64 {
+        return Err(RecoverError::TailTooLarge);
+    }
+    let mut bytes = vec![0u8; tail.len as usize];
+    file.read_exact_at(&mut bytes, tail.offset)
+        .map_err(StoreError::io("read tail"))?;
+    match record::parse_record(&bytes) {
+        Ok(_) => {
+            let analysis = scanner.analyze_line(&bytes);
+            if !analysis.is_valid() {
+                return Err(RecoverError::TailInvalidRecord {
+                    diagnostics: analysis.diagnostics,
+                });
+            }
+            storage
+                .append(file, b"\n")
+                .and_then(|()| storage.sync_data(file))
+                .map_err(StoreError::io("complete final record"))?;
+            Ok(TailOutcome::AddedNewline)
+        }
+        Err(code) => {
+            let cut_short = matches!(
+                code,
+                Code::RecordSyntax | Code::RecordLoneSurrogate | Code::RecordInvalidUtf8
+            ) && serde_json::from_slice::<IgnoredAny>(&bytes)
+                .is_err_and(|e| e.classify() == serde_json::error::Category::Eof);
+            if !cut_short {
+                return Err(RecoverError::TailMalformed { code });
+            }
+            let dir = handle.dir();
+            let stamp = fragment_stamp();
+            let mut file_name = format!("{SESSION_FILE}.fragment-{stamp}");
+            let mut n = 1;
+            while dir.join(&file_name).exists() {
+                n += 1;
+                file_name = format!("{SESSION_FILE}.fragment-{stamp}-{n}");
+            }
+            write_new_file(storage, dir, &file_name, &bytes)?;
+            storage
+                .set_len(file, tail.offset)
+                .and_then(|()| storage.sync_data(file))
+                .map_err(StoreError::io("truncate fragment"))?;
+            Ok(TailOutcome::PreservedFragment {
+                file_name,
+                bytes: tail.len,
+            })
+        }
+    }
+}
+
+fn fragment_stamp() -> String {
+    let now = OffsetDateTime::now_utc();
+    format!(
+        "{:04}{:02}{:02}T{:02}{:02}{:02}.{:03}Z",
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second(),
+        now.millisecond()
+    )
+}
+
+/// `(recordingId, asset name)` of every recording that has started but not finished or been
+/// interrupted, in file order.
+pub fn unfinished_recordings(handle: &SessionHandle) -> Result<Vec<(String, String)>, StoreError> {
+    let (positions, items) = handle.with_index(|index| {
+        let positions: Vec<u32> = (0..index.len() as u32)
+            .filter(|&p| {
+                matches!(
+                    index.entry(p).kind,
+                    EntryKind::RecordingStarted
+                        | EntryKind::RecordingFinished
+                        | EntryKind::RecordingInterrupted
+                )
+            })
+            .collect();
+        (positions, index.len())
+    });
+    let _ = items;
+    let mut started: Vec<(String, String)> = Vec::new();
+    let mut closed: HashSet<String> = HashSet::new();
+    for chunk in positions.chunks(256) {
+        let entries = handle.read_positions(chunk)?;
+        for e in entries {
+            match e.entry.body {
+                EntryBody::RecordingStarted(s) => {
+                    let name = s
+                        .asset
+                        .strip_prefix(&format!("{ASSETS_DIR}/"))
+                        .unwrap_or(&s.asset)
+                        .to_owned();
+                    started.push((s.recording_id, name));
+                }
+                EntryBody::RecordingFinished(f) => {
+                    closed.insert(f.recording_id);
+                }
+                EntryBody::RecordingInterrupted(i) => {
+                    closed.insert(i.recording_id);
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut seen = HashMap::new();
+    Ok(started
+        .into_iter()
+        .filter(|(id, _)| !closed.contains(id) && seen.insert(id.clone(), ()).is_none())
+        .collect())
+}
+
+fn recover_recordings(handle: &SessionHandle) -> Result<Vec<RecordingOutcome>, RecoverError> {
+    let mut out = Vec::new();
+    for (recording_id, asset) in unfinished_recordings(handle)? {
+        let path = handle.dir().join(ASSETS_DIR).join(&asset);
+        // Asset lock first, then (inside append) the session lock.
+        let wav = match OpenOptions::new().read(true).write(true).open(&path) {
+            Ok(f) => Some(f),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(StoreError::io("open recording")(e).into()),
+        };
+        if let Some(f) = &wav {
+            match f.try_lock() {
+                Ok(()) => {}
+                Err(fs::TryLockError::WouldBlock) => {
+                    out.push(RecordingOutcome::Live { recording_id });
+                    continue;
+                }
+                Err(fs::TryLockError::Error(e)) => {
+                    return Err(StoreError::io("lock recording")(e).into());
+                }
+            }
+        }
+        let fixed = match &wav {
+            Some(f) => fix_wav(f, handle.storage().as_ref()).map_err(StoreError::io("fix wav"))?,
+            None => None,
+        };
+        let (reason, duration_ms) = match &fixed {
+            Some(fix) => ("capture ended without finishing", Some(fix.duration_ms)),
+            None => ("capture ended without usable audio", None),
+        };
+        let leaf = handle.with_index(|i| i.len().checked_sub(1).map(|p| i.id(p as u32).to_owned()));
+        let entry = Entry {
+            id: new_id(),
+            parent_id: leaf,
+            timestamp: now_iso(),
+            body: EntryBody::RecordingInterrupted(RecordingInterrupted {
+                recording_id: recording_id.clone(),
+                reason: reason.to_owned(),
+                duration_ms,
+            }),
+        };
+        handle.append_entries(&[entry]).into_result()?;
+        if let Some(f) = &wav {
+            let _ = f.unlock();
+        }
+        out.push(match fixed {
+            Some(fix) => RecordingOutcome::Recovered {
+                recording_id,
+                duration_ms: fix.duration_ms,
+                data_bytes: fix.data_bytes,
+                dropped_bytes: fix.dropped_bytes,
+                header_rewritten: fix.header_rewritten,
+            },
+            None => RecordingOutcome::NoAudio { recording_id },
+        });
+    }
+    Ok(out)
+}
+
+/// The result of fixing a WAV file's sizes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WavFix {
+    pub data_bytes: u64,
+    pub dropped_bytes: u64,
+    pub duration_ms: u64,
+    pub header_rewritten: bool,
+}
+
+/// Fixes the RIFF and `data` chunk sizes of a WAV whose writer stopped mid-stream. Keeps every
+/// complete sample frame, drops a trailing partial one. `None` when the file has no complete
+/// `fmt ` chunk or `data` chunk header (there is no audio to keep); the file is then untouched.
+pub fn fix_wav(file: &File, storage: &dyn Storage) -> io::Result<Option<WavFix>> {
+    let len = file.metadata()?.len();
+    if len < 12 {
+        return Ok(None);
+    }
+    let mut head = [0u8; 12];
+    file.read_exact_at(&mut head, 0)?;
+    if &head[0..4] != b"RIFF" || &head[8..12] != b"WAVE" {
+        return Ok(None);
+    }
+    let mut pos = 12u64;
+    let mut block_align = 0u64;
+    let mut byte_rate = 0u64;
+    while pos + 8 <= len {
+        let mut ch = [0u8; 8];
+        file.read_exact_at(&mut ch, pos)?;
+        let size = u64::from(u32::from_le_bytes([ch[4], ch[5], ch[6], ch[7]]));
+        let body = pos + 8;
+        if &ch[0..4] == b"fmt " {
+            if body + 16 > len {
+                return Ok(None);
+            }
+            let mut fmt = [0u8; 16];
+            file.read_exact_at(&mut fmt, body)?;
+            byte_rate = u64::from(u32::from_le_bytes([fmt[8], fmt[9], fmt[10], fmt[11]]));
+            block_align = u64::from(u16::from_le_bytes([fmt[12], fmt[13]]));
+        } else if &ch[0..4] == b"data" {
+            if block_align == 0 || byte_rate == 0 {
+                return Ok(None);
+            }
+            let available = len - body;
+            let keep = available - available % block_align;
+            let dropped = available - keep;
+            let data_size =
+                u32::try_from(keep).unwrap_or(u32::MAX - (u32::MAX % block_align as u32));
+            let keep = u64::from(data_size);
+            let riff_size = (body + keep - 8) as u32;
+            let header_rewritten = size != keep
+                || u64::from(u32::from_le_bytes([head[4], head[5], head[6], head[7]]))
+                    != u64::from(riff_size);
+            if dropped > 0 || body + keep < len {
+                storage.set_len(file, body + keep)?;
+            }
+            if header_rewritten {
+                file.write_all_at(&riff_size.to_le_bytes(), 4)?;
+                file.write_all_at(&data_size.to_le_bytes(), pos + 4)?;
+            }
+            storage.sync_data(file)?;
+            return Ok(Some(WavFix {
+                data_bytes: keep,
+                dropped_bytes: len - (body + keep),
+                duration_ms: keep * 1000 / byte_rate,
+                header_rewritten,
+            }));
+        }
+        pos = body + size + (size & 1);
+    }
+    Ok(None)
+}

@@ -1,0 +1,136 @@
+//! User settings: a JSON file in the platform config directory, and the session roots it
+//! configures.
+//!
+//! Invariants:
+//! - Unknown keys survive a load → save round trip (a newer Persyk's settings are not lost).
+//! - Saving is atomic: write a temporary file, fsync, rename over, fsync the directory.
+//! - Secrets (the API key) never live here; they go to the OS secret store.
+//! - Changing roots moves nothing.
+
+use std::fs::{self, File};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::session::store::{Roots, StoreError};
+
+/// Why settings could not be read or written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettingsError {
+    #[error("settings.io: {op} failed: {source}")]
+    Io {
+        op: &'static str,
+        #[source]
+        source: io::Error,
+    },
+    #[error("settings.invalid: the settings file is not valid settings JSON")]
+    Invalid,
+    #[error("settings.root-not-absolute: session roots must be absolute paths")]
+    RootNotAbsolute,
+    #[error("settings.no-documents-dir: no Documents folder to put the default root in")]
+    NoDocumentsDir,
+}
+
+impl SettingsError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            SettingsError::Io { .. } => "settings.io",
+            SettingsError::Invalid => "settings.invalid",
+            SettingsError::RootNotAbsolute => "settings.root-not-absolute",
+            SettingsError::NoDocumentsDir => "settings.no-documents-dir",
+        }
+    }
+}
+
+/// The `sessions` section.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionsSettings {
+    /// Absolute write root; `None` uses the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub directory: Option<PathBuf>,
+    /// Absolute discovery-only roots.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub additional_directories: Vec<PathBuf>,
+}
+
+/// The whole settings file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    #[serde(default)]
+    pub sessions: SessionsSettings,
+    /// Keys this version does not know, kept as they were.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// Whether this is a development run: a debug build, or `PERSYK_DEV=1`.
+pub fn is_dev() -> bool {
+    cfg!(debug_assertions) || std::env::var_os("PERSYK_DEV").is_some_and(|v| v == "1")
+}
+
+/// The settings file: `$PERSYK_CONFIG` if set, else `settings.json` in the platform config
+/// directory (`~/Library/Application Support/app.persyk.Persyk` on macOS,
+/// `~/.config/persyk` on Linux).
+pub fn settings_path() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("PERSYK_CONFIG") {
+        return Some(PathBuf::from(p));
+    }
+    directories::ProjectDirs::from("app", "Persyk", "Persyk")
+        .map(|d| d.config_dir().join("settings.json"))
+}
+
+/// The default write root: `Documents/persyk/sessions`, or `Documents/persyk-dev/sessions`
+/// for development runs.
+pub fn default_root(dev: bool) -> Result<PathBuf, SettingsError> {
+    let docs = directories::UserDirs::new()
+        .and_then(|u| u.document_dir().map(Path::to_path_buf))
+        .or_else(|| directories::BaseDirs::new().map(|b| b.home_dir().join("Documents")))
+        .ok_or(SettingsError::NoDocumentsDir)?;
+    Ok(docs
+        .join(if dev { "persyk-dev" } else { "persyk" })
+        .join("sessions"))
+}
+
+impl Settings {
+    /// Loads `path`; a missing file gives the defaults.
+    pub fn load(path: &Path) -> Result<Settings, SettingsError> {
+        match fs::read(path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|_| SettingsError::Invalid),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Settings::default()),
+            Err(source) => Err(SettingsError::Io {
+                op: "read settings",
+                source,
+            }),
+        }
+    }
+
+    /// Saves atomically to `path`.
+    pub fn save(&self, path: &Path) -> Result<(), SettingsError> {
+        let io = |op| move |source| SettingsError::Io { op, source };
+        let dir = path.parent().unwrap_or(Path::new("."));
+        fs::create_dir_all(dir).map_err(io("create config dir"))?;
+        let tmp = path.with_extension("json.tmp");
+        let mut f = File::create(&tmp).map_err(io("write settings"))?;
+        let text = serde_json::to_vec_pretty(self).map_err(|_| SettingsError::Invalid)?;
+        f.write_all(&text).map_err(io("write settings"))?;
+        f.sync_all().map_err(io("sync settings"))?;
+        fs::rename(&tmp, path).map_err(io("replace settings"))?;
+        crate::session::fsio::sync_dir(dir).map_err(io("sync config dir"))
+    }
+
+    /// The configured roots (write root first). `dev` picks the development default.
+    pub fn roots(&self, dev: bool) -> Result<Roots, SettingsError> {
+        let write = match &self.sessions.directory {
+            Some(d) => d.clone(),
+            None => default_root(dev)?,
+        };
+        Roots::new(write, self.sessions.additional_directories.clone()).map_err(|e| match e {
+            StoreError::RootNotAbsolute => SettingsError::RootNotAbsolute,
+            _ => SettingsError::Invalid,
+        })
+    }
+}
