@@ -19,6 +19,21 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+/// Parses JSON text whose nesting [`super::record::prescan`] has already bounded (≤ 128
+/// containers), lifting serde_json's default limit of 127 so the full allowance parses.
+fn from_str_deep<'a, T: Deserialize<'a>>(s: &'a str) -> Result<T, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(s);
+    de.disable_recursion_limit();
+    let v = T::deserialize(&mut de)?;
+    de.end()?;
+    Ok(v)
+}
+
+/// Deserializes a present field as `Some`, even when its value is `null`.
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
 /// The only format version this crate reads or writes.
 pub const FORMAT_VERSION: u64 = 1;
 
@@ -109,16 +124,34 @@ pub struct CustomMessage {
     pub custom_type: String,
     pub content: CustomContent,
     pub display: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// `Some(Value::Null)` when the file says `"details": null`.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub details: Option<Value>,
 }
 
 /// `custom_message.content`: a plain string or text/image blocks.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum CustomContent {
     Text(String),
     Blocks(Vec<Block>),
+}
+
+impl<'de> Deserialize<'de> for CustomContent {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<CustomContent, D::Error> {
+        // Blocks keep raw JSON, which needs the text itself: decide on the raw value.
+        let raw = Box::<RawValue>::deserialize(d)?;
+        if raw.get().starts_with('"') {
+            from_str_deep(raw.get()).map(CustomContent::Text)
+        } else {
+            from_str_deep(raw.get()).map(CustomContent::Blocks)
+        }
+        .map_err(de::Error::custom)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -402,7 +435,7 @@ struct Fields(IndexMap<String, Box<RawValue>>);
 impl Fields {
     fn take<T: DeserializeOwned, E: de::Error>(&mut self, key: &'static str) -> Result<T, E> {
         match self.0.shift_remove(key) {
-            Some(raw) => serde_json::from_str(raw.get()).map_err(E::custom),
+            Some(raw) => from_str_deep(raw.get()).map_err(E::custom),
             None => Err(E::missing_field(key)),
         }
     }
@@ -411,7 +444,7 @@ impl Fields {
         key: &'static str,
     ) -> Result<Option<T>, E> {
         match self.0.shift_remove(key) {
-            Some(raw) => serde_json::from_str(raw.get()).map(Some).map_err(E::custom),
+            Some(raw) => from_str_deep(raw.get()).map(Some).map_err(E::custom),
             None => Ok(None),
         }
     }
@@ -498,7 +531,11 @@ pub enum AssetRef {
     #[serde(rename = "missing")]
     Missing {
         reason: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(
+            default,
+            deserialize_with = "present",
+            skip_serializing_if = "Option::is_none"
+        )]
         source: Option<Value>,
     },
 }
@@ -696,7 +733,7 @@ impl<'de> Deserialize<'de> for Block {
                 range: Option<MsRange>,
             },
         }
-        let known: Known = serde_json::from_str(raw.get()).map_err(de::Error::custom)?;
+        let known: Known = from_str_deep(raw.get()).map_err(de::Error::custom)?;
         Ok(match known {
             Known::Text { text } => Block::Text { text },
             Known::Thinking {
@@ -782,7 +819,7 @@ impl<'de> Deserialize<'de> for Entry {
         let parent_id = f.take("parentId")?;
         let timestamp = f.take("timestamp")?;
         fn rest<T: DeserializeOwned, E: de::Error>(f: &Fields) -> Result<T, E> {
-            serde_json::from_str(&f.rest_as_object()).map_err(E::custom)
+            from_str_deep(&f.rest_as_object()).map_err(E::custom)
         }
         let body = match ty.as_str() {
             "message" => {
@@ -822,7 +859,11 @@ impl Entry {
 
     /// Parses a line the validator accepted.
     pub fn from_line(line: &str) -> Result<Entry, serde_json::Error> {
-        serde_json::from_str(line)
+        // Bound the depth first, then let the typed parse use the full 128 levels.
+        if let Err(code) = super::record::prescan(line.as_bytes()) {
+            return Err(serde::de::Error::custom(code.as_str()));
+        }
+        from_str_deep(line)
     }
 
     /// The message, for `message` entries.

@@ -37,9 +37,13 @@ pub fn is_id(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
 }
 
-/// Whether `s` is an RFC 3339 date-time with a zone.
+/// Whether `s` is an RFC 3339 date-time with a zone that is also ISO 8601: the date and
+/// time are separated by an uppercase `T` and UTC is an uppercase `Z` (RFC 3339 would also
+/// allow a space and lowercase letters; ISO 8601 does not, and the contract names both).
 pub fn is_iso(s: &str) -> bool {
-    OffsetDateTime::parse(s, &Rfc3339).is_ok()
+    s.as_bytes().get(10) == Some(&b'T')
+        && !s.ends_with('z')
+        && OffsetDateTime::parse(s, &Rfc3339).is_ok()
 }
 
 /// Whether `s` is exactly `assets/` followed by one NAME.

@@ -1,0 +1,328 @@
+//! Shared by the benches: a realistic generated session and peak-RSS readout.
+#![allow(dead_code)]
+
+use std::fs::{self, File};
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use persyk::session::format::{
+    AssetRef, Block, ByteRange, Custom, Direction, Entry, EntryBody, Header, Label, MediaRef,
+    Message, Observation, RealtimeEvent, RecordingFinished, RecordingStarted, Role, SessionInfo,
+};
+use serde_json::{Map, Value, json};
+
+const WORDS: &[&str] = &[
+    "the",
+    "meeting",
+    "tomorrow",
+    "should",
+    "cover",
+    "quarterly",
+    "numbers",
+    "and",
+    "café",
+    "résumé",
+    "naïve",
+    "über",
+    "we",
+    "need",
+    "to",
+    "ship",
+    "the",
+    "release",
+    "before",
+    "Friday",
+    "\"quoted\"",
+    "note:",
+    "remember",
+    "milk",
+    "eggs",
+    "🙂",
+    "budget",
+    "draft",
+    "email",
+    "Zoë",
+    "über-fast",
+    "project",
+    "deadline",
+    "call",
+    "Jürgen",
+    "at",
+    "three",
+    "o'clock",
+    "—",
+    "so",
+    "that",
+    "is",
+    "fine",
+    "with",
+    "me",
+    "thanks",
+    "ok",
+    "next",
+    "paragraph",
+    "straße",
+    "日本語",
+    "tab\there",
+    "line\nbreak",
+    "back\\slash",
+];
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn sentence(rng: &mut Rng, words: usize) -> String {
+    let mut s = String::new();
+    for i in 0..words {
+        if i > 0 {
+            s.push(' ');
+        }
+        s.push_str(WORDS[rng.below(WORDS.len() as u64) as usize]);
+    }
+    s.push('.');
+    s
+}
+
+fn ts(i: u64) -> String {
+    format!(
+        "2026-03-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        1 + (i / 86_400_000) % 28,
+        (i / 3_600_000) % 24,
+        (i / 60_000) % 60,
+        (i / 1000) % 60,
+        i % 1000
+    )
+}
+
+/// Writes a session of about `mb` MiB; returns its path (reused when already present).
+pub fn generate(mb: u64) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bench-data");
+    generate_in(&dir, mb)
+}
+
+/// Writes a session of about `mb` MiB under `dir` (reused when already present).
+pub fn generate_in(dir: &Path, mb: u64) -> PathBuf {
+    fs::create_dir_all(dir).expect("bench dir");
+    let path = dir.join(format!("validate-{mb}mb.jsonl"));
+    if path.exists() {
+        return path;
+    }
+    let tmp = path.with_extension("tmp");
+    let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp).expect("create"));
+    let header = Header {
+        id: "019a0000-0000-7000-8000-000000000001".into(),
+        timestamp: ts(0),
+    };
+    writeln!(w, "{}", header.to_line()).expect("write");
+    let target = mb << 20;
+    let mut written = 0u64;
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut n = 0u64;
+    let mut parent: Option<String> = None;
+    let mut seq = 0u64;
+    let mut wav_offset = 44u64;
+    let mut last_message: Option<String> = None;
+    let emit = |w: &mut BufWriter<File>,
+                body: EntryBody,
+                parent: &mut Option<String>,
+                n: &mut u64|
+     -> u64 {
+        *n += 1;
+        let id = format!("019a{:012x}-7{:03x}-8000-{:012x}", *n, *n % 4096, *n);
+        let e = Entry {
+            id: id.clone(),
+            parent_id: parent.clone(),
+            timestamp: ts(*n * 37),
+            body,
+        };
+        let line = e.to_line();
+        writeln!(w, "{line}").expect("write");
+        *parent = Some(id);
+        line.len() as u64 + 1
+    };
+    let conn = "conn-019a0000".to_string();
+    while written < target {
+        // One utterance: recording start, ~20 audio appends, ~15 deltas, completion, message.
+        let rec = format!("rec-{n}");
+        written += emit(
+            &mut w,
+            EntryBody::RecordingStarted(RecordingStarted {
+                recording_id: rec.clone(),
+                asset: format!("assets/{rec}.wav"),
+            }),
+            &mut parent,
+            &mut n,
+        );
+        for _ in 0..20 {
+            seq += 1;
+            let mut payload = Map::new();
+            payload.insert("type".into(), json!("input_audio_buffer.append"));
+            payload.insert("event_id".into(), json!(format!("evt_{seq:016x}")));
+            payload.insert("audio".into(), Value::Null);
+            let len = 4800u64;
+            written += emit(
+                &mut w,
+                EntryBody::RealtimeEvent(RealtimeEvent {
+                    connection_id: conn.clone(),
+                    direction: Direction::Outgoing,
+                    observation: Observation::SendAttempt,
+                    observed_at: ts(seq * 100),
+                    sequence: seq,
+                    payload,
+                    remote_event_id: None,
+                    redactions: None,
+                    media: Some(vec![MediaRef {
+                        pointer: "/audio".into(),
+                        asset: AssetRef::Available {
+                            path: format!("assets/{rec}.wav"),
+                            mime_type: "audio/wav".into(),
+                            byte_range: Some(ByteRange {
+                                start: wav_offset,
+                                end: wav_offset + len,
+                            }),
+                            encoding: Some("pcm_s16le".into()),
+                            sha256: None,
+                        },
+                    }]),
+                }),
+                &mut parent,
+                &mut n,
+            );
+            wav_offset += len;
+        }
+        let words = 20 + rng.below(60) as usize;
+        let text = sentence(&mut rng, words);
+        for chunk in text.as_bytes().chunks(24).take(15) {
+            seq += 1;
+            let delta = String::from_utf8_lossy(chunk).into_owned();
+            let payload = json!({"type":"conversation.item.input_audio_transcription.delta","event_id":format!("event_{seq:x}"),"item_id":format!("item_{n:x}"),"content_index":0,"delta":delta});
+            let Value::Object(payload) = payload else {
+                unreachable!()
+            };
+            written += emit(
+                &mut w,
+                EntryBody::RealtimeEvent(RealtimeEvent {
+                    connection_id: conn.clone(),
+                    direction: Direction::Incoming,
+                    observation: Observation::Received,
+                    observed_at: ts(seq * 100),
+                    sequence: seq,
+                    payload,
+                    remote_event_id: Some(format!("event_{seq:x}")),
+                    redactions: None,
+                    media: None,
+                }),
+                &mut parent,
+                &mut n,
+            );
+        }
+        seq += 1;
+        let payload = json!({"type":"conversation.item.input_audio_transcription.completed","event_id":format!("event_{seq:x}"),"item_id":format!("item_{n:x}"),"content_index":0,"transcript":text,"usage":{"type":"tokens","total_tokens":120,"input_tokens":100,"output_tokens":20}});
+        let Value::Object(payload) = payload else {
+            unreachable!()
+        };
+        written += emit(
+            &mut w,
+            EntryBody::RealtimeEvent(RealtimeEvent {
+                connection_id: conn.clone(),
+                direction: Direction::Incoming,
+                observation: Observation::Received,
+                observed_at: ts(seq * 100),
+                sequence: seq,
+                payload,
+                remote_event_id: Some(format!("event_{seq:x}")),
+                redactions: None,
+                media: None,
+            }),
+            &mut parent,
+            &mut n,
+        );
+        let mut msg = Message::new(Role::User, vec![Block::text(text)], 1_772_000_000_000 + n);
+        let mut replay = Map::new();
+        replay.insert("itemId".into(), json!(format!("item_{n:x}")));
+        replay.insert("connectionId".into(), json!(conn));
+        msg.replay = Some(replay);
+        written += emit(&mut w, EntryBody::Message(msg), &mut parent, &mut n);
+        last_message = parent.clone().or(last_message);
+        if rng.below(4) == 0 {
+            let reply = Message::new(
+                Role::Assistant,
+                vec![Block::text(sentence(&mut rng, 40))],
+                1_772_000_000_000 + n,
+            );
+            written += emit(&mut w, EntryBody::Message(reply), &mut parent, &mut n);
+        }
+        written += emit(
+            &mut w,
+            EntryBody::RecordingFinished(RecordingFinished {
+                recording_id: rec,
+                duration_ms: 2000,
+                outcome: persyk::session::format::Outcome::Complete,
+                gaps: None,
+            }),
+            &mut parent,
+            &mut n,
+        );
+        if rng.below(10) == 0 {
+            written += emit(
+                &mut w,
+                EntryBody::Custom(Custom {
+                    custom_type: "persyk.ui".into(),
+                    data: json!({"scroll": n, "pinned": true}),
+                }),
+                &mut parent,
+                &mut n,
+            );
+        }
+        if rng.below(20) == 0 {
+            let target = last_message.clone().unwrap_or_default();
+            written += emit(
+                &mut w,
+                EntryBody::Label(Label {
+                    target_id: target,
+                    label: Some(sentence(&mut rng, 3)),
+                }),
+                &mut parent,
+                &mut n,
+            );
+            written += emit(
+                &mut w,
+                EntryBody::SessionInfo(SessionInfo {
+                    name: Some(sentence(&mut rng, 4)),
+                    archived: None,
+                }),
+                &mut parent,
+                &mut n,
+            );
+        }
+    }
+    w.flush().expect("flush");
+    drop(w);
+    fs::rename(&tmp, &path).expect("rename");
+    path
+}
+
+/// Peak resident set size of this process, KiB (Linux `VmHWM`).
+pub fn vm_hwm_kib() -> u64 {
+    let mut s = String::new();
+    if File::open("/proc/self/status")
+        .and_then(|mut f| f.read_to_string(&mut s))
+        .is_err()
+    {
+        return 0;
+    }
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
