@@ -1,7 +1,9 @@
 //! Typed records of format v1: the header, the entry envelope and every entry type.
 //!
 //! These are the writer types: what the store appends is built from them, and the property
-//! tests prove that whatever they can express validates. Reading goes through the validator
+//! tests prove that what they express validates — within the constraints the types cannot
+//! carry themselves (ids match the ID pattern, `customType` is non-empty, `custom_message`
+//! blocks are text or image, parents exist earlier); the store validates every record anyway. Reading goes through the validator
 //! first ([`super::validate`]); [`Entry::from_line`] is meant for lines it has accepted.
 //!
 //! Invariants:

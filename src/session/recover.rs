@@ -157,11 +157,17 @@ fn recover_tail(
             Ok(TailOutcome::AddedNewline)
         }
         Err(code) => {
-            let cut_short = matches!(
-                code,
-                Code::RecordSyntax | Code::RecordLoneSurrogate | Code::RecordInvalidUtf8
-            ) && serde_json::from_slice::<IgnoredAny>(&bytes)
-                .is_err_and(|e| e.classify() == serde_json::error::Category::Eof);
+            // Invalid UTF-8 is only a cut if it is a multi-byte character cut at the very end.
+            let utf8_ok = std::str::from_utf8(&bytes)
+                .err()
+                .is_none_or(|e| e.error_len().is_none());
+            let cut_short = utf8_ok
+                && matches!(
+                    code,
+                    Code::RecordSyntax | Code::RecordLoneSurrogate | Code::RecordInvalidUtf8
+                )
+                && serde_json::from_slice::<IgnoredAny>(&bytes)
+                    .is_err_and(|e| e.classify() == serde_json::error::Category::Eof);
             if !cut_short {
                 return Err(RecoverError::TailMalformed { code });
             }

@@ -944,18 +944,11 @@ pub fn is_credential_free_url(url: &str) -> bool {
     if let Some((_, query)) = lower.split_once('?') {
         for pair in query.split(['&', '#']) {
             let name = pair.split('=').next().unwrap_or_default();
-            if [
-                "key",
-                "token",
-                "secret",
-                "auth",
-                "password",
-                "signature",
-                "sig",
-            ]
-            .iter()
-            .any(|bad| name.contains(bad))
-            {
+            let credential = matches!(name, "key" | "sig" | "auth" | "authorization" | "code")
+                || ["key", "token", "secret", "password", "signature"]
+                    .iter()
+                    .any(|suffix| name.ends_with(suffix));
+            if credential {
                 return false;
             }
         }
@@ -1081,6 +1074,13 @@ mod tests {
         ));
         assert!(!is_credential_free_url("wss://user:pw@example.com/"));
         assert!(!is_credential_free_url("wss://example.com/?api_key=abc"));
+        assert!(!is_credential_free_url(
+            "wss://example.com/?access_token=abc"
+        ));
+        assert!(!is_credential_free_url("wss://example.com/?sig=abc"));
+        assert!(is_credential_free_url(
+            "wss://example.com/?design=a&model=gpt-realtime"
+        ));
         assert!(!is_credential_free_url(
             "wss://example.com/sk-abcdefghijklmnopqrstuvwx"
         ));
