@@ -19,5 +19,7 @@
 //! assert_eq!(projection.conversation.len(), 1);
 //! ```
 
+pub mod capture;
+pub mod realtime;
 pub mod session;
 pub mod settings;

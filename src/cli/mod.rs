@@ -7,6 +7,7 @@
 mod check;
 mod context;
 mod store_cmds;
+mod transcribe;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -59,6 +60,23 @@ enum Command {
         #[arg(long)]
         yes: bool,
     },
+    /// Stream a WAV file through the dictation pipeline into a new session.
+    Transcribe {
+        /// 16-bit PCM WAV, 24 kHz mono.
+        file: PathBuf,
+        /// Provider base URL (default wss://api.openai.com/v1; ws:// allowed for loopback).
+        #[arg(long)]
+        provider_url: Option<String>,
+        /// Root to create the session in (default: the configured write root).
+        #[arg(long)]
+        root: Option<PathBuf>,
+        /// transcription (dictation) or conversation.
+        #[arg(long, default_value = "transcription")]
+        mode: String,
+        /// Playback speed relative to real time; 0 streams as fast as possible.
+        #[arg(long, default_value_t = 1.0)]
+        realtime_factor: f64,
+    },
     /// Print the effective conversation of a session at a leaf.
     Context {
         /// A session directory or its session.jsonl.
@@ -94,6 +112,29 @@ pub fn run() -> ExitCode {
         Command::Append { session, leaf } => store_cmds::append(&session, leaf.as_deref()),
         Command::Recover { session } => store_cmds::recover(&session),
         Command::Rm { session, yes } => store_cmds::rm(&session, yes),
+        Command::Transcribe {
+            file,
+            provider_url,
+            root,
+            mode,
+            realtime_factor,
+        } => {
+            let mode = match mode.as_str() {
+                "transcription" | "dictation" => persyk::realtime::protocol::Mode::Transcription,
+                "conversation" => persyk::realtime::protocol::Mode::Conversation,
+                _ => {
+                    eprintln!("persyk: --mode is transcription or conversation");
+                    return ExitCode::from(EXIT_CANNOT_RUN);
+                }
+            };
+            transcribe::run(transcribe::Args {
+                file: &file,
+                provider_url: provider_url.as_deref(),
+                root: root.as_deref(),
+                mode,
+                realtime_factor,
+            })
+        }
         Command::Context {
             session,
             leaf,

@@ -1,0 +1,126 @@
+//! `persyk transcribe FILE.wav [--provider-url URL] [--root DIR] [--mode M] [--realtime-factor X]`.
+
+use std::path::{Path, PathBuf};
+
+use persyk::capture::{self, FileOptions};
+use persyk::realtime::protocol::{Mode, Settings};
+use persyk::session::store::Roots;
+use persyk::session::{LeafSelector, Store};
+use persyk::settings::{self, Settings as UserSettings};
+
+use super::{EXIT_CANNOT_RUN, EXIT_VIOLATION};
+
+pub struct Args<'a> {
+    pub file: &'a Path,
+    pub provider_url: Option<&'a str>,
+    pub root: Option<&'a Path>,
+    pub mode: Mode,
+    pub realtime_factor: f64,
+}
+
+pub fn run(args: Args<'_>) -> u8 {
+    let Some(api_key) = std::env::var("OPENAI_API_KEY")
+        .ok()
+        .filter(|k| !k.is_empty())
+    else {
+        eprintln!("persyk: no API key: set OPENAI_API_KEY");
+        return EXIT_CANNOT_RUN;
+    };
+    let samples = match capture::read_input(args.file) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("persyk: {}: {e}", args.file.display());
+            return EXIT_CANNOT_RUN;
+        }
+    };
+    let roots = match args.root {
+        Some(r) => {
+            let abs = if r.is_absolute() {
+                r.to_path_buf()
+            } else {
+                std::env::current_dir()
+                    .map(|d| d.join(r))
+                    .unwrap_or_else(|_| PathBuf::from(r))
+            };
+            Roots::new(abs, Vec::new()).map_err(|e| e.to_string())
+        }
+        None => settings::settings_path()
+            .map(|p| UserSettings::load(&p))
+            .unwrap_or_else(|| Ok(UserSettings::default()))
+            .and_then(|s| s.roots(settings::is_dev()))
+            .map_err(|e| e.to_string()),
+    };
+    let roots = match roots {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("persyk: {e}");
+            return EXIT_CANNOT_RUN;
+        }
+    };
+    let store = Store::new(roots);
+    let handle = match store.create_session() {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("persyk: {e}");
+            return EXIT_CANNOT_RUN;
+        }
+    };
+    eprintln!("persyk: session {}", handle.dir().display());
+    let continuation = match handle.continuation(&LeafSelector::Default) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("persyk: {e}");
+            return EXIT_CANNOT_RUN;
+        }
+    };
+    let mut provider = Settings {
+        mode: args.mode,
+        ..Settings::default()
+    };
+    if let Some(url) = args.provider_url {
+        provider.base_url = url.to_owned();
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(_) => {
+            eprintln!("persyk: could not start the async runtime");
+            return EXIT_CANNOT_RUN;
+        }
+    };
+    let options = FileOptions {
+        realtime_factor: args.realtime_factor,
+    };
+    let result = runtime.block_on(capture::transcribe_samples(
+        continuation,
+        provider,
+        api_key,
+        &samples,
+        options,
+    ));
+    match result {
+        Ok(t) => {
+            for line in t.report.transcript() {
+                println!("{line}");
+            }
+            if let Some(reason) = &t.report.halted {
+                eprintln!("persyk: the provider failed: {reason} (the session is saved)");
+                return EXIT_VIOLATION;
+            }
+            if !t.report.gaps.is_empty() {
+                eprintln!(
+                    "persyk: {} part(s) were not transcribed",
+                    t.report.gaps.len()
+                );
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("persyk: {e}");
+            EXIT_VIOLATION
+        }
+    }
+}

@@ -1,0 +1,1025 @@
+//! The realtime engine: one task owns the provider websocket; one thread owns the session
+//! writer. Between them a bounded observation queue carries every protocol event (sanitized)
+//! and every published message to disk, in order.
+//!
+//! ```text
+//!  audio chunks ─┐                        ┌─► writer thread ─► Continuation::append (fsync)
+//!  commands ─────┼─► connection task ─────┤     (realtime_event, message, api_connection)
+//!  shutdown ─────┘    (websocket, ordering)└─► view (watch): state, provisional, messages
+//! ```
+//!
+//! Invariants:
+//! - Every event sent or received becomes a `realtime_event` (send_attempt before the write,
+//!   send_failed if the write fails, received on arrival), sanitized before it is queued.
+//! - The observation queue is bounded (512 jobs, 8 MiB); if it is full or persistence fails the
+//!   engine halts visibly ([`EngineState::Halted`]) — it never drops an observation silently.
+//! - An outgoing audio append references the capture WAV range only after that range is
+//!   durable and byte-for-byte equal to what was sent; otherwise its bytes go to an exclusive
+//!   `assets/protocol-<uuid>.bin`, written and fsynced before the record.
+//! - Messages are published in provider order ([`super::ordering`]); their entry ids are local
+//!   UUIDv7s, the provider item id and connection id go into `message.replay`.
+//! - Every wait has a deadline: connect 10 s, stop drain 10 s, removal acknowledgement 5 s.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Map, Value, json};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::time::{Instant, sleep_until};
+use tokio_tungstenite::tungstenite::Message as WsMessage;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::HeaderValue;
+
+use super::ordering::{Ordering, OrderingError, Published, ResponseStatus, Speaker};
+use super::protocol::{self, ServerEvent, Settings};
+use super::sanitize;
+use crate::session::format::{
+    ApiConnection, AssetRef, Block, ByteRange, Direction, EntryBody, Gap, MediaRef, Message,
+    MessageRemoved, Observation as ObservationKind, RealtimeEvent, Role, StopReason,
+};
+use crate::session::store::{Continuation, new_id, now_iso};
+
+/// Most queued observation jobs.
+pub const MAX_QUEUE_JOBS: usize = 512;
+/// Most bytes held by queued observation jobs.
+pub const MAX_QUEUE_BYTES: usize = 8 << 20;
+/// Stop's drain deadline for realtime work and pending deletions.
+pub const DRAIN_DEADLINE: Duration = Duration::from_secs(10);
+/// How long a removal waits for the provider's acknowledgement.
+pub const REMOVAL_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connection deadline.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// WebSocket keep-alive pings.
+pub const PING_INTERVAL: Duration = Duration::from_secs(15);
+/// How long the writer waits for the capture to make a referenced WAV range durable.
+pub const CAPTURE_DURABLE_WAIT: Duration = Duration::from_secs(3);
+
+/// Where a chunk of sent audio lives in the capture WAV.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WavRange {
+    /// File name under `assets/`.
+    pub asset: String,
+    /// Byte offset of the chunk in the WAV file.
+    pub offset: u64,
+}
+
+/// One chunk of PCM16 LE mono 24 kHz audio for the provider.
+#[derive(Debug, Clone)]
+pub struct AudioChunk {
+    pub pcm: Vec<u8>,
+    pub wav: Option<WavRange>,
+}
+
+/// The capture WAV as the writer sees it: its open file (for verification) and how many of
+/// its bytes are durable.
+#[derive(Debug, Clone)]
+pub struct CaptureLink {
+    pub asset: String,
+    pub file: Arc<File>,
+    pub durable: watch::Receiver<u64>,
+}
+
+/// What the engine is doing.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum EngineState {
+    #[default]
+    Connecting,
+    Streaming,
+    Finishing,
+    /// Capture must stop: persistence failed, the queue overflowed, or the connection broke.
+    Halted(String),
+    Finished,
+}
+
+/// A canonical message as published (for the UI and the transcript).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishedMessage {
+    pub entry_id: String,
+    pub item_id: String,
+    pub speaker: Speaker,
+    pub text: String,
+    pub removed: bool,
+}
+
+/// What the UI renders: never read back into persistence.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EngineView {
+    pub state: EngineState,
+    /// Unresolved items' provisional text, in provider order ("not yet saved").
+    pub provisional: Vec<(String, String)>,
+    pub messages: Vec<PublishedMessage>,
+    pub gaps: usize,
+}
+
+/// How a removal ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RemovalOutcome {
+    Removed,
+    /// The provider refused (its error code); nothing changed.
+    Rejected(Option<String>),
+    /// No acknowledgement in time, or the transport failed: the connection was closed.
+    TimedOut,
+    /// The message is not a completed canonical message of this engine.
+    NotRemovable,
+}
+
+/// The end of an engine run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineReport {
+    pub complete: bool,
+    pub gaps: Vec<Gap>,
+    pub messages: Vec<PublishedMessage>,
+    pub halted: Option<String>,
+    pub connection_id: String,
+    /// The last entry the engine appended: continue the session from here.
+    pub leaf: Option<String>,
+}
+
+impl EngineReport {
+    /// The surviving canonical user text, in order.
+    pub fn transcript(&self) -> Vec<&str> {
+        self.messages
+            .iter()
+            .filter(|m| m.speaker == Speaker::User && !m.removed)
+            .map(|m| m.text.as_str())
+            .collect()
+    }
+}
+
+enum Command {
+    Audio(AudioChunk),
+    Remove {
+        entry_id: String,
+        reply: oneshot::Sender<RemovalOutcome>,
+    },
+    Stop {
+        reply: oneshot::Sender<EngineReport>,
+    },
+}
+
+/// The caller's side of a running engine.
+#[derive(Debug)]
+pub struct EngineHandle {
+    commands: mpsc::Sender<Command>,
+    view: watch::Receiver<EngineView>,
+    task: tokio::task::JoinHandle<EngineReport>,
+}
+
+/// Why audio could not be handed to the engine.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SendError {
+    #[error("engine.backpressure: the engine is not keeping up; capture halts")]
+    Backpressure,
+    #[error("engine.stopped: the engine has stopped")]
+    Stopped,
+}
+
+impl EngineHandle {
+    /// Hands a chunk to the connection task without waiting. A full command queue is
+    /// backpressure: the caller halts capture.
+    pub fn send_audio(&self, chunk: AudioChunk) -> Result<(), SendError> {
+        self.commands
+            .try_send(Command::Audio(chunk))
+            .map_err(|e| match e {
+                mpsc::error::TrySendError::Full(_) => SendError::Backpressure,
+                mpsc::error::TrySendError::Closed(_) => SendError::Stopped,
+            })
+    }
+
+    /// Hands a chunk over, waiting for room (file sources pace themselves this way).
+    pub async fn send_audio_wait(&self, chunk: AudioChunk) -> Result<(), SendError> {
+        self.commands
+            .send(Command::Audio(chunk))
+            .await
+            .map_err(|_| SendError::Stopped)
+    }
+
+    /// The live view model.
+    pub fn view(&self) -> watch::Receiver<EngineView> {
+        self.view.clone()
+    }
+
+    /// Removes a completed canonical message (by its entry id) after the provider confirms.
+    pub async fn remove(&self, entry_id: &str) -> RemovalOutcome {
+        let (reply, rx) = oneshot::channel();
+        let cmd = Command::Remove {
+            entry_id: entry_id.to_owned(),
+            reply,
+        };
+        if self.commands.send(cmd).await.is_err() {
+            return RemovalOutcome::TimedOut;
+        }
+        rx.await.unwrap_or(RemovalOutcome::TimedOut)
+    }
+
+    /// Commits the input buffer, drains (≤ 10 s), publishes, and returns the report.
+    pub async fn stop(self) -> EngineReport {
+        let (reply, rx) = oneshot::channel();
+        if self.commands.send(Command::Stop { reply }).await.is_ok()
+            && let Ok(report) = rx.await
+        {
+            let _ = self.task.await;
+            return report;
+        }
+        match self.task.await {
+            Ok(report) => report,
+            Err(_) => EngineReport {
+                complete: false,
+                gaps: Vec::new(),
+                messages: Vec::new(),
+                halted: Some("engine task failed".into()),
+                connection_id: String::new(),
+                leaf: None,
+            },
+        }
+    }
+}
+
+/// Starts the engine on the current tokio runtime. `continuation` is where every record goes;
+/// `capture` links the capture WAV for media references (None: protocol assets only).
+pub fn start(
+    settings: Settings,
+    api_key: String,
+    continuation: Continuation,
+    capture: Option<CaptureLink>,
+) -> EngineHandle {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let (commands, rx) = mpsc::channel(256);
+    let (view_tx, view) = watch::channel(EngineView::default());
+    let task = tokio::spawn(run(settings, api_key, continuation, capture, rx, view_tx));
+    EngineHandle {
+        commands,
+        view,
+        task,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The writer thread.
+
+enum Job {
+    Event {
+        event: Box<RealtimeEvent>,
+        media: Option<PendingMedia>,
+        bytes: usize,
+    },
+    Message {
+        published: Published,
+        connection_id: String,
+        reply: oneshot::Sender<Option<String>>,
+    },
+    Entry(Box<EntryBody>),
+    Barrier(oneshot::Sender<Result<(), String>>),
+}
+
+enum PendingMedia {
+    /// Sent capture audio that should match a WAV range.
+    Wav { range: WavRange, bytes: Vec<u8> },
+    /// Bytes that go to their own protocol asset.
+    Bytes { pointer: String, bytes: Vec<u8> },
+}
+
+/// The async side's handle on the writer: bounded, with a byte budget.
+#[derive(Clone)]
+struct Jobs {
+    tx: mpsc::Sender<Job>,
+    bytes: Arc<AtomicUsize>,
+    halted: Arc<Mutex<Option<String>>>,
+}
+
+impl Jobs {
+    fn halt(&self, reason: &str) {
+        let mut h = self.halted.lock().unwrap_or_else(|p| p.into_inner());
+        if h.is_none() {
+            *h = Some(reason.to_owned());
+        }
+    }
+
+    fn halted(&self) -> Option<String> {
+        self.halted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Queues a job without waiting; a full queue or budget halts the engine.
+    fn push(&self, job: Job, bytes: usize) -> bool {
+        if self.halted().is_some() {
+            return false;
+        }
+        if self.bytes.fetch_add(bytes, AtomicOrdering::SeqCst) + bytes > MAX_QUEUE_BYTES {
+            self.bytes.fetch_sub(bytes, AtomicOrdering::SeqCst);
+            self.halt("observation queue over 8 MiB");
+            return false;
+        }
+        match self.tx.try_send(job) {
+            Ok(()) => true,
+            Err(_) => {
+                self.bytes.fetch_sub(bytes, AtomicOrdering::SeqCst);
+                self.halt("observation queue full (512 jobs)");
+                false
+            }
+        }
+    }
+}
+
+fn spawn_writer(
+    mut continuation: Continuation,
+    capture: Option<CaptureLink>,
+) -> (Jobs, std::thread::JoinHandle<Continuation>) {
+    let (tx, mut rx) = mpsc::channel::<Job>(MAX_QUEUE_JOBS);
+    let jobs = Jobs {
+        tx,
+        bytes: Arc::new(AtomicUsize::new(0)),
+        halted: Arc::new(Mutex::new(None)),
+    };
+    let shared = jobs.clone();
+    let thread = std::thread::spawn(move || {
+        while let Some(first) = rx.blocking_recv() {
+            let mut batch = vec![first];
+            while batch.len() < 256 {
+                match rx.try_recv() {
+                    Ok(j) => batch.push(j),
+                    Err(_) => break,
+                }
+            }
+            write_batch(&mut continuation, capture.as_ref(), batch, &shared);
+        }
+        continuation
+    });
+    (jobs, thread)
+}
+
+fn write_batch(
+    continuation: &mut Continuation,
+    capture: Option<&CaptureLink>,
+    batch: Vec<Job>,
+    jobs: &Jobs,
+) {
+    let mut bodies = Vec::with_capacity(batch.len());
+    let mut replies: Vec<(usize, oneshot::Sender<Option<String>>)> = Vec::new();
+    let mut barriers = Vec::new();
+    let mut freed = 0;
+    for job in batch {
+        match job {
+            Job::Event {
+                mut event,
+                media,
+                bytes,
+            } => {
+                freed += bytes;
+                if let Some(m) = media {
+                    match resolve_media(continuation, capture, m) {
+                        Ok(r) => event.media = Some(vec![r]),
+                        Err(reason) => {
+                            jobs.halt(&reason);
+                            continue;
+                        }
+                    }
+                }
+                bodies.push(EntryBody::RealtimeEvent(*event));
+            }
+            Job::Message {
+                published,
+                connection_id,
+                reply,
+            } => {
+                if let Some(body) = message_body(&published, &connection_id) {
+                    replies.push((bodies.len(), reply));
+                    bodies.push(body);
+                } else {
+                    let _ = reply.send(None);
+                }
+            }
+            Job::Entry(body) => bodies.push(*body),
+            Job::Barrier(tx) => barriers.push(tx),
+        }
+    }
+    let mut ids: Vec<Option<String>> = vec![None; bodies.len()];
+    if jobs.halted().is_none() && !bodies.is_empty() {
+        let report = continuation.append(bodies);
+        for (i, ack) in report.acks.iter().enumerate() {
+            ids[i] = Some(ack.id.clone());
+        }
+        if let Some(e) = report.error {
+            jobs.halt(e.code());
+        }
+    }
+    jobs.bytes.fetch_sub(freed, AtomicOrdering::SeqCst);
+    for (i, reply) in replies {
+        let _ = reply.send(ids.get(i).cloned().flatten());
+    }
+    let result = match jobs.halted() {
+        None => Ok(()),
+        Some(r) => Err(r),
+    };
+    for b in barriers {
+        let _ = b.send(result.clone());
+    }
+}
+
+fn message_body(p: &Published, connection_id: &str) -> Option<EntryBody> {
+    let Published::Message {
+        item_id,
+        speaker,
+        text,
+        response,
+    } = p
+    else {
+        return None;
+    };
+    let role = match speaker {
+        Speaker::User => Role::User,
+        Speaker::Assistant => Role::Assistant,
+    };
+    let now_ms = time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000;
+    let mut m = Message::new(role, vec![Block::text(text.clone())], now_ms.max(0) as u64);
+    let mut replay = Map::new();
+    replay.insert("itemId".into(), json!(item_id));
+    replay.insert("connectionId".into(), json!(connection_id));
+    if let Some((response_id, status)) = response {
+        replay.insert("responseId".into(), json!(response_id));
+        replay.insert("status".into(), json!(status.as_str()));
+        m.response_id = Some(response_id.clone());
+        m.stop_reason = Some(match status {
+            ResponseStatus::Completed => StopReason::Stop,
+            ResponseStatus::Incomplete(Some(r)) if r == "max_output_tokens" => StopReason::Length,
+            ResponseStatus::Failed(_) => StopReason::Error,
+            _ => StopReason::Aborted,
+        });
+    }
+    m.provider = Some("openai".into());
+    m.api = Some("openai-realtime".into());
+    m.replay = Some(replay);
+    Some(EntryBody::Message(m))
+}
+
+fn resolve_media(
+    continuation: &Continuation,
+    capture: Option<&CaptureLink>,
+    media: PendingMedia,
+) -> Result<MediaRef, String> {
+    let (pointer, bytes) = match media {
+        PendingMedia::Wav { range, bytes } => {
+            if let Some(link) = capture.filter(|c| c.asset == range.asset)
+                && wav_matches(link, &range, &bytes)
+            {
+                return Ok(MediaRef {
+                    pointer: "/audio".into(),
+                    asset: AssetRef::Available {
+                        path: format!("assets/{}", range.asset),
+                        mime_type: "audio/wav".into(),
+                        byte_range: Some(ByteRange {
+                            start: range.offset,
+                            end: range.offset + bytes.len() as u64,
+                        }),
+                        encoding: Some("base64".into()),
+                        sha256: None,
+                    },
+                });
+            }
+            ("/audio".to_owned(), bytes)
+        }
+        PendingMedia::Bytes { pointer, bytes } => (pointer, bytes),
+    };
+    let name = format!("protocol-{}.bin", new_id());
+    let asset = continuation
+        .handle()
+        .write_asset(&name, &bytes, "application/octet-stream", Some("base64"))
+        .map_err(|e| e.code().to_owned())?;
+    Ok(MediaRef { pointer, asset })
+}
+
+/// Waits (bounded) until the capture made the range durable, then compares the bytes.
+fn wav_matches(link: &CaptureLink, range: &WavRange, bytes: &[u8]) -> bool {
+    let end = range.offset + bytes.len() as u64;
+    let deadline = std::time::Instant::now() + CAPTURE_DURABLE_WAIT;
+    while *link.durable.borrow() < end {
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut on_disk = vec![0u8; bytes.len()];
+    link.file.read_exact_at(&mut on_disk, range.offset).is_ok() && on_disk == bytes
+}
+
+// ---------------------------------------------------------------------------------------
+// The connection task.
+
+struct Conn {
+    connection_id: String,
+    sequence: u64,
+    jobs: Jobs,
+}
+
+impl Conn {
+    fn observe(
+        &mut self,
+        direction: Direction,
+        kind: ObservationKind,
+        mut payload: Map<String, Value>,
+        media: Option<PendingMedia>,
+    ) -> bool {
+        self.sequence += 1;
+        let redactions = sanitize::sanitize_object(&mut payload);
+        let remote_event_id = match direction {
+            Direction::Incoming => payload
+                .get("event_id")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            Direction::Outgoing => None,
+        };
+        let bytes = media.as_ref().map_or(0, |m| match m {
+            PendingMedia::Wav { bytes, .. } | PendingMedia::Bytes { bytes, .. } => bytes.len(),
+        }) + 256;
+        let event = RealtimeEvent {
+            connection_id: self.connection_id.clone(),
+            direction,
+            observation: kind,
+            observed_at: now_iso(),
+            sequence: self.sequence,
+            payload,
+            remote_event_id,
+            redactions: (!redactions.is_empty()).then_some(redactions),
+            media: None,
+        };
+        self.jobs.push(
+            Job::Event {
+                event: Box::new(event),
+                media,
+                bytes,
+            },
+            bytes,
+        )
+    }
+}
+
+struct PendingRemoval {
+    entry_id: String,
+    item_id: String,
+    event_id: String,
+    deadline: Instant,
+    reply: oneshot::Sender<RemovalOutcome>,
+}
+
+#[allow(clippy::too_many_lines)]
+async fn run(
+    settings: Settings,
+    api_key: String,
+    continuation: Continuation,
+    capture: Option<CaptureLink>,
+    mut commands: mpsc::Receiver<Command>,
+    view_tx: watch::Sender<EngineView>,
+) -> EngineReport {
+    let connection_id = new_id();
+    let (jobs, writer) = spawn_writer(continuation.clone(), capture);
+    let mut conn = Conn {
+        connection_id: connection_id.clone(),
+        sequence: 0,
+        jobs: jobs.clone(),
+    };
+    let (endpoint, _) = sanitize::sanitize_url(&settings.url());
+    jobs.push(
+        Job::Entry(Box::new(EntryBody::ApiConnection(ApiConnection {
+            connection_id: connection_id.clone(),
+            provider: "openai".into(),
+            endpoint,
+            requested_model: settings.requested_model().to_owned(),
+            api: if settings.beta {
+                "openai-realtime-beta".into()
+            } else {
+                "openai-realtime".into()
+            },
+            origin_id: new_id(),
+        }))),
+        256,
+    );
+
+    let mut ordering = Ordering::new();
+    let mut messages: Vec<PublishedMessage> = Vec::new();
+    let mut gaps: Vec<Gap> = Vec::new();
+    let mut complete = true;
+    let mut halted: Option<String> = None;
+    let mut stop_reply: Option<oneshot::Sender<EngineReport>> = None;
+    let mut removals: Vec<PendingRemoval> = Vec::new();
+    let mut commit_pending = false;
+    let mut drain_deadline: Option<Instant> = None;
+
+    let set_state = |s: EngineState| view_tx.send_modify(|v| v.state = s);
+
+    // Connect.
+    let ws = async {
+        let mut req = settings
+            .url()
+            .into_client_request()
+            .map_err(|_| "bad provider URL".to_owned())?;
+        let auth = HeaderValue::from_str(&format!("Bearer {api_key}"))
+            .map_err(|_| "API key is not a valid header value".to_owned())?;
+        req.headers_mut().insert("Authorization", auth);
+        if settings.beta {
+            req.headers_mut()
+                .insert("OpenAI-Beta", HeaderValue::from_static("realtime=v1"));
+        }
+        match tokio::time::timeout(CONNECT_TIMEOUT, tokio_tungstenite::connect_async(req)).await {
+            Ok(Ok((ws, _))) => Ok(ws),
+            Ok(Err(e)) => Err(format!("connection failed: {}", describe_ws_error(&e))),
+            Err(_) => Err("connection timed out".to_owned()),
+        }
+    }
+    .await;
+    let mut ws = match ws {
+        Ok(ws) => Some(ws),
+        Err(reason) => {
+            // Audio sent meanwhile is still on disk in the WAV; nothing else to drain.
+            halted = Some(reason);
+            complete = false;
+            None
+        }
+    };
+    if ws.is_some() {
+        set_state(EngineState::Streaming);
+    }
+    let mut ping = tokio::time::interval(PING_INTERVAL);
+    ping.tick().await;
+    let mut session_configured = false;
+
+    loop {
+        if let Some(reason) = jobs.halted() {
+            halted.get_or_insert(reason);
+        }
+        if halted.is_some() && drain_deadline.is_none() {
+            // Halt: stop streaming; still publish what is final.
+            complete = false;
+            drain_deadline = Some(Instant::now());
+        }
+        let drained = !commit_pending && ordering.is_settled() && removals.is_empty();
+        if let Some(deadline) = drain_deadline
+            && (drained || Instant::now() >= deadline || ws.is_none())
+        {
+            break;
+        }
+        let next_removal = removals.iter().map(|r| r.deadline).min();
+        let wake = [drain_deadline, next_removal]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+        tokio::select! {
+            cmd = commands.recv(), if stop_reply.is_none() => {
+                match cmd {
+                    Some(Command::Audio(chunk)) => {
+                        if let Some(w) = ws.as_mut() {
+                            let payload = protocol::append(B64.encode(&chunk.pcm));
+                            if !send(w, &mut conn, payload, chunk.wav.map(|range| PendingMedia::Wav { range, bytes: chunk.pcm.clone() })).await {
+                                halted.get_or_insert("connection lost while sending audio".into());
+                                ws = None;
+                            }
+                        }
+                    }
+                    Some(Command::Remove { entry_id, reply }) => {
+                        let item = messages.iter().find(|m| m.entry_id == entry_id && !m.removed).map(|m| m.item_id.clone());
+                        match (item, ws.as_mut()) {
+                            (Some(item_id), Some(w)) => {
+                                let payload = protocol::item_delete(&item_id);
+                                let event_id = payload.get("event_id").and_then(Value::as_str).unwrap_or_default().to_owned();
+                                if send(w, &mut conn, payload, None).await {
+                                    removals.push(PendingRemoval { entry_id, item_id, event_id, deadline: Instant::now() + REMOVAL_TIMEOUT, reply });
+                                } else {
+                                    let _ = reply.send(RemovalOutcome::TimedOut);
+                                    halted.get_or_insert("connection lost during removal".into());
+                                    ws = None;
+                                }
+                            }
+                            (Some(_), None) => { let _ = reply.send(RemovalOutcome::TimedOut); }
+                            (None, _) => { let _ = reply.send(RemovalOutcome::NotRemovable); }
+                        }
+                    }
+                    Some(Command::Stop { reply }) => {
+                        stop_reply = Some(reply);
+                        set_state(EngineState::Finishing);
+                        drain_deadline = Some(Instant::now() + DRAIN_DEADLINE);
+                        if let Some(w) = ws.as_mut() {
+                            if send(w, &mut conn, protocol::commit(), None).await {
+                                commit_pending = true;
+                            } else {
+                                ws = None;
+                            }
+                        }
+                    }
+                    None => {
+                        // Every handle is gone: finish as if stopped.
+                        drain_deadline.get_or_insert(Instant::now() + DRAIN_DEADLINE);
+                    }
+                }
+            }
+            msg = async { match ws.as_mut() { Some(w) => w.next().await, None => std::future::pending().await } } => {
+                match msg {
+                    Some(Ok(WsMessage::Text(text))) => {
+                        let Ok(Value::Object(payload)) = serde_json::from_str::<Value>(text.as_str()) else {
+                            conn.observe(Direction::Incoming, ObservationKind::Received, unparsable(), None);
+                            continue;
+                        };
+                        let value = Value::Object(payload.clone());
+                        let event = protocol::classify(&value);
+                        let audio = output_audio(&payload);
+                        let mut retained = payload;
+                        let media = audio.map(|bytes| {
+                            retained.insert("delta".into(), Value::Null);
+                            PendingMedia::Bytes { pointer: "/delta".into(), bytes }
+                        });
+                        conn.observe(Direction::Incoming, ObservationKind::Received, retained, media);
+                        let mut published = Vec::new();
+                        let mut limit = Ok(());
+                        match event {
+                            ServerEvent::SessionCreated if !session_configured => {
+                                session_configured = true;
+                                if let Some(w) = ws.as_mut()
+                                    && !send(w, &mut conn, settings.session_update(), None).await
+                                {
+                                    ws = None;
+                                }
+                            }
+                            ServerEvent::Committed { item_id, previous } => {
+                                commit_pending = false;
+                                limit = ordering.item_added(&item_id, previous.as_deref(), Speaker::User);
+                            }
+                            ServerEvent::ItemAdded { item_id, previous, role } => {
+                                let speaker = if role.as_deref() == Some("assistant") { Speaker::Assistant } else { Speaker::User };
+                                if role.as_deref().is_none_or(|r| r == "user" || r == "assistant") {
+                                    limit = ordering.item_added(&item_id, previous.as_deref(), speaker);
+                                }
+                            }
+                            ServerEvent::TranscriptionDelta { item_id, delta } | ServerEvent::ResponseDelta { item_id, delta } => {
+                                limit = ordering.delta(&item_id, &delta);
+                            }
+                            ServerEvent::TranscriptionCompleted { item_id, transcript } => {
+                                published = ordering.transcription_completed(&item_id, &transcript);
+                            }
+                            ServerEvent::TranscriptionFailed { item_id, reason } => {
+                                published = ordering.transcription_failed(&item_id, &reason);
+                            }
+                            ServerEvent::ResponseDone(done) => {
+                                let status = match done.status.as_str() {
+                                    "completed" => ResponseStatus::Completed,
+                                    "cancelled" => ResponseStatus::Cancelled,
+                                    "incomplete" => ResponseStatus::Incomplete(done.status_reason.clone()),
+                                    _ => ResponseStatus::Failed(done.status_reason.clone()),
+                                };
+                                for (item_id, text) in &done.items {
+                                    published.extend(ordering.response_done(item_id, &done.response_id, text, status.clone()));
+                                }
+                            }
+                            ServerEvent::ItemDeleted { item_id } => {
+                                if let Some(pos) = removals.iter().position(|r| r.item_id == item_id) {
+                                    let r = removals.remove(pos);
+                                    let ok = conn.jobs.push(Job::Entry(Box::new(EntryBody::MessageRemoved(MessageRemoved { target_id: r.entry_id.clone() }))), 256);
+                                    let (tx, rx) = oneshot::channel();
+                                    conn.jobs.push(Job::Barrier(tx), 0);
+                                    let durable = ok && matches!(rx.await, Ok(Ok(())));
+                                    if durable {
+                                        for m in messages.iter_mut().filter(|m| m.entry_id == r.entry_id) {
+                                            m.removed = true;
+                                        }
+                                    }
+                                    let _ = r.reply.send(if durable { RemovalOutcome::Removed } else { RemovalOutcome::TimedOut });
+                                }
+                            }
+                            ServerEvent::Error { code, event_id } => {
+                                if code.as_deref() == Some("input_audio_buffer_commit_empty") {
+                                    commit_pending = false;
+                                } else if let Some(pos) = removals.iter().position(|r| Some(&r.event_id) == event_id.as_ref()) {
+                                    let r = removals.remove(pos);
+                                    let _ = r.reply.send(RemovalOutcome::Rejected(code));
+                                } else if code.as_deref() == Some("session_expired") {
+                                    // A clean end: stop streaming, publish what is final.
+                                    complete = false;
+                                    drain_deadline.get_or_insert(Instant::now());
+                                    ws = None;
+                                }
+                            }
+                            _ => {}
+                        }
+                        if limit == Err(OrderingError::Limit) {
+                            complete = false;
+                            set_state(EngineState::Finishing);
+                            drain_deadline.get_or_insert(Instant::now() + DRAIN_DEADLINE);
+                        }
+                        publish(&mut conn, &connection_id, published, &mut messages, &mut gaps).await;
+                        view_tx.send_modify(|v| {
+                            v.provisional = ordering.provisional().into_iter().map(|(id, _, t)| (id, t)).collect();
+                            v.messages = messages.clone();
+                            v.gaps = gaps.len();
+                        });
+                    }
+                    Some(Ok(WsMessage::Close(_))) | None => {
+                        if stop_reply.is_none() {
+                            halted.get_or_insert("the provider closed the connection".into());
+                        }
+                        complete &= stop_reply.is_some() && !commit_pending && ordering.is_settled();
+                        ws = None;
+                    }
+                    Some(Ok(_)) => {}
+                    Some(Err(e)) => {
+                        halted.get_or_insert(format!("connection error: {}", describe_ws_error(&e)));
+                        ws = None;
+                    }
+                }
+            }
+            _ = ping.tick(), if ws.is_some() => {
+                if let Some(w) = ws.as_mut()
+                    && w.send(WsMessage::Ping(Vec::new().into())).await.is_err()
+                {
+                    halted.get_or_insert("connection lost (ping failed)".into());
+                    ws = None;
+                }
+            }
+            _ = sleep_until(wake) => {
+                let now = Instant::now();
+                if removals.iter().any(|r| r.deadline <= now) {
+                    // Transport doubt: close the connection, stop capture; local history stays.
+                    for r in removals.drain(..) {
+                        let _ = r.reply.send(RemovalOutcome::TimedOut);
+                    }
+                    halted.get_or_insert("removal was not acknowledged in time".into());
+                    if let Some(mut w) = ws.take() {
+                        let _ = w.close(None).await;
+                    }
+                }
+            }
+        }
+    }
+
+    // Drain over: close what is unresolved as gaps and publish the final messages.
+    if !ordering.is_settled() || commit_pending {
+        complete = false;
+    }
+    let rest = ordering.close_unresolved("not transcribed before the stop deadline");
+    publish(&mut conn, &connection_id, rest, &mut messages, &mut gaps).await;
+    for r in removals.drain(..) {
+        let _ = r.reply.send(RemovalOutcome::TimedOut);
+    }
+    if let Some(mut w) = ws.take() {
+        let _ = tokio::time::timeout(Duration::from_secs(2), w.close(None)).await;
+    }
+    let (tx, rx) = oneshot::channel();
+    jobs.push(Job::Barrier(tx), 0);
+    match tokio::time::timeout(Duration::from_secs(30), rx).await {
+        Ok(Ok(Ok(()))) => {}
+        Ok(Ok(Err(reason))) => {
+            halted.get_or_insert(reason);
+        }
+        _ => {
+            halted.get_or_insert("the session writer did not settle".into());
+        }
+    }
+    if let Some(reason) = jobs.halted() {
+        halted.get_or_insert(reason);
+    }
+    if halted.is_some() {
+        complete = false;
+    }
+    drop(conn);
+    drop(jobs);
+    let leaf = match tokio::task::spawn_blocking(move || writer.join()).await {
+        Ok(Ok(c)) => c.leaf().map(str::to_owned),
+        _ => None,
+    };
+    let report = EngineReport {
+        complete,
+        gaps,
+        messages,
+        halted: halted.clone(),
+        connection_id,
+        leaf,
+    };
+    view_tx.send_modify(|v| {
+        v.state = match &halted {
+            Some(r) => EngineState::Halted(r.clone()),
+            None => EngineState::Finished,
+        };
+        v.provisional.clear();
+    });
+    if let Some(reply) = stop_reply {
+        let _ = reply.send(report.clone());
+    }
+    report
+}
+
+fn unparsable() -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("type".into(), json!("persyk.unparsable_event"));
+    m
+}
+
+/// Decoded `response.output_audio.delta` bytes (provider output audio), if this is one.
+fn output_audio(payload: &Map<String, Value>) -> Option<Vec<u8>> {
+    let ty = payload.get("type").and_then(Value::as_str)?;
+    if ty != "response.output_audio.delta" && ty != "response.audio.delta" {
+        return None;
+    }
+    B64.decode(payload.get("delta")?.as_str()?).ok()
+}
+
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Retains a send attempt, writes the event, retains a failure. Returns whether it was written.
+async fn send(
+    ws: &mut Ws,
+    conn: &mut Conn,
+    payload: Map<String, Value>,
+    media: Option<PendingMedia>,
+) -> bool {
+    let text = Value::Object(payload.clone()).to_string();
+    let mut retained = payload;
+    if media.is_some() {
+        retained.insert("audio".into(), Value::Null);
+    }
+    let sent_media = media;
+    conn.observe(
+        Direction::Outgoing,
+        ObservationKind::SendAttempt,
+        retained.clone(),
+        sent_media,
+    );
+    let written = tokio::time::timeout(
+        Duration::from_secs(10),
+        ws.send(WsMessage::Text(text.into())),
+    )
+    .await
+    .is_ok_and(|r| r.is_ok());
+    if !written {
+        conn.observe(
+            Direction::Outgoing,
+            ObservationKind::SendFailed,
+            retained,
+            None,
+        );
+    }
+    written
+}
+
+async fn publish(
+    conn: &mut Conn,
+    connection_id: &str,
+    published: Vec<Published>,
+    messages: &mut Vec<PublishedMessage>,
+    gaps: &mut Vec<Gap>,
+) {
+    for p in published {
+        match &p {
+            Published::Gap { item_id, reason } => gaps.push(Gap {
+                reason: reason.clone(),
+                item_id: Some(item_id.clone()),
+                start_ms: None,
+                end_ms: None,
+            }),
+            Published::Message {
+                item_id,
+                speaker,
+                text,
+                ..
+            } => {
+                let (reply, rx) = oneshot::channel();
+                let entry = (item_id.clone(), *speaker, text.clone());
+                if conn.jobs.push(
+                    Job::Message {
+                        published: p,
+                        connection_id: connection_id.to_owned(),
+                        reply,
+                    },
+                    entry.2.len() + 256,
+                ) && let Ok(Some(entry_id)) = rx.await
+                {
+                    messages.push(PublishedMessage {
+                        entry_id,
+                        item_id: entry.0,
+                        speaker: entry.1,
+                        text: entry.2,
+                        removed: false,
+                    });
+                }
+            }
+        }
+    }
+}
+
+fn describe_ws_error(e: &tokio_tungstenite::tungstenite::Error) -> String {
+    use tokio_tungstenite::tungstenite::Error as E;
+    match e {
+        E::Http(resp) => format!("HTTP {}", resp.status().as_u16()),
+        E::Io(io) => format!("I/O {:?}", io.kind()),
+        E::Tls(_) => "TLS failure".into(),
+        E::Url(_) => "bad URL".into(),
+        E::ConnectionClosed | E::AlreadyClosed => "closed".into(),
+        E::Protocol(_) => "websocket protocol error".into(),
+        _ => "websocket error".into(),
+    }
+}

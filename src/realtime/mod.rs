@@ -1,0 +1,14 @@
+//! The realtime engine: the OpenAI Realtime API client and everything between its websocket
+//! and the session store — sanitized retention of every protocol event, provider-order
+//! publication of canonical messages, and removal with provider acknowledgement.
+//!
+//! Modules:
+//! - [`sanitize`] — credentials out of payloads, URLs and headers before persistence or logs.
+//! - [`ordering`] — provider predecessor order → canonical user/assistant messages and gaps.
+//!
+//! Nothing here touches the UI; the session core never imports this module.
+
+pub mod engine;
+pub mod ordering;
+pub mod protocol;
+pub mod sanitize;
