@@ -6,6 +6,7 @@
 
 mod check;
 mod context;
+mod search_cmds;
 mod store_cmds;
 mod transcribe;
 
@@ -77,6 +78,37 @@ enum Command {
         #[arg(long, default_value_t = 1.0)]
         realtime_factor: f64,
     },
+    /// List sessions under the roots, newest first.
+    Sessions {
+        /// Session root (repeatable; replaces the configured roots, the first is the write root).
+        #[arg(long = "root")]
+        roots: Vec<PathBuf>,
+        /// Rows per page (1-500).
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u16).range(1..=500))]
+        limit: u16,
+        /// Continue after the row that printed this cursor.
+        #[arg(long)]
+        cursor: Option<String>,
+        /// Print a JSON array of rows.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Find sessions whose surviving text contains QUERY (case-insensitive, literal).
+    Search {
+        query: String,
+        /// Session root (repeatable; replaces the configured roots, the first is the write root).
+        #[arg(long = "root")]
+        roots: Vec<PathBuf>,
+        /// Rows per page (1-500).
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u16).range(1..=500))]
+        limit: u16,
+        /// Continue after the row that printed this cursor.
+        #[arg(long)]
+        cursor: Option<String>,
+        /// Print a JSON array of rows.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the effective conversation of a session at a leaf.
     Context {
         /// A session directory or its session.jsonl.
@@ -135,6 +167,32 @@ pub fn run() -> ExitCode {
                 realtime_factor,
             })
         }
+        Command::Sessions {
+            roots,
+            limit,
+            cursor,
+            json,
+        } => search_cmds::sessions(&search_cmds::Request {
+            roots: &roots,
+            limit: usize::from(limit),
+            cursor: cursor.as_deref(),
+            json,
+        }),
+        Command::Search {
+            query,
+            roots,
+            limit,
+            cursor,
+            json,
+        } => search_cmds::search(
+            &query,
+            &search_cmds::Request {
+                roots: &roots,
+                limit: usize::from(limit),
+                cursor: cursor.as_deref(),
+                json,
+            },
+        ),
         Command::Context {
             session,
             leaf,

@@ -225,7 +225,7 @@ pub fn append(session: &Path, leaf: Option<&str>) -> u8 {
             }
         }
         let full = batch.len() >= MAX_BATCH_RECORDS || batch_bytes >= MAX_BATCH_BYTES / 2;
-        if !batch.is_empty() && (eof || full || input.buffer().is_empty()) {
+        if !batch.is_empty() && (eof || full || memchr::memchr(b'\n', input.buffer()).is_none()) {
             let code = flush(&handle, &mut batch, &mut out, &mut leaf, batch_first);
             batch_bytes = 0;
             pending_leaf = leaf.clone();

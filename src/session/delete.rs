@@ -46,9 +46,8 @@ impl Store {
                 }
             }
         }
-        // 3. Under the session lock: revoke, stage, remove.
+        // 3. Under the session lock: stage, revoke, remove.
         handle.locked(|_, _, storage| {
-            self.revoke(handle.shared_file_id());
             let root = handle.root();
             let trash = root.join(TRASH_DIR);
             if !trash.exists() {
@@ -64,25 +63,27 @@ impl Store {
                 .unwrap_or("session");
             let staged = trash.join(format!("{name}-{}", new_id()));
             fs::rename(handle.dir(), &staged).map_err(StoreError::io("stage session"))?;
+            // From here on the session is gone from discovery: revoke every handle.
+            self.revoke(handle.shared_file_id());
             storage
                 .sync_dir(root)
                 .map_err(StoreError::io("sync root"))?;
-            storage
-                .sync_dir(&trash)
-                .map_err(StoreError::io("sync trash"))?;
-            remove_staged(&staged, &trash)
+            // Cleanup is retryable and may race another process's start-up cleanup; staged
+            // data left behind is removed by the next `Store::new`.
+            remove_staged(&staged, &trash);
+            Ok(())
         })
     }
 }
 
-fn remove_staged(staged: &Path, trash: &Path) -> Result<(), StoreError> {
-    fs::remove_dir_all(staged).map_err(StoreError::io("remove staged session"))?;
-    // The trash folder goes too once it is empty (best effort: it is outside discovery).
+fn remove_staged(staged: &Path, trash: &Path) {
+    let _ = fs::remove_dir_all(staged);
+    // The trash folder goes too once it is empty.
     if fs::remove_dir(trash).is_ok()
         && let Some(root) = trash.parent()
     {
         let _ = super::fsio::sync_dir(root);
-        return Ok(());
+    } else {
+        let _ = super::fsio::sync_dir(trash);
     }
-    super::fsio::sync_dir(trash).map_err(StoreError::io("sync trash"))
 }

@@ -259,11 +259,7 @@ fn recover_recordings(handle: &SessionHandle) -> Result<Vec<RecordingOutcome>, R
     for (recording_id, asset) in unfinished_recordings(handle)? {
         let path = handle.dir().join(ASSETS_DIR).join(&asset);
         // Asset lock first, then (inside append) the session lock.
-        let wav = match OpenOptions::new().read(true).write(true).open(&path) {
-            Ok(f) => Some(f),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-            Err(e) => return Err(StoreError::io("open recording")(e).into()),
-        };
+        let wav = open_regular(&path).map_err(StoreError::io("open recording"))?;
         if let Some(f) = &wav {
             match f.try_lock() {
                 Ok(()) => {}
@@ -311,6 +307,27 @@ fn recover_recordings(handle: &SessionHandle) -> Result<Vec<RecordingOutcome>, R
         });
     }
     Ok(out)
+}
+
+/// Opens `path` for repair only if it is a regular file (not a symlink that could lead
+/// outside the session) and is the same file that was checked. `None` when missing or not
+/// a regular file: there is no audio recovery can safely touch.
+fn open_regular(path: &std::path::Path) -> io::Result<Option<File>> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = match fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if !meta.file_type().is_file() {
+        return Ok(None);
+    }
+    let f = OpenOptions::new().read(true).write(true).open(path)?;
+    let opened = f.metadata()?;
+    if opened.dev() != meta.dev() || opened.ino() != meta.ino() {
+        return Ok(None);
+    }
+    Ok(Some(f))
 }
 
 /// The result of fixing a WAV file's sizes.

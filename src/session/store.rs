@@ -312,6 +312,7 @@ impl Store {
         for root in store.roots.all() {
             // Best effort: staged data is outside discovery either way.
             let _ = fs::remove_dir_all(root.join(TRASH_DIR));
+            remove_abandoned_creations(root);
         }
         store
     }
@@ -392,8 +393,14 @@ impl Store {
                 source: e,
             },
         })?;
-        // A symlinked session folder may point elsewhere inside the root, never outside it.
-        if !dir_canon.starts_with(&root_canon) || dir_canon == root_canon {
+        // A symlinked session folder may point at another session folder of the same root
+        // (a direct, visible child), never outside it or into staging folders.
+        let visible_child = dir_canon.parent() == Some(root_canon.as_path())
+            && dir_canon
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(is_plain_name);
+        if !visible_child {
             return Err(StoreError::EscapesRoot);
         }
         let dir_meta = fs::metadata(&dir_canon).map_err(StoreError::io("stat session dir"))?;
@@ -424,8 +431,10 @@ impl Store {
         let file_id = FileId::of(&opened);
 
         let mut registry = lock(&self.registry);
+        // Reuse a live, healthy writer; a poisoned one is replaced by a fresh open.
         if let Some(shared) = registry.get(&file_id).and_then(Weak::upgrade)
             && !shared.revoked.load(Ordering::SeqCst)
+            && !lock(&shared.writer).poisoned
         {
             return Ok(self.handle(shared));
         }
@@ -494,6 +503,26 @@ impl Store {
     pub(crate) fn revoke(&self, file_id: FileId) {
         if let Some(shared) = lock(&self.registry).get(&file_id).and_then(Weak::upgrade) {
             shared.revoked.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Removes `.persyk-new-*` folders a crash left behind during `create_session`. Only folders
+/// untouched for an hour go: a creation in progress in another process takes milliseconds.
+fn remove_abandoned_creations(root: &Path) {
+    let Ok(dir) = fs::read_dir(root) else {
+        return;
+    };
+    for entry in dir.flatten() {
+        let name = entry.file_name();
+        let stale = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > Duration::from_secs(3600));
+        if name.to_string_lossy().starts_with(NEW_PREFIX) && stale {
+            let _ = fs::remove_dir_all(entry.path());
         }
     }
 }
@@ -658,6 +687,11 @@ impl SessionHandle {
         if let Err(e) = self.lock_file(&w.file) {
             return AppendReport::failed(e);
         }
+        // The session may have been deleted or replaced while we waited for the lock.
+        if let Err(e) = self.check_live(&w).and_then(|()| self.revalidate(&w)) {
+            let _ = w.file.unlock();
+            return AppendReport::failed(e);
+        }
         let report = self.append_locked(&mut w, records);
         let _ = w.file.unlock();
         report
@@ -803,6 +837,13 @@ impl SessionHandle {
         self.check_live(&guard)?;
         self.revalidate(&guard)?;
         self.lock_file(&guard.file)?;
+        if let Err(e) = self
+            .check_live(&guard)
+            .and_then(|()| self.revalidate(&guard))
+        {
+            let _ = guard.file.unlock();
+            return Err(e.into());
+        }
         let w = &mut *guard;
         let result = match scan_file(&mut w.file) {
             Ok(scanner) => {
