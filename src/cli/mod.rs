@@ -6,6 +6,7 @@
 
 mod check;
 mod context;
+mod fake_cmd;
 mod search_cmds;
 mod store_cmds;
 mod transcribe;
@@ -120,6 +121,21 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve a scripted fake of the OpenAI Realtime API on 127.0.0.1 (for client tests).
+    FakeProvider {
+        /// Scenario JSON (see tests/scenarios/).
+        #[arg(long)]
+        scenario: PathBuf,
+        /// Port to listen on (0: any free port; the address is printed).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// Write every event received and sent as JSONL here when done.
+        #[arg(long)]
+        dump: Option<PathBuf>,
+        /// Keep audio payloads whole in the dump (default: truncated).
+        #[arg(long)]
+        full_audio: bool,
+    },
 }
 
 pub const EXIT_VIOLATION: u8 = 1;
@@ -198,6 +214,12 @@ pub fn run() -> ExitCode {
             leaf,
             json,
         } => context::run(&session, leaf.as_deref(), json),
+        Command::FakeProvider {
+            scenario,
+            port,
+            dump,
+            full_audio,
+        } => fake_cmd::run(&scenario, port, dump.as_deref(), full_audio),
     };
     let _ = std::io::stdout().flush();
     ExitCode::from(code)

@@ -285,15 +285,15 @@ enum PendingMedia {
     Bytes { pointer: String, bytes: Vec<u8> },
 }
 
-/// The async side's handle on the writer: bounded, with a byte budget.
-#[derive(Clone)]
-struct Jobs {
-    tx: mpsc::Sender<Job>,
-    bytes: Arc<AtomicUsize>,
-    halted: Arc<Mutex<Option<String>>>,
+/// State the async side and the writer thread share (the writer holds no sender, so the
+/// channel closes when the async side drops its handle).
+#[derive(Default)]
+struct QueueState {
+    bytes: AtomicUsize,
+    halted: Mutex<Option<String>>,
 }
 
-impl Jobs {
+impl QueueState {
     fn halt(&self, reason: &str) {
         let mut h = self.halted.lock().unwrap_or_else(|p| p.into_inner());
         if h.is_none() {
@@ -307,21 +307,38 @@ impl Jobs {
             .unwrap_or_else(|p| p.into_inner())
             .clone()
     }
+}
+
+/// The async side's handle on the writer: bounded, with a byte budget.
+#[derive(Clone)]
+struct Jobs {
+    tx: mpsc::Sender<Job>,
+    state: Arc<QueueState>,
+}
+
+impl Jobs {
+    fn halt(&self, reason: &str) {
+        self.state.halt(reason);
+    }
+
+    fn halted(&self) -> Option<String> {
+        self.state.halted()
+    }
 
     /// Queues a job without waiting; a full queue or budget halts the engine.
     fn push(&self, job: Job, bytes: usize) -> bool {
         if self.halted().is_some() {
             return false;
         }
-        if self.bytes.fetch_add(bytes, AtomicOrdering::SeqCst) + bytes > MAX_QUEUE_BYTES {
-            self.bytes.fetch_sub(bytes, AtomicOrdering::SeqCst);
+        if self.state.bytes.fetch_add(bytes, AtomicOrdering::SeqCst) + bytes > MAX_QUEUE_BYTES {
+            self.state.bytes.fetch_sub(bytes, AtomicOrdering::SeqCst);
             self.halt("observation queue over 8 MiB");
             return false;
         }
         match self.tx.try_send(job) {
             Ok(()) => true,
             Err(_) => {
-                self.bytes.fetch_sub(bytes, AtomicOrdering::SeqCst);
+                self.state.bytes.fetch_sub(bytes, AtomicOrdering::SeqCst);
                 self.halt("observation queue full (512 jobs)");
                 false
             }
@@ -336,10 +353,9 @@ fn spawn_writer(
     let (tx, mut rx) = mpsc::channel::<Job>(MAX_QUEUE_JOBS);
     let jobs = Jobs {
         tx,
-        bytes: Arc::new(AtomicUsize::new(0)),
-        halted: Arc::new(Mutex::new(None)),
+        state: Arc::new(QueueState::default()),
     };
-    let shared = jobs.clone();
+    let shared = jobs.state.clone();
     let thread = std::thread::spawn(move || {
         while let Some(first) = rx.blocking_recv() {
             let mut batch = vec![first];
@@ -360,7 +376,7 @@ fn write_batch(
     continuation: &mut Continuation,
     capture: Option<&CaptureLink>,
     batch: Vec<Job>,
-    jobs: &Jobs,
+    jobs: &QueueState,
 ) {
     let mut bodies = Vec::with_capacity(batch.len());
     let mut replies: Vec<(usize, oneshot::Sender<Option<String>>)> = Vec::new();

@@ -5,10 +5,12 @@
 //! Modules:
 //! - [`sanitize`] — credentials out of payloads, URLs and headers before persistence or logs.
 //! - [`ordering`] — provider predecessor order → canonical user/assistant messages and gaps.
+//! - [`fake`] — a loopback fake of the Realtime API that the client is tested against.
 //!
 //! Nothing here touches the UI; the session core never imports this module.
 
 pub mod engine;
+pub mod fake;
 pub mod ordering;
 pub mod protocol;
 pub mod sanitize;
