@@ -286,6 +286,9 @@ pub fn recover(session: &Path) -> u8 {
     };
     match store.recover(0, &name) {
         Ok(report) => {
+            let intents = store
+                .open_session(0, &name)
+                .and_then(|h| persyk::realtime::removal::reconcile(&h));
             match report.tail {
                 TailOutcome::Clean => println!("tail: clean"),
                 TailOutcome::AddedNewline => {
@@ -319,6 +322,34 @@ pub fn recover(session: &Path) -> u8 {
                     RecordingOutcome::NoAudio { recording_id } => {
                         println!("recording {recording_id}: interrupted; no usable audio")
                     }
+                }
+            }
+            match intents {
+                Ok(list) => {
+                    for r in list {
+                        use persyk::realtime::removal::Reconciled;
+                        match r {
+                            Reconciled::Applied { target_id } => {
+                                println!(
+                                    "removal of {target_id}: confirmed by the provider, applied locally"
+                                )
+                            }
+                            Reconciled::Unconfirmed { target_id } => {
+                                println!(
+                                    "removal of {target_id}: requested, never confirmed; left as it was"
+                                )
+                            }
+                            Reconciled::NotOnBranch { target_id } => {
+                                println!(
+                                    "removal of {target_id}: confirmed, but the message is not on the current branch"
+                                )
+                            }
+                        }
+                    }
+                }
+                Err(e) => {
+                    eprintln!("persyk: {e}");
+                    return exit_for(&e);
                 }
             }
             0

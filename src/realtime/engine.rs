@@ -125,6 +125,9 @@ pub enum RemovalOutcome {
     Rejected(Option<String>),
     /// No acknowledgement in time, or the transport failed: the connection was closed.
     TimedOut,
+    /// The provider deleted the item but the local `message.removed` could not be written;
+    /// the retained intent is applied by [`super::removal::reconcile`] later.
+    PendingLocal,
     /// The message is not a completed canonical message of this engine.
     NotRemovable,
 }
@@ -703,6 +706,15 @@ async fn run(
                         let item = messages.iter().find(|m| m.entry_id == entry_id && !m.removed).map(|m| m.item_id.clone());
                         match (item, ws.as_mut()) {
                             (Some(item_id), Some(w)) => {
+                                // The intent is durable before the provider hears of it.
+                                let intent = super::removal::intent_body(&entry_id, &item_id, &connection_id);
+                                let queued = conn.jobs.push(Job::Entry(Box::new(intent)), 256);
+                                let (tx, rx) = oneshot::channel();
+                                conn.jobs.push(Job::Barrier(tx), 0);
+                                if !(queued && matches!(rx.await, Ok(Ok(())))) {
+                                    let _ = reply.send(RemovalOutcome::TimedOut);
+                                    continue;
+                                }
                                 let payload = protocol::item_delete(&item_id);
                                 let event_id = payload.get("event_id").and_then(Value::as_str).unwrap_or_default().to_owned();
                                 if send(w, &mut conn, payload, None).await {
@@ -804,7 +816,7 @@ async fn run(
                                             m.removed = true;
                                         }
                                     }
-                                    let _ = r.reply.send(if durable { RemovalOutcome::Removed } else { RemovalOutcome::TimedOut });
+                                    let _ = r.reply.send(if durable { RemovalOutcome::Removed } else { RemovalOutcome::PendingLocal });
                                 }
                             }
                             ServerEvent::Error { code, event_id } => {

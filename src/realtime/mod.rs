@@ -13,4 +13,5 @@ pub mod engine;
 pub mod fake;
 pub mod ordering;
 pub mod protocol;
+pub mod removal;
 pub mod sanitize;
