@@ -83,3 +83,56 @@ fn confirmed_intents_apply_locally_and_unconfirmed_stay() {
     );
     assert!(INTENT_TYPE.starts_with("persyk."));
 }
+
+#[test]
+fn restart_reports_unfinished_work_without_generating_anything() {
+    use persyk::realtime::restart::unfinished_work;
+    use persyk::session::format::RecordingStarted;
+    let dir = tempfile::tempdir().expect("tmp");
+    let store = Store::new(Roots::new(dir.path().to_path_buf(), Vec::new()).expect("roots"));
+    let h = store.create_session().expect("session");
+    let mut c = h.continuation(&LeafSelector::Default).expect("leaf");
+    c.append_one(EntryBody::RecordingStarted(RecordingStarted {
+        recording_id: "rec1".into(),
+        asset: "assets/rec1.wav".into(),
+    }))
+    .expect("started");
+    for (seq, item) in [(1, "item_a"), (2, "item_b")] {
+        let serde_json::Value::Object(payload) = json!({"type":"input_audio_buffer.committed","event_id":format!("e{seq}"),"item_id":item,"previous_item_id":null})
+        else {
+            unreachable!()
+        };
+        c.append_one(EntryBody::RealtimeEvent(RealtimeEvent {
+            connection_id: "conn1".into(),
+            direction: Direction::Incoming,
+            observation: Observation::Received,
+            observed_at: "2026-01-01T00:00:00.000Z".into(),
+            sequence: seq,
+            payload,
+            remote_event_id: None,
+            redactions: None,
+            media: None,
+        }))
+        .expect("event");
+    }
+    let mut m = Message::new(Role::User, vec![Block::text("first")], 1);
+    let mut replay = serde_json::Map::new();
+    replay.insert("itemId".into(), json!("item_a"));
+    replay.insert("connectionId".into(), json!("conn1"));
+    m.replay = Some(replay);
+    c.append_one(EntryBody::Message(m)).expect("message");
+    let before = std::fs::read(h.dir().join("session.jsonl")).expect("read");
+
+    let w = unfinished_work(&h).expect("status");
+    assert_eq!(w.recordings, vec!["rec1".to_string()]);
+    assert_eq!(
+        w.pending_items,
+        vec![("conn1".to_string(), "item_b".to_string())]
+    );
+    assert!(w.removal_intents.is_empty());
+    // Reporting wrote nothing.
+    assert_eq!(
+        std::fs::read(h.dir().join("session.jsonl")).expect("read"),
+        before
+    );
+}

@@ -54,6 +54,11 @@ enum Command {
         /// A session directory or its session.jsonl.
         session: PathBuf,
     },
+    /// Report what a session left unfinished (recordings, untranscribed items, removals).
+    Status {
+        /// A session directory or its session.jsonl.
+        session: PathBuf,
+    },
     /// Delete a whole session folder.
     Rm {
         /// A session directory.
@@ -160,6 +165,7 @@ pub fn run() -> ExitCode {
         Command::Append { session, leaf } => store_cmds::append(&session, leaf.as_deref()),
         Command::Recover { session } => store_cmds::recover(&session),
         Command::Rm { session, yes } => store_cmds::rm(&session, yes),
+        Command::Status { session } => store_cmds::status(&session),
         Command::Transcribe {
             file,
             provider_url,

@@ -390,3 +390,60 @@ pub fn rm(session: &Path, yes: bool) -> u8 {
         }
     }
 }
+
+pub fn status(session: &Path) -> u8 {
+    let (store, name) = match explicit_store(session) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("persyk: {e}");
+            return EXIT_CANNOT_RUN;
+        }
+    };
+    let handle = match store.open_session(0, &name) {
+        Ok(h) => h,
+        Err(e) => {
+            report_store_error(&e);
+            return exit_for(&e);
+        }
+    };
+    let (valid, tail) = handle.with_index(|i| (i.is_authoritative(), i.tail().is_some()));
+    println!("session {}", handle.session_id());
+    println!(
+        "records: {}",
+        if valid {
+            "valid"
+        } else {
+            "contract violations (see persyk check)"
+        }
+    );
+    if tail {
+        println!("tail: incomplete final record (persyk recover)");
+    }
+    match persyk::realtime::restart::unfinished_work(&handle) {
+        Ok(w) if w.is_empty() => println!("unfinished work: none"),
+        Ok(w) => {
+            for r in &w.recordings {
+                println!("unfinished recording: {r}");
+            }
+            for (conn, item) in &w.pending_items {
+                println!("provider item never transcribed: {item} (connection {conn})");
+            }
+            for i in &w.removal_intents {
+                println!(
+                    "removal requested for {}: {}",
+                    i.target_id,
+                    if i.remote_deleted {
+                        "confirmed by the provider, not applied (persyk recover)"
+                    } else {
+                        "never confirmed"
+                    }
+                );
+            }
+        }
+        Err(e) => {
+            report_store_error(&e);
+            return exit_for(&e);
+        }
+    }
+    0
+}

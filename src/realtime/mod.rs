@@ -14,4 +14,5 @@ pub mod fake;
 pub mod ordering;
 pub mod protocol;
 pub mod removal;
+pub mod restart;
 pub mod sanitize;

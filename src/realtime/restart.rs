@@ -1,0 +1,114 @@
+//! What a session left unfinished, as reported when it is opened again.
+//!
+//! Invariant: this only reads. Nothing missing is generated: a provider item that was
+//! committed but never transcribed stays a reported pending item, never a message.
+
+use std::collections::HashSet;
+
+use serde_json::Value;
+
+use super::removal::{self, PendingIntent};
+use crate::session::format::EntryBody;
+use crate::session::index::EntryKind;
+use crate::session::recover::unfinished_recordings;
+use crate::session::store::{SessionHandle, StoreError};
+
+/// Unfinished work of one session.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UnfinishedWork {
+    /// Recording ids with `recording.started` and neither `finished` nor `interrupted`.
+    pub recordings: Vec<String>,
+    /// `(connectionId, itemId)` of user items the provider committed that have neither a
+    /// message nor a recorded gap.
+    pub pending_items: Vec<(String, String)>,
+    /// Removals requested and not applied.
+    pub removal_intents: Vec<PendingIntent>,
+}
+
+impl UnfinishedWork {
+    pub fn is_empty(&self) -> bool {
+        self.recordings.is_empty()
+            && self.pending_items.is_empty()
+            && self.removal_intents.is_empty()
+    }
+}
+
+/// Reads what `handle`'s session left unfinished.
+pub fn unfinished_work(handle: &SessionHandle) -> Result<UnfinishedWork, StoreError> {
+    let recordings: Vec<String> = unfinished_recordings(handle)?
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    let removal_intents = removal::pending_intents(handle)?;
+    let mut pending_items = Vec::new();
+    if !recordings.is_empty() {
+        // Only a session that stopped mid-recording can have unresolved items.
+        let positions: Vec<u32> = handle.with_index(|i| {
+            (0..i.len() as u32)
+                .filter(|&p| {
+                    matches!(
+                        i.entry(p).kind,
+                        EntryKind::RealtimeEvent
+                            | EntryKind::Message
+                            | EntryKind::RecordingFinished
+                    )
+                })
+                .collect()
+        });
+        let mut committed: Vec<(String, String)> = Vec::new();
+        let mut resolved: HashSet<(String, String)> = HashSet::new();
+        let mut gap_items: HashSet<String> = HashSet::new();
+        for chunk in positions.chunks(256) {
+            for item in handle.read_positions(chunk)? {
+                match item.entry.body {
+                    EntryBody::RealtimeEvent(ev) => {
+                        let ty = ev.payload.get("type").and_then(Value::as_str);
+                        let item_id = ev.payload.get("item_id").and_then(Value::as_str);
+                        match (ty, item_id) {
+                            (Some("input_audio_buffer.committed"), Some(id)) => {
+                                let key = (ev.connection_id.clone(), id.to_owned());
+                                if !committed.contains(&key) {
+                                    committed.push(key);
+                                }
+                            }
+                            (
+                                Some("conversation.item.input_audio_transcription.completed")
+                                | Some("conversation.item.input_audio_transcription.failed"),
+                                Some(_),
+                            ) => {}
+                            _ => {}
+                        }
+                    }
+                    EntryBody::Message(m) => {
+                        let replay = m.replay.as_ref();
+                        let s = |k: &str| {
+                            replay
+                                .and_then(|r| r.get(k))
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                                .to_owned()
+                        };
+                        resolved.insert((s("connectionId"), s("itemId")));
+                    }
+                    EntryBody::RecordingFinished(f) => {
+                        for g in f.gaps.unwrap_or_default() {
+                            if let Some(id) = g.item_id {
+                                gap_items.insert(id);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        pending_items = committed
+            .into_iter()
+            .filter(|k| !resolved.contains(k) && !gap_items.contains(&k.1))
+            .collect();
+    }
+    Ok(UnfinishedWork {
+        recordings,
+        pending_items,
+        removal_intents,
+    })
+}
