@@ -50,22 +50,28 @@
 //!    parity, exactly as JSON does) and answers yes on any such "risky" escape, or on any
 //!    escape it cannot decode.
 //! 4. Otherwise every source character of the match is raw, so they are contiguous bytes of
-//!    the line, and the fold of those bytes *is* the match. For a needle with a non-ASCII
-//!    character, each kept line is folded exactly and searched. For an ASCII needle the
-//!    prefilter searches an ASCII-lowercased copy of the bytes, which equals the exact fold on
-//!    every character whose fold holds an ASCII character — except `İ` (U+0130 → `i̇`) and
-//!    the Kelvin sign (U+212A → `k`), the only two such non-ASCII characters (a unit test
-//!    enumerates all of Unicode). When the needle holds `i` or `k` and the chunk holds that
-//!    character, the chunk takes the exact per-line path instead.
+//!    the line, and the fold of those bytes *is* the match: folding a kept line exactly and
+//!    searching it for `n` finds it (the *exact path*).
+//! 5. The *anchor path* avoids folding most lines. Its anchor `a` is `n` itself when `n` is
+//!    ASCII, else the longest ASCII run of `n` (at least [`MIN_ANCHOR`] bytes; without one,
+//!    every kept line takes the exact path). `a` is a substring of every match. The bytes
+//!    are ASCII-lowercased, which is the exact fold of every character whose fold holds an
+//!    ASCII character except `İ` (U+0130 → `i̇`) and the Kelvin sign (U+212A → `k`), the
+//!    only two such non-ASCII characters (a unit test enumerates all of Unicode). So when
+//!    the chunk holds neither (or `a` holds no `i`, resp. `k`), the raw source characters
+//!    of `a` lowercase to `a`: every match lies in a kept line holding an anchor hit. Such a
+//!    line answers yes when `a = n`, and otherwise goes through the exact path. A chunk that
+//!    holds `İ` or `K` while `a` holds `i` or `k` takes the exact path for all its lines.
 //!
-//! Lines that are not UTF-8 or longer than a record may be make the prefilter say yes; the
-//! scan then reports the file as unsearchable.
+//! Lines that are not UTF-8 or longer than a record make the prefilter say yes; the scan
+//! then reports the file as unsearchable.
 //!
 //! Invariants:
 //! - No catalog and no cache: every call reads the files; a cursor is only a position in the
 //!   listing order (`created`, `location`), so pages stay consistent while files change.
-//! - Bounded work per request: `limit` ≤ [`MAX_LIMIT`] rows; memory per worker is one read
-//!   buffer (≤ 2.3 MiB), one session index and [`READ_CHUNK`] entries.
+//! - Bounded work per request: `limit` ≤ [`MAX_LIMIT`] rows; memory per worker is a read
+//!   buffer and its lowercased copy (≤ 1.3 MiB each: one record plus one read), one session
+//!   index and [`READ_CHUNK`] entries.
 //! - Diagnostics and skip codes never contain message text; labels and excerpts (the output
 //!   the caller asked for) are the only text that leaves this module.
 
@@ -296,19 +302,26 @@ fn simple_escape(letter: u8) -> Option<char> {
 struct Scratch {
     buf: Vec<u8>,
     lower: Vec<u8>,
-    folded: String,
+    folded: Vec<u8>,
 }
+
+/// Shortest ASCII run of a non-ASCII needle worth an anchor search.
+const MIN_ANCHOR: usize = 3;
 
 /// A search query: the folded needle, its matcher and what the prefilter needs to know.
 #[derive(Debug, Clone)]
 pub struct Query {
     folded: String,
     finder: memmem::Finder<'static>,
-    ascii: bool,
-    /// An ASCII needle holding `i`: a raw `İ` can contribute to a match.
-    has_i: bool,
-    /// An ASCII needle holding `k`: a raw Kelvin sign can contribute to a match.
-    has_k: bool,
+    /// What the prefilter looks for in ASCII-lowercased bytes: the whole needle when it is
+    /// ASCII, else its longest ASCII run (when at least [`MIN_ANCHOR`] long).
+    anchor: Option<memmem::Finder<'static>>,
+    /// The anchor is the whole needle: a hit in a searchable line is enough.
+    anchor_is_needle: bool,
+    /// The anchor holds `i`: a raw `İ` (→ `i̇`) can supply it.
+    anchor_has_i: bool,
+    /// The anchor holds `k`: a raw Kelvin sign can supply it.
+    anchor_has_k: bool,
     /// `\"`-style escapes whose character occurs in the needle, as raw two-byte patterns.
     simple_escapes: Vec<[u8; 2]>,
 }
@@ -324,15 +337,24 @@ impl Query {
         }
         let folded = fold(text);
         let finder = memmem::Finder::new(folded.as_bytes()).into_owned();
+        let anchor_text = if folded.is_ascii() {
+            Some(folded.as_str())
+        } else {
+            folded
+                .split(|c: char| !c.is_ascii())
+                .max_by_key(|run| run.len())
+                .filter(|run| run.len() >= MIN_ANCHOR)
+        };
         let simple_escapes = b"\"\\/bfnrt"
             .iter()
             .filter(|&&l| simple_escape(l).is_some_and(|c| folded.contains(c)))
             .map(|&l| [b'\\', l])
             .collect();
         Ok(Query {
-            ascii: folded.is_ascii(),
-            has_i: folded.contains('i'),
-            has_k: folded.contains('k'),
+            anchor: anchor_text.map(|a| memmem::Finder::new(a.as_bytes()).into_owned()),
+            anchor_is_needle: folded.is_ascii(),
+            anchor_has_i: anchor_text.is_some_and(|a| a.contains('i')),
+            anchor_has_k: anchor_text.is_some_and(|a| a.contains('k')),
             simple_escapes,
             finder,
             folded,
@@ -392,60 +414,71 @@ impl Query {
     }
 
     fn may_match_with<R: Read>(&self, mut reader: R, s: &mut Scratch) -> io::Result<bool> {
-        s.buf.clear();
+        // Room for the longest record, its "\n" and one more read.
+        const CAP: usize = MAX_RECORD_BYTES + 1 + PREFILTER_CHUNK;
+        if s.buf.len() < CAP {
+            s.buf = vec![0; CAP];
+        }
+        let mut filled = 0;
         loop {
-            let old = s.buf.len();
-            s.buf.resize(old + PREFILTER_CHUNK, 0);
+            if filled > MAX_RECORD_BYTES + 1 {
+                // A line longer than any record: the file is not authoritative; let the scan
+                // say why.
+                return Ok(true);
+            }
+            let room = (filled + PREFILTER_CHUNK).min(CAP);
             let n = loop {
-                match reader.read(&mut s.buf[old..]) {
+                match reader.read(&mut s.buf[filled..room]) {
                     Ok(n) => break n,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(e) => return Err(e),
                 }
             };
-            s.buf.truncate(old + n);
             if n == 0 {
                 // What is left has no "\n": an uncommitted tail, never search text.
                 return Ok(false);
             }
-            match memchr::memrchr(b'\n', &s.buf[old..]) {
-                Some(off) => {
-                    let end = old + off + 1;
-                    if self.region_may_match(&s.buf[..end], &mut s.lower, &mut s.folded) {
-                        return Ok(true);
-                    }
-                    s.buf.drain(..end);
+            let old = filled;
+            filled += n;
+            if let Some(off) = memchr::memrchr(b'\n', &s.buf[old..filled]) {
+                let end = old + off + 1;
+                if self.region_may_match(&s.buf[..end], &mut s.lower, &mut s.folded) {
+                    return Ok(true);
                 }
-                // A line longer than any record: the file is not authoritative; let the scan
-                // say why.
-                None if s.buf.len() > MAX_RECORD_BYTES + 1 => return Ok(true),
-                None => {}
+                s.buf.copy_within(end..filled, 0);
+                filled -= end;
             }
         }
     }
 
     /// Whether a region of whole lines (ending in "\n") may hold a match.
-    fn region_may_match(&self, region: &[u8], lower: &mut Vec<u8>, folded: &mut String) -> bool {
-        let exact = !self.ascii
-            || (self.has_i && memmem::find(region, I_DOT).is_some())
-            || (self.has_k && memmem::find(region, KELVIN).is_some());
-        if exact {
+    fn region_may_match(&self, region: &[u8], lower: &mut Vec<u8>, folded: &mut Vec<u8>) -> bool {
+        let anchor_may_miss = (self.anchor_has_i && memmem::find(region, I_DOT).is_some())
+            || (self.anchor_has_k && memmem::find(region, KELVIN).is_some());
+        let anchor = self.anchor.as_ref().filter(|_| !anchor_may_miss);
+        let Some(anchor) = anchor else {
+            // Exact path: fold every searchable line.
             return region
                 .split(|&b| b == b'\n')
                 .any(|line| line_is_searchable(line) && self.line_may_match_exact(line, folded));
+        };
+        if lower.len() < region.len() {
+            lower.resize(region.len(), 0);
         }
-        lower.clear();
-        lower.resize(region.len(), 0);
+        let lower = &mut lower[..region.len()];
         for (d, s) in lower.iter_mut().zip(region) {
             *d = s.to_ascii_lowercase();
         }
         let mut from = 0;
         while from < lower.len() {
-            let Some(p) = self.finder.find(&lower[from..]) else {
+            let Some(p) = anchor.find(&lower[from..]) else {
                 break;
             };
             let (start, end) = line_bounds(region, from + p);
-            if line_is_searchable(&region[start..end]) {
+            let line = &region[start..end];
+            if line_is_searchable(line)
+                && (self.anchor_is_needle || self.line_may_match_exact(line, folded))
+            {
                 return true;
             }
             from = end + 1;
@@ -485,13 +518,12 @@ impl Query {
     }
 
     /// Exact path for one searchable line: fold it whole, then decode its escapes in order.
-    fn line_may_match_exact(&self, line: &[u8], folded: &mut String) -> bool {
+    fn line_may_match_exact(&self, line: &[u8], folded: &mut Vec<u8>) -> bool {
         let Ok(text) = std::str::from_utf8(line) else {
             return true; // Not UTF-8: not authoritative; let the scan say why.
         };
-        folded.clear();
-        fold_into(text, folded);
-        if self.finder.find(folded.as_bytes()).is_some() {
+        fold_bytes_into(text, folded);
+        if self.finder.find(folded).is_some() {
             return true;
         }
         let mut i = 0;
@@ -515,6 +547,29 @@ impl Query {
             }
         }
         false
+    }
+}
+
+/// `fold(text)` as bytes, replacing `out`: ASCII runs are lowercased byte-wise, other
+/// characters go through [`fold_char_into`].
+fn fold_bytes_into(text: &str, out: &mut Vec<u8>) {
+    out.clear();
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    let mut one = String::new();
+    while i < bytes.len() {
+        let run_end = bytes[i..]
+            .iter()
+            .position(|&b| !b.is_ascii())
+            .map_or(bytes.len(), |p| i + p);
+        out.extend(bytes[i..run_end].iter().map(u8::to_ascii_lowercase));
+        let Some(c) = text[run_end..].chars().next() else {
+            break;
+        };
+        one.clear();
+        fold_char_into(c, &mut one);
+        out.extend_from_slice(one.as_bytes());
+        i = run_end + c.len_utf8();
     }
 }
 
