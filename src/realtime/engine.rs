@@ -629,6 +629,7 @@ async fn run(
     let mut stop_reply: Option<oneshot::Sender<EngineReport>> = None;
     let mut removals: Vec<PendingRemoval> = Vec::new();
     let mut commit_pending = false;
+    let mut vad_stopped: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut drain_deadline: Option<Instant> = None;
 
     let set_state = |s: EngineState| view_tx.send_modify(|v| v.state = s);
@@ -673,8 +674,11 @@ async fn run(
         if let Some(reason) = jobs.halted() {
             halted.get_or_insert(reason);
         }
-        if halted.is_some() && drain_deadline.is_none() {
-            // Halt: stop streaming; still publish what is final.
+        if let Some(reason) = &halted
+            && drain_deadline.is_none()
+        {
+            // Halt: show it at once (capture stops), stop streaming, publish what is final.
+            set_state(EngineState::Halted(reason.clone()));
             complete = false;
             drain_deadline = Some(Instant::now());
         }
@@ -696,7 +700,11 @@ async fn run(
                     Some(Command::Audio(chunk)) => {
                         if let Some(w) = ws.as_mut() {
                             let payload = protocol::append(B64.encode(&chunk.pcm));
-                            if !send(w, &mut conn, payload, chunk.wav.map(|range| PendingMedia::Wav { range, bytes: chunk.pcm.clone() })).await {
+                            let media = match chunk.wav {
+                                Some(range) => PendingMedia::Wav { range, bytes: chunk.pcm.clone() },
+                                None => PendingMedia::Bytes { pointer: "/audio".into(), bytes: chunk.pcm.clone() },
+                            };
+                            if !send(w, &mut conn, payload, Some(media)).await {
                                 halted.get_or_insert("connection lost while sending audio".into());
                                 ws = None;
                             }
@@ -756,6 +764,11 @@ async fn run(
                         };
                         let value = Value::Object(payload.clone());
                         let event = protocol::classify(&value);
+                        if value.get("type").and_then(Value::as_str) == Some("input_audio_buffer.speech_stopped")
+                            && let Some(id) = value.get("item_id").and_then(Value::as_str)
+                        {
+                            vad_stopped.insert(id.to_owned());
+                        }
                         let audio = output_audio(&payload);
                         let mut retained = payload;
                         let media = audio.map(|bytes| {
@@ -775,7 +788,10 @@ async fn run(
                                 }
                             }
                             ServerEvent::Committed { item_id, previous } => {
-                                commit_pending = false;
+                                // A VAD commit (speech_stopped first) is not the answer to ours.
+                                if !vad_stopped.remove(&item_id) {
+                                    commit_pending = false;
+                                }
                                 limit = ordering.item_added(&item_id, previous.as_deref(), Speaker::User);
                             }
                             ServerEvent::ItemAdded { item_id, previous, role } => {
@@ -815,6 +831,7 @@ async fn run(
                                         for m in messages.iter_mut().filter(|m| m.entry_id == r.entry_id) {
                                             m.removed = true;
                                         }
+                                        view_tx.send_modify(|v| v.messages = messages.clone());
                                     }
                                     let _ = r.reply.send(if durable { RemovalOutcome::Removed } else { RemovalOutcome::PendingLocal });
                                 }
@@ -1001,7 +1018,12 @@ async fn publish(
     messages: &mut Vec<PublishedMessage>,
     gaps: &mut Vec<Gap>,
 ) {
-    for p in published {
+    for mut p in published {
+        if let Published::Message { text, .. } = &mut p
+            && let Some(clean) = sanitize::sanitize_text(text)
+        {
+            *text = clean;
+        }
         match &p {
             Published::Gap { item_id, reason } => gaps.push(Gap {
                 reason: reason.clone(),
