@@ -20,6 +20,7 @@
 //! ```
 
 pub mod capture;
+pub mod credentials;
 pub mod realtime;
 pub mod session;
 pub mod settings;

@@ -1,6 +1,8 @@
 //! Capture: audio in, a crash-safe WAV asset and provider-ready chunks out.
 //!
-//! This first part carries the file source that `persyk transcribe` uses: a WAV file streamed
+//! [`convert`] turns any input (rate, channels, sample format) into 24 kHz mono PCM16 with
+//! rubato; [`source`] delivers audio from a WAV file or (with the `app` feature) a cpal
+//! microphone. The pipeline below is what `persyk transcribe` uses: a WAV file streamed
 //! through exactly the pipeline the microphone will use — `recording.started` durable before
 //! the first sample, the WAV asset (exclusive, locked for the capture's life) written
 //! continuously with a bounded fsync cadence and a current header, each chunk sent with its
@@ -12,6 +14,9 @@
 //! - The durable-length watch only ever reports bytes that were fsynced.
 //! - The WAV header's sizes are rewritten at every fsync, so a crash loses at most one
 //!   cadence window; interrupted-WAV recovery fixes the rest.
+
+pub mod convert;
+pub mod source;
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -39,9 +44,7 @@ pub const FSYNC_INTERVAL: Duration = Duration::from_millis(250);
 pub enum CaptureError {
     #[error("capture.input-unreadable: the input WAV could not be read")]
     InputUnreadable,
-    #[error(
-        "capture.unsupported-input: only 16-bit PCM WAV at 24000 Hz mono is accepted until resampling lands"
-    )]
+    #[error("capture.unsupported-input: the input's sample rate or channel count is not supported")]
     UnsupportedInput,
     #[error("capture.wav-write: writing the recording failed")]
     WavWrite,
@@ -75,21 +78,32 @@ pub struct Transcription {
     pub report: EngineReport,
 }
 
-/// Reads a 24 kHz mono 16-bit WAV file into samples.
+/// Reads any WAV file hound understands (8/16/24/32-bit integer or 32-bit float, any channel
+/// count and rate) and converts it with [`convert::Converter`] — downmix, rubato resampling —
+/// to the 24 kHz mono PCM16 the WAV asset and the provider get.
 pub fn read_input(path: &Path) -> Result<Vec<i16>, CaptureError> {
     let reader = hound::WavReader::open(path).map_err(|_| CaptureError::InputUnreadable)?;
     let spec = reader.spec();
-    if spec.sample_rate != PCM_RATE_HZ
-        || spec.channels != 1
-        || spec.bits_per_sample != 16
-        || spec.sample_format != hound::SampleFormat::Int
-    {
-        return Err(CaptureError::UnsupportedInput);
-    }
-    reader
-        .into_samples::<i16>()
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|_| CaptureError::InputUnreadable)
+    let frames: Vec<f32> = match spec.sample_format {
+        hound::SampleFormat::Float => reader
+            .into_samples::<f32>()
+            .collect::<Result<_, _>>()
+            .map_err(|_| CaptureError::InputUnreadable)?,
+        hound::SampleFormat::Int => reader
+            .into_samples::<i32>()
+            .map(|s| s.map(|v| convert::int_to_f32(v, spec.bits_per_sample)))
+            .collect::<Result<_, _>>()
+            .map_err(|_| CaptureError::InputUnreadable)?,
+    };
+    let mut converter = convert::Converter::new(spec.sample_rate, spec.channels)
+        .map_err(|_| CaptureError::UnsupportedInput)?;
+    let mut out = Vec::with_capacity(
+        converter.expected_output_len(frames.len() as u64 / u64::from(spec.channels.max(1)))
+            as usize,
+    );
+    converter.push(&frames, &mut out);
+    converter.flush(&mut out);
+    Ok(out)
 }
 
 /// Streams `samples` through the capture pipeline into the session of `continuation`.

@@ -19,12 +19,12 @@ pub struct Args<'a> {
 }
 
 pub fn run(args: Args<'_>) -> u8 {
-    let Some(api_key) = std::env::var("OPENAI_API_KEY")
-        .ok()
-        .filter(|k| !k.is_empty())
-    else {
-        eprintln!("persyk: no API key: set OPENAI_API_KEY");
-        return EXIT_CANNOT_RUN;
+    let api_key = match persyk::credentials::api_key() {
+        Ok((key, _)) => key,
+        Err(e) => {
+            eprintln!("persyk: {e}");
+            return EXIT_CANNOT_RUN;
+        }
     };
     let samples = match capture::read_input(args.file) {
         Ok(s) => s,

@@ -1,0 +1,383 @@
+//! A real microphone capture on Linux, through cpal's native PulseAudio host.
+//!
+//! The test starts a private PulseAudio server (its own runtime directory, anonymous auth, a
+//! null sink `vsink`), makes `vsink.monitor` the default source, plays speech made with
+//! `espeak-ng` into `vsink` with `paplay`, captures the default input through
+//! [`CpalSource`], converts it to 24 kHz mono, and checks that what was captured correlates
+//! with what was played (normalized cross-correlation peak over lags > 0.5), not merely that
+//! it is non-zero. The server is killed at the end, whatever happens.
+//!
+//! Needs `pulseaudio`, `pulseaudio-utils` (pactl, paplay) and `espeak-ng`; fails with what to
+//! install when they are missing, unless `PERSYK_SKIP_PULSE=1`. Run it alone with
+//! `scripts/test-pulse` or `cargo test --test capture_pulse -- --nocapture`.
+
+#![cfg(all(feature = "app", target_os = "linux"))]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{RecvTimeoutError, sync_channel};
+use std::time::{Duration, Instant};
+
+use persyk::capture::convert::{Converter, OUTPUT_RATE_HZ, i16_to_f32, i32_to_f32, u16_to_f32};
+use persyk::capture::source::{
+    AudioSource, CpalSource, EVENT_QUEUE_DEPTH, FileSource, Silence, SilenceDetector, SourceEvent,
+    input_devices,
+};
+
+const TOOLS: [&str; 4] = ["pulseaudio", "pactl", "paplay", "espeak-ng"];
+const SPEECH: &str = "Persyk dictation check. One, two, three, four.";
+
+/// A private PulseAudio server, killed on drop.
+struct PulseServer {
+    child: Child,
+    socket: PathBuf,
+    log: PathBuf,
+}
+
+impl PulseServer {
+    fn start(dir: &Path) -> PulseServer {
+        let run = dir.join("run");
+        let home = dir.join("home");
+        for d in [&run, &home] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let socket = run.join("native");
+        let log = dir.join("pulseaudio.log");
+        let child = Command::new("pulseaudio")
+            .args([
+                "-n",
+                "--daemonize=no",
+                "--system=false",
+                "--exit-idle-time=-1",
+                "--use-pid-file=no",
+                "--log-target=stderr",
+            ])
+            .arg("-L")
+            .arg(format!(
+                "module-native-protocol-unix auth-anonymous=1 socket={}",
+                socket.display()
+            ))
+            .args(["-L", "module-null-sink sink_name=vsink"])
+            .env("HOME", &home)
+            .env("XDG_RUNTIME_DIR", &run)
+            .env("PULSE_RUNTIME_PATH", &run)
+            .env("PULSE_STATE_PATH", dir.join("state"))
+            .env("XDG_CONFIG_HOME", dir.join("config"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("pulseaudio could not be started");
+        let mut server = PulseServer { child, socket, log };
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if server.socket.exists() && server.pactl(&["info"]).is_ok() {
+                return server;
+            }
+            if let Ok(Some(status)) = server.child.try_wait() {
+                panic!("pulseaudio exited ({status}):\n{}", server.log_text());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "pulseaudio did not come up:\n{}",
+                server.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn server_env(&self) -> String {
+        format!("unix:{}", self.socket.display())
+    }
+
+    fn command(&self, program: &str) -> Command {
+        let mut c = Command::new(program);
+        c.env("PULSE_SERVER", self.server_env());
+        c
+    }
+
+    fn pactl(&self, args: &[&str]) -> Result<String, String> {
+        let out = self
+            .command("pactl")
+            .args(args)
+            .output()
+            .map_err(|e| e.to_string())?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for PulseServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn missing_tools() -> Vec<&'static str> {
+    TOOLS
+        .into_iter()
+        .filter(|t| {
+            Command::new(t)
+                .arg("--version")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_err()
+        })
+        .collect()
+}
+
+/// Whole-file conversion to 24 kHz mono.
+fn to_24k(rate_hz: u32, channels: u16, frames: &[f32]) -> Vec<f32> {
+    let mut c = Converter::new(rate_hz, channels).unwrap();
+    let mut out = Vec::new();
+    c.push(frames, &mut out);
+    c.flush(&mut out);
+    out.into_iter().map(i16_to_f32).collect()
+}
+
+/// Energy per 10 ms frame.
+fn envelope(x: &[f32]) -> Vec<f64> {
+    x.chunks(240)
+        .map(|c| c.iter().map(|&s| f64::from(s).powi(2)).sum())
+        .collect()
+}
+
+/// Normalized cross-correlation of `reference` against `captured` at `lag` (captured offset),
+/// over the overlap.
+fn ncc_at(reference: &[f32], captured: &[f32], lag: usize) -> f64 {
+    let n = reference.len().min(captured.len().saturating_sub(lag));
+    let (mut xy, mut xx, mut yy) = (0.0f64, 0.0f64, 0.0f64);
+    for i in 0..n {
+        let x = f64::from(reference[i]);
+        let y = f64::from(captured[lag + i]);
+        xy += x * y;
+        xx += x * x;
+        yy += y * y;
+    }
+    if xx == 0.0 || yy == 0.0 {
+        0.0
+    } else {
+        xy / (xx * yy).sqrt()
+    }
+}
+
+/// The peak normalized cross-correlation over lags: a coarse search on 10 ms energy envelopes,
+/// then every sample lag within ±40 ms of the best envelope lag.
+fn ncc_peak(reference: &[f32], captured: &[f32]) -> (f64, usize) {
+    let er = envelope(reference);
+    let ec = envelope(captured);
+    let mut best_frame = 0;
+    let mut best = f64::MIN;
+    for k in 0..ec.len().saturating_sub(er.len() / 2) {
+        let (mut xy, mut yy) = (0.0, 0.0);
+        for (i, &r) in er.iter().enumerate() {
+            let c = ec.get(k + i).copied().unwrap_or(0.0);
+            xy += r * c;
+            yy += c * c;
+        }
+        let score = if yy > 0.0 { xy / yy.sqrt() } else { 0.0 };
+        if score > best {
+            best = score;
+            best_frame = k;
+        }
+    }
+    let centre = best_frame * 240;
+    let lo = centre.saturating_sub(960);
+    let hi = (centre + 960).min(captured.len());
+    (lo..hi)
+        .map(|lag| (ncc_at(reference, captured, lag), lag))
+        .fold((f64::MIN, 0), |a, b| if b.0 > a.0 { b } else { a })
+}
+
+#[test]
+fn captures_what_pulseaudio_plays() {
+    // The sample helpers agree with cpal's own conversions (what CpalSource uses).
+    {
+        use cpal::Sample as _;
+        for s in [i16::MIN, -12_345, -1, 0, 1, 777, i16::MAX] {
+            assert_eq!(s.to_sample::<f32>(), i16_to_f32(s));
+        }
+        for s in [0u16, 1, 32_767, 32_768, 40_000, u16::MAX] {
+            assert_eq!(s.to_sample::<f32>(), u16_to_f32(s));
+        }
+        for s in [i32::MIN, -(1 << 20), 0, 1 << 30, i32::MAX] {
+            assert!((s.to_sample::<f32>() - i32_to_f32(s)).abs() <= f32::EPSILON);
+        }
+    }
+
+    if std::env::var("PERSYK_SKIP_PULSE").as_deref() == Ok("1") {
+        eprintln!("capture_pulse: skipped (PERSYK_SKIP_PULSE=1)");
+        return;
+    }
+    let missing = missing_tools();
+    assert!(
+        missing.is_empty(),
+        "capture_pulse needs {} on PATH: install them with \
+         `apt-get install -y pulseaudio pulseaudio-utils espeak-ng` \
+         (CI does, through scripts/setup), or set PERSYK_SKIP_PULSE=1 to skip this test",
+        missing.join(", ")
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let server = PulseServer::start(dir.path());
+    // cpal's PulseAudio host finds the server through the environment. This is the only test
+    // in this binary, so nothing reads the environment concurrently.
+    unsafe {
+        std::env::set_var("PULSE_SERVER", server.server_env());
+    }
+    server
+        .pactl(&["set-default-source", "vsink.monitor"])
+        .expect("set-default-source");
+
+    let speech = dir.path().join("speech.wav");
+    let status = Command::new("espeak-ng")
+        .arg("-w")
+        .arg(&speech)
+        .arg(SPEECH)
+        .status()
+        .unwrap();
+    assert!(status.success(), "espeak-ng failed");
+
+    let host = cpal::default_host();
+    eprintln!("cpal host: {:?}", host.id());
+    assert_eq!(
+        host.id(),
+        cpal::HostId::PulseAudio,
+        "cpal should pick its PulseAudio host when PULSE_SERVER is reachable"
+    );
+    let devices = input_devices();
+    eprintln!("input devices: {devices:?}");
+    assert!(!devices.is_empty());
+
+    assert_eq!(
+        CpalSource::open(Some("no-such-device-persyk"))
+            .unwrap_err()
+            .code(),
+        "capture.device-not-found"
+    );
+    // By backend id as well as by display name.
+    let by_id = CpalSource::open(Some("vsink.monitor")).expect("open vsink.monitor");
+    drop(by_id);
+
+    let mut source = CpalSource::open(None).expect("open the default input");
+    let format = source.format();
+    eprintln!(
+        "default input: {:?}, {format:?}, {}",
+        source.device_name(),
+        source.sample_format()
+    );
+    let mut converter = Converter::new(format.rate_hz, format.channels).unwrap();
+    let mut silence = SilenceDetector::new();
+    let (tx, rx) = sync_channel(EVENT_QUEUE_DEPTH);
+    source.start(tx).expect("start capture");
+    let started = Instant::now();
+
+    let mut captured = Vec::new();
+    let mut player: Option<Child> = None;
+    let mut played_at = None;
+    let mut player_done = None;
+    let mut overruns = 0;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(SourceEvent::Frames(frames)) => {
+                let before = captured.len();
+                converter.push(&frames, &mut captured);
+                silence.feed(&captured[before..]);
+            }
+            Ok(SourceEvent::Error(e)) => {
+                assert!(!e.is_fatal(), "capture failed: {e}");
+                overruns += 1;
+            }
+            Ok(SourceEvent::Ended) => panic!("a microphone does not end"),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => panic!("capture stopped by itself"),
+        }
+        let now = started.elapsed();
+        silence.poll(now);
+        if player.is_none() && now >= Duration::from_millis(300) {
+            player = Some(
+                server
+                    .command("paplay")
+                    .args(["--device=vsink", "--latency-msec=100"])
+                    .arg(&speech)
+                    .spawn()
+                    .expect("paplay"),
+            );
+            played_at = Some(now);
+        }
+        if player_done.is_none()
+            && let Some(p) = player.as_mut()
+            && let Ok(Some(status)) = p.try_wait()
+        {
+            assert!(status.success(), "paplay failed");
+            player_done = Some(now);
+        }
+        let finished = player_done.is_some_and(|t| now >= t + Duration::from_millis(300));
+        if finished || now >= Duration::from_secs(12) {
+            break;
+        }
+    }
+    let capture_wall = started.elapsed();
+    source.stop();
+    // Anything still queued, then the channel closes.
+    while let Ok(event) = rx.recv_timeout(Duration::from_secs(2)) {
+        if let SourceEvent::Frames(frames) = event {
+            converter.push(&frames, &mut captured);
+        }
+    }
+    converter.flush(&mut captured);
+    if let Some(mut p) = player {
+        let _ = p.kill();
+        let _ = p.wait();
+    }
+    let captured: Vec<f32> = captured.into_iter().map(i16_to_f32).collect();
+    eprintln!(
+        "captured {:.2} s, playback started at {played_at:?}, ended at {player_done:?}, {overruns} overrun reports",
+        captured.len() as f64 / f64::from(OUTPUT_RATE_HZ)
+    );
+    assert!(player_done.is_some(), "paplay did not finish in time");
+    // Nothing was dropped on the way: the audio covers the wall-clock time of the capture
+    // (less the stream's start-up and the last callback period).
+    let captured_s = captured.len() as f64 / f64::from(OUTPUT_RATE_HZ);
+    assert!(
+        captured_s > capture_wall.as_secs_f64() - 0.25
+            && captured_s < capture_wall.as_secs_f64() + 0.25,
+        "captured {captured_s:.2} s of audio in {capture_wall:?}"
+    );
+    assert_eq!(silence.verdict(), Silence::Sound, "speech was not heard");
+
+    // The reference: the played file, through the same converter.
+    let mut file = FileSource::open(&speech, 0.0).unwrap();
+    let file_format = file.format();
+    let (tx, rx) = sync_channel(64);
+    file.start(tx).unwrap();
+    let mut played = Vec::new();
+    loop {
+        match rx.recv_timeout(Duration::from_secs(10)).unwrap() {
+            SourceEvent::Frames(f) => played.extend(f),
+            SourceEvent::Ended => break,
+            SourceEvent::Error(e) => panic!("{e}"),
+        }
+    }
+    let reference = to_24k(file_format.rate_hz, file_format.channels, &played);
+
+    let (peak, lag) = ncc_peak(&reference, &captured);
+    eprintln!(
+        "normalized cross-correlation peak {peak:.3} at lag {:.1} ms",
+        lag as f64 * 1000.0 / f64::from(OUTPUT_RATE_HZ)
+    );
+    assert!(
+        peak > 0.5,
+        "captured audio does not match what was played (peak {peak:.3})"
+    );
+    drop(server);
+}
