@@ -6,6 +6,8 @@
 
 mod check;
 mod context;
+#[cfg(feature = "app")]
+mod dictate;
 mod fake_cmd;
 mod search_cmds;
 mod store_cmds;
@@ -66,6 +68,28 @@ enum Command {
         /// Confirm the deletion.
         #[arg(long)]
         yes: bool,
+    },
+    /// Dictate from the microphone into a new session (Enter stops).
+    #[cfg(feature = "app")]
+    Dictate {
+        /// Stop after this many seconds instead of waiting for Enter.
+        #[arg(long)]
+        seconds: Option<f64>,
+        /// Input device by name (see --list-devices); default: the system default input.
+        #[arg(long)]
+        device: Option<String>,
+        /// Print the input devices and exit.
+        #[arg(long)]
+        list_devices: bool,
+        /// Root to create the session in (default: the configured write root).
+        #[arg(long)]
+        root: Option<PathBuf>,
+        /// Provider base URL (default wss://api.openai.com/v1).
+        #[arg(long)]
+        provider_url: Option<String>,
+        /// transcription (dictation) or conversation.
+        #[arg(long, default_value = "transcription")]
+        mode: String,
     },
     /// Stream a WAV file through the dictation pipeline into a new session.
     Transcribe {
@@ -166,6 +190,27 @@ pub fn run() -> ExitCode {
         Command::Recover { session } => store_cmds::recover(&session),
         Command::Rm { session, yes } => store_cmds::rm(&session, yes),
         Command::Status { session } => store_cmds::status(&session),
+        #[cfg(feature = "app")]
+        Command::Dictate {
+            seconds,
+            device,
+            list_devices,
+            root,
+            provider_url,
+            mode,
+        } => {
+            let Some(mode) = parse_mode(&mode) else {
+                return ExitCode::from(EXIT_CANNOT_RUN);
+            };
+            dictate::run(dictate::Args {
+                seconds,
+                device: device.as_deref(),
+                list_devices,
+                root: root.as_deref(),
+                provider_url: provider_url.as_deref(),
+                mode,
+            })
+        }
         Command::Transcribe {
             file,
             provider_url,
@@ -173,13 +218,8 @@ pub fn run() -> ExitCode {
             mode,
             realtime_factor,
         } => {
-            let mode = match mode.as_str() {
-                "transcription" | "dictation" => persyk::realtime::protocol::Mode::Transcription,
-                "conversation" => persyk::realtime::protocol::Mode::Conversation,
-                _ => {
-                    eprintln!("persyk: --mode is transcription or conversation");
-                    return ExitCode::from(EXIT_CANNOT_RUN);
-                }
+            let Some(mode) = parse_mode(&mode) else {
+                return ExitCode::from(EXIT_CANNOT_RUN);
             };
             transcribe::run(transcribe::Args {
                 file: &file,
@@ -229,4 +269,15 @@ pub fn run() -> ExitCode {
     };
     let _ = std::io::stdout().flush();
     ExitCode::from(code)
+}
+
+fn parse_mode(mode: &str) -> Option<persyk::realtime::protocol::Mode> {
+    match mode {
+        "transcription" | "dictation" => Some(persyk::realtime::protocol::Mode::Transcription),
+        "conversation" => Some(persyk::realtime::protocol::Mode::Conversation),
+        _ => {
+            eprintln!("persyk: --mode is transcription or conversation");
+            None
+        }
+    }
 }

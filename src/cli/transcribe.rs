@@ -2,7 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use persyk::capture::{self, FileOptions};
+use persyk::capture::pipeline::{self, SourceKind};
+use persyk::capture::source::{AudioSource, FileSource};
 use persyk::realtime::protocol::{Mode, Settings};
 use persyk::session::store::Roots;
 use persyk::session::{LeafSelector, Store};
@@ -26,31 +27,15 @@ pub fn run(args: Args<'_>) -> u8 {
             return EXIT_CANNOT_RUN;
         }
     };
-    let samples = match capture::read_input(args.file) {
+    let source = match FileSource::open(args.file, args.realtime_factor) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("persyk: {}: {e}", args.file.display());
             return EXIT_CANNOT_RUN;
         }
     };
-    let roots = match args.root {
-        Some(r) => {
-            let abs = if r.is_absolute() {
-                r.to_path_buf()
-            } else {
-                std::env::current_dir()
-                    .map(|d| d.join(r))
-                    .unwrap_or_else(|_| PathBuf::from(r))
-            };
-            Roots::new(abs, Vec::new()).map_err(|e| e.to_string())
-        }
-        None => settings::settings_path()
-            .map(|p| UserSettings::load(&p))
-            .unwrap_or_else(|| Ok(UserSettings::default()))
-            .and_then(|s| s.roots(settings::is_dev()))
-            .map_err(|e| e.to_string()),
-    };
-    let roots = match roots {
+    let source: Box<dyn AudioSource> = Box::new(source);
+    let roots = match roots(args.root) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("persyk: {e}");
@@ -91,22 +76,21 @@ pub fn run(args: Args<'_>) -> u8 {
             return EXIT_CANNOT_RUN;
         }
     };
-    let options = FileOptions {
-        realtime_factor: args.realtime_factor,
-    };
-    let result = runtime.block_on(capture::transcribe_samples(
+    let (_stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let result = runtime.block_on(pipeline::record(
         continuation,
         provider,
         api_key,
-        &samples,
-        options,
+        source,
+        SourceKind::Replay,
+        stop_rx,
     ));
     match result {
         Ok(t) => {
             for line in t.report.transcript() {
                 println!("{line}");
             }
-            if let Some(reason) = &t.report.halted {
+            if let Some(reason) = t.report.halted.as_ref().or(t.halted.as_ref()) {
                 eprintln!("persyk: the provider failed: {reason} (the session is saved)");
                 return EXIT_VIOLATION;
             }
@@ -122,5 +106,26 @@ pub fn run(args: Args<'_>) -> u8 {
             eprintln!("persyk: {e}");
             EXIT_VIOLATION
         }
+    }
+}
+
+/// The roots for a new session: `--root DIR` or the configured ones.
+pub fn roots(root: Option<&Path>) -> Result<Roots, String> {
+    match root {
+        Some(r) => {
+            let abs = if r.is_absolute() {
+                r.to_path_buf()
+            } else {
+                std::env::current_dir()
+                    .map(|d| d.join(r))
+                    .unwrap_or_else(|_| PathBuf::from(r))
+            };
+            Roots::new(abs, Vec::new()).map_err(|e| e.to_string())
+        }
+        None => settings::settings_path()
+            .map(|p| UserSettings::load(&p))
+            .unwrap_or_else(|| Ok(UserSettings::default()))
+            .and_then(|s| s.roots(settings::is_dev()))
+            .map_err(|e| e.to_string()),
     }
 }

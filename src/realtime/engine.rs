@@ -174,6 +174,31 @@ pub struct EngineHandle {
     task: tokio::task::JoinHandle<EngineReport>,
 }
 
+/// A cloneable sender of audio to a running engine (for a capture thread).
+#[derive(Debug, Clone)]
+pub struct AudioSender {
+    commands: mpsc::Sender<Command>,
+}
+
+impl AudioSender {
+    /// Hands a chunk over without waiting; a full queue is backpressure.
+    pub fn try_send(&self, chunk: AudioChunk) -> Result<(), SendError> {
+        self.commands
+            .try_send(Command::Audio(chunk))
+            .map_err(|e| match e {
+                mpsc::error::TrySendError::Full(_) => SendError::Backpressure,
+                mpsc::error::TrySendError::Closed(_) => SendError::Stopped,
+            })
+    }
+
+    /// Hands a chunk over, waiting for room (blocking: not for async contexts).
+    pub fn blocking_send(&self, chunk: AudioChunk) -> Result<(), SendError> {
+        self.commands
+            .blocking_send(Command::Audio(chunk))
+            .map_err(|_| SendError::Stopped)
+    }
+}
+
 /// Why audio could not be handed to the engine.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SendError {
@@ -201,6 +226,13 @@ impl EngineHandle {
             .send(Command::Audio(chunk))
             .await
             .map_err(|_| SendError::Stopped)
+    }
+
+    /// A sender for a capture thread.
+    pub fn audio_sender(&self) -> AudioSender {
+        AudioSender {
+            commands: self.commands.clone(),
+        }
     }
 
     /// The live view model.

@@ -1,0 +1,124 @@
+//! `persyk dictate [--seconds N] [--device NAME] [--root DIR] [--provider-url URL] [--mode M]`:
+//! dictate from the microphone into a new session until Enter (or N seconds), then print the
+//! transcript. The same pipeline the menu-bar app drives.
+
+use std::path::Path;
+use std::time::Duration;
+
+use persyk::capture::pipeline::{self, SourceKind};
+use persyk::capture::source::{AudioSource, CpalSource, input_devices};
+use persyk::realtime::protocol::{Mode, Settings};
+use persyk::session::{LeafSelector, Store};
+
+use super::{EXIT_CANNOT_RUN, EXIT_VIOLATION};
+
+pub struct Args<'a> {
+    pub seconds: Option<f64>,
+    pub device: Option<&'a str>,
+    pub list_devices: bool,
+    pub root: Option<&'a Path>,
+    pub provider_url: Option<&'a str>,
+    pub mode: Mode,
+}
+
+pub fn run(args: Args<'_>) -> u8 {
+    if args.list_devices {
+        for d in input_devices() {
+            println!("{d}");
+        }
+        return 0;
+    }
+    let api_key = match persyk::credentials::api_key() {
+        Ok((key, _)) => key,
+        Err(e) => {
+            eprintln!("persyk: {e}");
+            return EXIT_CANNOT_RUN;
+        }
+    };
+    let source = match CpalSource::open(args.device) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("persyk: {e}");
+            return EXIT_CANNOT_RUN;
+        }
+    };
+    let roots = match super::transcribe::roots(args.root) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("persyk: {e}");
+            return EXIT_CANNOT_RUN;
+        }
+    };
+    let store = Store::new(roots);
+    let continuation = match store
+        .create_session()
+        .and_then(|h| h.continuation(&LeafSelector::Default))
+    {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("persyk: {e}");
+            return EXIT_CANNOT_RUN;
+        }
+    };
+    eprintln!("persyk: session {}", continuation.handle().dir().display());
+    let mut provider = Settings {
+        mode: args.mode,
+        ..Settings::default()
+    };
+    if let Some(url) = args.provider_url {
+        provider.base_url = url.to_owned();
+    }
+    let Ok(runtime) = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    else {
+        eprintln!("persyk: could not start the async runtime");
+        return EXIT_CANNOT_RUN;
+    };
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    match args.seconds {
+        Some(s) => {
+            let stop_tx = stop_tx.clone();
+            runtime.spawn(async move {
+                tokio::time::sleep(Duration::from_secs_f64(s.max(0.0))).await;
+                let _ = stop_tx.send(true);
+            });
+        }
+        None => {
+            eprintln!("persyk: recording; press Enter to stop");
+            std::thread::spawn(move || {
+                let mut line = String::new();
+                let _ = std::io::stdin().read_line(&mut line);
+                let _ = stop_tx.send(true);
+            });
+        }
+    }
+    let source: Box<dyn AudioSource> = Box::new(source);
+    let result = runtime.block_on(pipeline::record(
+        continuation,
+        provider,
+        api_key,
+        source,
+        SourceKind::Live,
+        stop_rx,
+    ));
+    match result {
+        Ok(t) => {
+            for line in t.report.transcript() {
+                println!("{line}");
+            }
+            match t.halted.as_ref().or(t.report.halted.as_ref()) {
+                Some(reason) => {
+                    eprintln!("persyk: capture stopped: {reason} (the session is saved)");
+                    EXIT_VIOLATION
+                }
+                None => 0,
+            }
+        }
+        Err(e) => {
+            eprintln!("persyk: {e}");
+            EXIT_VIOLATION
+        }
+    }
+}
