@@ -17,6 +17,7 @@
 
 pub mod convert;
 pub mod pipeline;
+pub mod preroll;
 pub mod source;
 
 use std::path::Path;
