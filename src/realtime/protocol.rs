@@ -82,6 +82,9 @@ impl Settings {
         if let Some(lang) = &self.language {
             transcription["language"] = json!(lang);
         }
+        if self.beta {
+            return self.beta_session_update(transcription);
+        }
         let format = json!({"type": "audio/pcm", "rate": PCM_RATE_HZ});
         let session = match self.mode {
             Mode::Transcription => json!({
@@ -106,6 +109,37 @@ impl Settings {
             }),
         };
         event("session.update", [("session", session)])
+    }
+
+    /// The beta shape (`OpenAI-Beta: realtime=v1`): flat audio formats, and a separate
+    /// `transcription_session.update` for dictation.
+    fn beta_session_update(&self, transcription: Value) -> Map<String, Value> {
+        match self.mode {
+            Mode::Transcription => event(
+                "transcription_session.update",
+                [(
+                    "session",
+                    json!({
+                        "input_audio_format": "pcm16",
+                        "input_audio_transcription": transcription,
+                        "turn_detection": {"type": "server_vad"},
+                    }),
+                )],
+            ),
+            Mode::Conversation => event(
+                "session.update",
+                [(
+                    "session",
+                    json!({
+                        "modalities": ["text", "audio"],
+                        "input_audio_format": "pcm16",
+                        "output_audio_format": "pcm16",
+                        "input_audio_transcription": transcription,
+                        "turn_detection": {"type": "server_vad"},
+                    }),
+                )],
+            ),
+        }
     }
 }
 
@@ -207,7 +241,7 @@ pub fn classify(ev: &Value) -> ServerEvent {
     let ty = ev.get("type").and_then(Value::as_str).unwrap_or_default();
     let item_id = || s(ev, "item_id").unwrap_or_default();
     match ty {
-        "session.created" => ServerEvent::SessionCreated,
+        "session.created" | "transcription_session.created" => ServerEvent::SessionCreated,
         "session.updated" | "transcription_session.updated" => ServerEvent::SessionUpdated,
         "input_audio_buffer.committed" => ServerEvent::Committed {
             item_id: item_id(),
@@ -315,6 +349,12 @@ mod tests {
         assert_eq!(u["session"]["audio"]["input"]["format"]["rate"], 24000);
         s.mode = Mode::Conversation;
         assert_eq!(s.url(), "ws://127.0.0.1:9/v1/realtime?model=gpt-realtime");
+        s.beta = true;
+        let b = s.session_update();
+        assert_eq!(b["type"], "session.update");
+        assert_eq!(b["session"]["input_audio_format"], "pcm16");
+        s.mode = Mode::Transcription;
+        assert_eq!(s.session_update()["type"], "transcription_session.update");
     }
 
     #[test]
