@@ -57,11 +57,30 @@ pub struct SessionsSettings {
     pub additional_directories: Vec<PathBuf>,
 }
 
+/// The `capture` section.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CaptureSettings {
+    /// Keep the microphone warm and start each recording this many ms before the click
+    /// (0 = off; at most 500).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pre_roll_ms: u32,
+    /// Input device by name; `None` = the system default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
+}
+
 /// The whole settings file.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Settings {
     #[serde(default)]
     pub sessions: SessionsSettings,
+    #[serde(default)]
+    pub capture: CaptureSettings,
     /// Keys this version does not know, kept as they were.
     #[serde(flatten)]
     pub other: Map<String, Value>,

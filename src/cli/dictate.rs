@@ -6,13 +6,16 @@ use std::path::Path;
 use std::time::Duration;
 
 use persyk::capture::pipeline::{self, SourceKind};
+use persyk::capture::preroll::WarmInput;
 use persyk::capture::source::{AudioSource, CpalSource, input_devices};
 use persyk::realtime::protocol::{Mode, Settings};
 use persyk::session::{LeafSelector, Store};
+use persyk::settings::{self, Settings as UserSettings};
 
 use super::{EXIT_CANNOT_RUN, EXIT_VIOLATION};
 
 pub struct Args<'a> {
+    pub pre_roll_ms: Option<u32>,
     pub seconds: Option<f64>,
     pub device: Option<&'a str>,
     pub list_devices: bool,
@@ -35,7 +38,13 @@ pub fn run(args: Args<'_>) -> u8 {
             return EXIT_CANNOT_RUN;
         }
     };
-    let source = match CpalSource::open(args.device) {
+    let configured = settings::settings_path()
+        .and_then(|p| UserSettings::load(&p).ok())
+        .unwrap_or_default()
+        .capture;
+    let pre_roll_ms = args.pre_roll_ms.unwrap_or(configured.pre_roll_ms).min(500);
+    let device = args.device.or(configured.device.as_deref());
+    let source = match CpalSource::open(device) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("persyk: {e}");
@@ -76,6 +85,34 @@ pub fn run(args: Args<'_>) -> u8 {
         eprintln!("persyk: could not start the async runtime");
         return EXIT_CANNOT_RUN;
     };
+    // With pre-roll the microphone is already running; the recording starts with the last
+    // `pre_roll_ms` before Enter (or before the timed start).
+    let mut warm = None;
+    let source: Box<dyn AudioSource> = if pre_roll_ms > 0 {
+        match WarmInput::start(
+            Box::new(source),
+            Duration::from_millis(u64::from(pre_roll_ms)),
+        ) {
+            Ok(w) => {
+                let s = Box::new(w.recording_source());
+                warm = Some(w);
+                s
+            }
+            Err(e) => {
+                eprintln!("persyk: {e}");
+                return EXIT_CANNOT_RUN;
+            }
+        }
+    } else {
+        Box::new(source)
+    };
+    if pre_roll_ms > 0 && args.seconds.is_none() {
+        eprintln!(
+            "persyk: microphone ready; press Enter to start ({pre_roll_ms} ms before it are kept)"
+        );
+        let mut line = String::new();
+        let _ = std::io::stdin().read_line(&mut line);
+    }
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     match args.seconds {
         Some(s) => {
@@ -94,7 +131,6 @@ pub fn run(args: Args<'_>) -> u8 {
             });
         }
     }
-    let source: Box<dyn AudioSource> = Box::new(source);
     let result = runtime.block_on(pipeline::record(
         continuation,
         provider,
@@ -103,7 +139,7 @@ pub fn run(args: Args<'_>) -> u8 {
         SourceKind::Live,
         stop_rx,
     ));
-    match result {
+    let code = match result {
         Ok(t) => {
             for line in t.report.transcript() {
                 println!("{line}");
@@ -120,5 +156,9 @@ pub fn run(args: Args<'_>) -> u8 {
             eprintln!("persyk: {e}");
             EXIT_VIOLATION
         }
+    };
+    if let Some(w) = warm {
+        w.stop();
     }
+    code
 }

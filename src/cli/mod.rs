@@ -72,6 +72,9 @@ enum Command {
     /// Dictate from the microphone into a new session (Enter stops).
     #[cfg(feature = "app")]
     Dictate {
+        /// Keep the microphone warm and start with the last N ms (≤ 500) before the start.
+        #[arg(long)]
+        pre_roll_ms: Option<u32>,
         /// Stop after this many seconds instead of waiting for Enter.
         #[arg(long)]
         seconds: Option<f64>,
@@ -192,6 +195,7 @@ pub fn run() -> ExitCode {
         Command::Status { session } => store_cmds::status(&session),
         #[cfg(feature = "app")]
         Command::Dictate {
+            pre_roll_ms,
             seconds,
             device,
             list_devices,
@@ -203,6 +207,7 @@ pub fn run() -> ExitCode {
                 return ExitCode::from(EXIT_CANNOT_RUN);
             };
             dictate::run(dictate::Args {
+                pre_roll_ms,
                 seconds,
                 device: device.as_deref(),
                 list_devices,
