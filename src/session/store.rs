@@ -30,7 +30,7 @@ use super::fsio::{RealStorage, Storage, sync_dir};
 use super::history::{self, HistoryItem};
 use super::index::SessionIndex;
 use super::project::LeafSelector;
-use super::validate::Scanner;
+use super::validate::{Scanner, feed_lines};
 use super::{ASSETS_DIR, SESSION_FILE};
 
 /// Most records one append batch may carry.
@@ -537,60 +537,11 @@ fn scan_file(file: &mut File) -> Result<Scanner, StoreError> {
     file.seek(SeekFrom::Start(0))
         .map_err(StoreError::io("seek"))?;
     let mut scanner = Scanner::new();
-    let tail = feed(&mut scanner, file, 0).map_err(StoreError::io("read session file"))?;
+    let tail = feed_lines(&mut scanner, file).map_err(StoreError::io("read session file"))?;
     if tail > 0 {
         scanner.push_tail(tail);
     }
     Ok(scanner)
-}
-
-/// Feeds the complete lines readable from `r` to `scanner`; returns the length of the trailing
-/// bytes without "\n" (0 when the data ends in a newline).
-fn feed<R: Read>(scanner: &mut Scanner, r: &mut R, _from: u64) -> io::Result<u64> {
-    let mut buf = vec![0u8; 256 * 1024];
-    let mut pending: Vec<u8> = Vec::new();
-    let mut pending_len = 0u64;
-    let mut oversized = false;
-    loop {
-        let n = match r.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        let mut chunk = &buf[..n];
-        while !chunk.is_empty() {
-            let (part, complete) = match memchr::memchr(b'\n', chunk) {
-                Some(pos) => (&chunk[..pos], true),
-                None => (chunk, false),
-            };
-            chunk = &chunk[part.len() + usize::from(complete)..];
-            pending_len += part.len() as u64;
-            if !oversized {
-                if pending_len > super::record::MAX_RECORD_BYTES as u64 {
-                    oversized = true;
-                    pending = Vec::new();
-                } else if complete && pending.is_empty() {
-                    scanner.push_line(part);
-                    pending_len = 0;
-                    continue;
-                } else {
-                    pending.extend_from_slice(part);
-                }
-            }
-            if complete {
-                if oversized {
-                    scanner.push_oversized(pending_len);
-                } else {
-                    scanner.push_line(&pending);
-                }
-                pending.clear();
-                pending_len = 0;
-                oversized = false;
-            }
-        }
-    }
-    Ok(pending_len)
 }
 
 impl SessionHandle {
@@ -913,7 +864,7 @@ fn catch_up(w: &mut Writer) -> Result<(), StoreError> {
             pos: committed,
             end: len,
         };
-        let tail = feed(&mut w.scanner, &mut r, committed).map_err(StoreError::io("read"))?;
+        let tail = feed_lines(&mut w.scanner, &mut r).map_err(StoreError::io("read"))?;
         if tail > 0 {
             return Err(StoreError::NeedsRecovery);
         }

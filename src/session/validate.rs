@@ -959,6 +959,17 @@ pub fn is_credential_free_url(url: &str) -> bool {
 /// Scans a whole stream. I/O errors are returned; content problems become diagnostics.
 pub fn scan_reader<R: Read>(mut reader: R) -> io::Result<SessionIndex> {
     let mut scanner = Scanner::new();
+    let tail = feed_lines(&mut scanner, &mut reader)?;
+    if tail > 0 {
+        scanner.push_tail(tail);
+    }
+    Ok(scanner.finish())
+}
+
+/// Feeds every complete line readable from `reader` to `scanner`, never buffering more than
+/// one record (a longer line is counted, not kept). Returns the length of the trailing bytes
+/// that have no "\n" (0 when the data ends in a newline); the caller decides what they are.
+pub fn feed_lines<R: Read>(scanner: &mut Scanner, reader: &mut R) -> io::Result<u64> {
     let mut buf = vec![0u8; 256 * 1024];
     let mut pending: Vec<u8> = Vec::new();
     let mut pending_len: u64 = 0; // bytes of the current, unterminated line
@@ -1003,10 +1014,7 @@ pub fn scan_reader<R: Read>(mut reader: R) -> io::Result<SessionIndex> {
             }
         }
     }
-    if pending_len > 0 {
-        scanner.push_tail(pending_len);
-    }
-    Ok(scanner.finish())
+    Ok(pending_len)
 }
 
 /// Scans a file by path; never writes or repairs anything.
