@@ -20,7 +20,6 @@ pub mod pipeline;
 pub mod preroll;
 pub mod source;
 
-use std::path::Path;
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -40,8 +39,6 @@ pub const FSYNC_INTERVAL: Duration = Duration::from_millis(250);
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CaptureError {
-    #[error("capture.input-unreadable: the input WAV could not be read")]
-    InputUnreadable,
     #[error("capture.unsupported-input: the input's sample rate or channel count is not supported")]
     UnsupportedInput,
     #[error("capture.wav-write: writing the recording failed")]
@@ -53,7 +50,6 @@ pub enum CaptureError {
 impl CaptureError {
     pub fn code(&self) -> &'static str {
         match self {
-            CaptureError::InputUnreadable => "capture.input-unreadable",
             CaptureError::UnsupportedInput => "capture.unsupported-input",
             CaptureError::WavWrite => "capture.wav-write",
             CaptureError::Store(e) => e.code(),
@@ -76,34 +72,6 @@ pub struct Transcription {
     pub report: EngineReport,
     /// Why capture stopped early (a stable code or the engine's reason), if it did.
     pub halted: Option<String>,
-}
-
-/// Reads any WAV file hound understands (8/16/24/32-bit integer or 32-bit float, any channel
-/// count and rate) and converts it with [`convert::Converter`] — downmix, rubato resampling —
-/// to the 24 kHz mono PCM16 the WAV asset and the provider get.
-pub fn read_input(path: &Path) -> Result<Vec<i16>, CaptureError> {
-    let reader = hound::WavReader::open(path).map_err(|_| CaptureError::InputUnreadable)?;
-    let spec = reader.spec();
-    let frames: Vec<f32> = match spec.sample_format {
-        hound::SampleFormat::Float => reader
-            .into_samples::<f32>()
-            .collect::<Result<_, _>>()
-            .map_err(|_| CaptureError::InputUnreadable)?,
-        hound::SampleFormat::Int => reader
-            .into_samples::<i32>()
-            .map(|s| s.map(|v| convert::int_to_f32(v, spec.bits_per_sample)))
-            .collect::<Result<_, _>>()
-            .map_err(|_| CaptureError::InputUnreadable)?,
-    };
-    let mut converter = convert::Converter::new(spec.sample_rate, spec.channels)
-        .map_err(|_| CaptureError::UnsupportedInput)?;
-    let mut out = Vec::with_capacity(
-        converter.expected_output_len(frames.len() as u64 / u64::from(spec.channels.max(1)))
-            as usize,
-    );
-    converter.push(&frames, &mut out);
-    converter.flush(&mut out);
-    Ok(out)
 }
 
 /// Streams 24 kHz mono `samples` through [`pipeline::record`] into the session of

@@ -212,12 +212,7 @@ impl EngineHandle {
     /// Hands a chunk to the connection task without waiting. A full command queue is
     /// backpressure: the caller halts capture.
     pub fn send_audio(&self, chunk: AudioChunk) -> Result<(), SendError> {
-        self.commands
-            .try_send(Command::Audio(chunk))
-            .map_err(|e| match e {
-                mpsc::error::TrySendError::Full(_) => SendError::Backpressure,
-                mpsc::error::TrySendError::Closed(_) => SendError::Stopped,
-            })
+        self.audio_sender().try_send(chunk)
     }
 
     /// Hands a chunk over, waiting for room (file sources pace themselves this way).

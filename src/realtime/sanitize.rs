@@ -14,7 +14,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::session::secrets::looks_secret;
+use crate::session::secrets::{is_credential_param, looks_secret};
 
 /// What a redacted value or substring is replaced with.
 pub const REDACTED: &str = "[redacted]";
@@ -243,14 +243,7 @@ pub fn sanitize_url(url: &str) -> (String, bool) {
             .split('&')
             .map(|pair| {
                 let (name, _) = pair.split_once('=').unwrap_or((pair, ""));
-                let lname = name.to_ascii_lowercase();
-                let credential = matches!(
-                    lname.as_str(),
-                    "key" | "sig" | "auth" | "authorization" | "code"
-                ) || ["key", "token", "secret", "password", "signature"]
-                    .iter()
-                    .any(|s| lname.ends_with(s));
-                if credential && pair.contains('=') {
+                if is_credential_param(name) && pair.contains('=') {
                     format!("{name}={REDACTED}")
                 } else {
                     pair.to_owned()

@@ -16,7 +16,7 @@
 //! entry with the recovered `durationMs`. The asset lock is taken before the session lock and
 //! held until the entry is committed. Messages are never reconstructed from events.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -209,7 +209,7 @@ fn fragment_stamp() -> String {
 /// `(recordingId, asset name)` of every recording that has started but not finished or been
 /// interrupted, in file order.
 pub fn unfinished_recordings(handle: &SessionHandle) -> Result<Vec<(String, String)>, StoreError> {
-    let (positions, items) = handle.with_index(|index| {
+    let positions = handle.with_index(|index| {
         let positions: Vec<u32> = (0..index.len() as u32)
             .filter(|&p| {
                 matches!(
@@ -220,9 +220,8 @@ pub fn unfinished_recordings(handle: &SessionHandle) -> Result<Vec<(String, Stri
                 )
             })
             .collect();
-        (positions, index.len())
+        positions
     });
-    let _ = items;
     let mut started: Vec<(String, String)> = Vec::new();
     let mut closed: HashSet<String> = HashSet::new();
     for chunk in positions.chunks(256) {
@@ -247,10 +246,10 @@ pub fn unfinished_recordings(handle: &SessionHandle) -> Result<Vec<(String, Stri
             }
         }
     }
-    let mut seen = HashMap::new();
+    let mut seen = HashSet::new();
     Ok(started
         .into_iter()
-        .filter(|(id, _)| !closed.contains(id) && seen.insert(id.clone(), ()).is_none())
+        .filter(|(id, _)| !closed.contains(id) && seen.insert(id.clone()))
         .collect())
 }
 

@@ -13,6 +13,18 @@ fn is_token_char(c: u8) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_')
 }
 
+/// Whether a URL query parameter named `name` (any case) carries a credential: `key`, `sig`,
+/// `auth`, `authorization`, `code`, or any name ending in key/token/secret/password/signature.
+pub fn is_credential_param(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    matches!(
+        name.as_str(),
+        "key" | "sig" | "auth" | "authorization" | "code"
+    ) || ["key", "token", "secret", "password", "signature"]
+        .iter()
+        .any(|suffix| name.ends_with(suffix))
+}
+
 /// Whether `s` contains something shaped like an API key or bearer token.
 pub fn looks_secret(s: &str) -> bool {
     let b = s.as_bytes();

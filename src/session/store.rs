@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,7 +26,7 @@ use time::OffsetDateTime;
 
 use super::diag::{Code, Diagnostic};
 use super::format::{Entry, EntryBody, Header};
-use super::fsio::{RealStorage, Storage, sync_dir};
+use super::fsio::{RealStorage, Storage};
 use super::history::{self, HistoryItem};
 use super::index::SessionIndex;
 use super::project::LeafSelector;
@@ -993,11 +993,5 @@ pub(crate) fn write_new_file(
         .append(&mut f, bytes)
         .map_err(StoreError::io("write file"))?;
     storage.sync_data(&f).map_err(StoreError::io("sync file"))?;
-    f.flush().map_err(StoreError::io("flush"))?;
     storage.sync_dir(dir).map_err(StoreError::io("sync dir"))
-}
-
-/// `sync_dir` for callers outside the storage seam.
-pub fn fsync_dir(dir: &Path) -> io::Result<()> {
-    sync_dir(dir)
 }

@@ -944,11 +944,7 @@ pub fn is_credential_free_url(url: &str) -> bool {
     if let Some((_, query)) = lower.split_once('?') {
         for pair in query.split(['&', '#']) {
             let name = pair.split('=').next().unwrap_or_default();
-            let credential = matches!(name, "key" | "sig" | "auth" | "authorization" | "code")
-                || ["key", "token", "secret", "password", "signature"]
-                    .iter()
-                    .any(|suffix| name.ends_with(suffix));
-            if credential {
+            if super::secrets::is_credential_param(name) {
                 return false;
             }
         }
