@@ -1,9 +1,10 @@
 //! Persyk: menu-bar dictation whose history is plain, self-contained session files.
 //!
 //! This library is everything but the shell: the session file format v1 ([`session`]) —
-//! validation, projection and (as it lands) the durable store, discovery and search. The
-//! binary (`src/main.rs`) adds the CLI and the desktop app on top; this crate never depends
-//! on either.
+//! validation, projection, the durable store, discovery and search ([`session`]), the
+//! realtime engine ([`realtime`]), capture ([`capture`]) and, with the `app` feature, the
+//! desktop shell (`app`). The core modules never import `app`; the binary (`src/main.rs`)
+//! adds the CLI and launches the app.
 //!
 //! ```
 //! use persyk::session::{self, LeafSelector};
@@ -19,6 +20,8 @@
 //! assert_eq!(projection.conversation.len(), 1);
 //! ```
 
+#[cfg(feature = "app")]
+pub mod app;
 pub mod capture;
 pub mod credentials;
 pub mod realtime;

@@ -32,6 +32,20 @@ pub enum SettingsError {
     RootNotAbsolute,
     #[error("settings.no-documents-dir: no Documents folder to put the default root in")]
     NoDocumentsDir,
+    #[error(
+        "settings.bad-provider-url: the provider base URL must start with ws://, wss://, http:// or https://"
+    )]
+    BadProviderUrl,
+    #[error("settings.bad-mode: the mode must be \"dictation\" or \"conversation\"")]
+    BadMode,
+    #[error("settings.empty-model: the transcription model must not be empty")]
+    EmptyModel,
+    #[error(
+        "settings.bad-language: the language must be an ISO-639-1 code such as \"en\" (or empty)"
+    )]
+    BadLanguage,
+    #[error("settings.pre-roll-too-long: the pre-roll is at most 500 ms")]
+    PreRollTooLong,
 }
 
 impl SettingsError {
@@ -41,6 +55,11 @@ impl SettingsError {
             SettingsError::Invalid => "settings.invalid",
             SettingsError::RootNotAbsolute => "settings.root-not-absolute",
             SettingsError::NoDocumentsDir => "settings.no-documents-dir",
+            SettingsError::BadProviderUrl => "settings.bad-provider-url",
+            SettingsError::BadMode => "settings.bad-mode",
+            SettingsError::EmptyModel => "settings.empty-model",
+            SettingsError::BadLanguage => "settings.bad-language",
+            SettingsError::PreRollTooLong => "settings.pre-roll-too-long",
         }
     }
 }
@@ -70,6 +89,48 @@ pub struct CaptureSettings {
     pub device: Option<String>,
 }
 
+/// The `provider` section: where and how to transcribe. Missing keys take the defaults of
+/// [`crate::realtime::protocol::Settings`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderSettings {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// `"dictation"` (transcription only) or `"conversation"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcription_model: Option<String>,
+    /// ISO-639-1 hint; `None` lets the provider detect the language.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+}
+
+/// How the global hotkey behaves.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum HotkeyMode {
+    /// Press once to start, again to stop.
+    #[default]
+    Toggle,
+    /// Record while the keys are held.
+    PushToTalk,
+}
+
+/// The `hotkey` section.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HotkeySettings {
+    /// e.g. `"Alt+Space"`; `None` = the default ⌥Space; `""` = no hotkey.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<String>,
+    #[serde(default)]
+    pub mode: HotkeyMode,
+}
+
+/// The default global hotkey: ⌥Space (Alt+Space).
+pub const DEFAULT_HOTKEY: &str = "Alt+Space";
+
 fn is_zero(v: &u32) -> bool {
     *v == 0
 }
@@ -81,6 +142,10 @@ pub struct Settings {
     pub sessions: SessionsSettings,
     #[serde(default)]
     pub capture: CaptureSettings,
+    #[serde(default)]
+    pub provider: ProviderSettings,
+    #[serde(default)]
+    pub hotkey: HotkeySettings,
     /// Keys this version does not know, kept as they were.
     #[serde(flatten)]
     pub other: Map<String, Value>,
@@ -139,6 +204,71 @@ impl Settings {
         f.sync_all().map_err(io("sync settings"))?;
         fs::rename(&tmp, path).map_err(io("replace settings"))?;
         crate::session::fsio::sync_dir(dir).map_err(io("sync config dir"))
+    }
+
+    /// The realtime settings these settings select.
+    pub fn provider(&self) -> Result<crate::realtime::protocol::Settings, SettingsError> {
+        use crate::realtime::protocol::{Mode, Settings as Provider};
+        let mut out = Provider::default();
+        let p = &self.provider;
+        if let Some(url) = p
+            .base_url
+            .as_deref()
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+        {
+            let ok = ["ws://", "wss://", "http://", "https://"]
+                .iter()
+                .any(|scheme| url.len() > scheme.len() && url.starts_with(scheme));
+            if !ok {
+                return Err(SettingsError::BadProviderUrl);
+            }
+            out.base_url = url
+                .replacen("https://", "wss://", 1)
+                .replacen("http://", "ws://", 1);
+        }
+        match p.mode.as_deref() {
+            None | Some("dictation") => out.mode = Mode::Transcription,
+            Some("conversation") => out.mode = Mode::Conversation,
+            Some(_) => return Err(SettingsError::BadMode),
+        }
+        if let Some(model) = &p.transcription_model {
+            if model.trim().is_empty() {
+                return Err(SettingsError::EmptyModel);
+            }
+            out.transcription_model = model.trim().to_owned();
+        }
+        if let Some(lang) = p
+            .language
+            .as_deref()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+        {
+            if lang.len() != 2 || !lang.bytes().all(|b| b.is_ascii_lowercase()) {
+                return Err(SettingsError::BadLanguage);
+            }
+            out.language = Some(lang.to_owned());
+        }
+        Ok(out)
+    }
+
+    /// Checks every value a user can type: roots absolute, provider fields well formed,
+    /// pre-roll in range. The hotkey is checked by the app (it knows the key names).
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        let absolute = |p: &Path| p.is_absolute();
+        if !self.sessions.directory.as_deref().is_none_or(absolute)
+            || !self
+                .sessions
+                .additional_directories
+                .iter()
+                .all(|p| absolute(p))
+        {
+            return Err(SettingsError::RootNotAbsolute);
+        }
+        if self.capture.pre_roll_ms > 500 {
+            return Err(SettingsError::PreRollTooLong);
+        }
+        self.provider().map(drop)
     }
 
     /// The configured roots (write root first). `dev` picks the development default.

@@ -18,11 +18,11 @@
 use std::fs::File;
 use std::io::BufWriter;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::{RecvTimeoutError, SyncSender, sync_channel};
 use std::time::{Duration, Instant};
 
-use tokio::sync::watch;
+use tokio::sync::{mpsc, oneshot, watch};
 
 use super::convert::{Converter, extend_pcm16_le, i16_to_f32};
 use super::source::{
@@ -31,7 +31,8 @@ use super::source::{
 };
 use super::{CHUNK_SAMPLES, CaptureError, FSYNC_INTERVAL, Transcription, WAV_HEADER_BYTES};
 use crate::realtime::engine::{
-    self, AudioChunk, AudioSender, CaptureLink, EngineState, SendError, WavRange,
+    self, AudioChunk, AudioSender, CaptureLink, EngineState, EngineView, RemovalOutcome, SendError,
+    WavRange,
 };
 use crate::realtime::protocol::{PCM_RATE_HZ, Settings};
 use crate::session::assets::CaptureAsset;
@@ -116,6 +117,24 @@ impl AudioSource for SamplesSource {
     }
 }
 
+/// The live side of a recording, for a user interface: the engine's view, the input level
+/// and removals of published messages while the provider connection is open.
+pub struct LiveTap {
+    /// Receives the engine's view once the engine has started.
+    pub view: oneshot::Sender<watch::Receiver<EngineView>>,
+    /// RMS level (0.0–1.0, stored as `f32` bits) of the latest 100 ms chunk.
+    pub level: Arc<AtomicU32>,
+    /// Removal requests, served in order while the recording runs. A request still queued
+    /// when the recording ends gets no reply (its sender is dropped).
+    pub removals: mpsc::Receiver<RemovalRequest>,
+}
+
+/// "Remove this canonical message": answered after the provider's acknowledgement.
+pub struct RemovalRequest {
+    pub entry_id: String,
+    pub reply: oneshot::Sender<RemovalOutcome>,
+}
+
 /// How the capture thread ended.
 struct CaptureEnd {
     data_bytes: u64,
@@ -126,13 +145,31 @@ struct CaptureEnd {
 /// Records from `source` into the session of `continuation` until the source ends or `stop`
 /// turns true, streaming to the provider; returns the engine's report and the recording.
 pub async fn record(
+    continuation: Continuation,
+    settings: Settings,
+    api_key: String,
+    source: Box<dyn AudioSource>,
+    kind: SourceKind,
+    stop: watch::Receiver<bool>,
+) -> Result<Transcription, CaptureError> {
+    record_live(continuation, settings, api_key, source, kind, stop, None).await
+}
+
+/// [`record`] with a [`LiveTap`]: the caller watches the transcript and level and may ask
+/// for removals while it runs.
+pub async fn record_live(
     mut continuation: Continuation,
     settings: Settings,
     api_key: String,
     mut source: Box<dyn AudioSource>,
     kind: SourceKind,
     mut stop: watch::Receiver<bool>,
+    tap: Option<LiveTap>,
 ) -> Result<Transcription, CaptureError> {
+    let (view_tx, level, mut removals) = match tap {
+        Some(t) => (Some(t.view), Some(t.level), Some(t.removals)),
+        None => (None, None, None),
+    };
     let handle = continuation.handle().clone();
     let recording_id = new_id();
     let asset_name = format!("{recording_id}.wav");
@@ -161,6 +198,9 @@ pub async fn record(
         durable: durable_rx,
     };
     let engine = engine::start(settings, api_key, continuation.clone(), Some(link));
+    if let Some(tx) = view_tx {
+        let _ = tx.send(engine.view());
+    }
     let (events_tx, events_rx) = sync_channel(EVENT_QUEUE_DEPTH);
     let source_started = source.start(events_tx);
     let stop_flag = Arc::new(AtomicBool::new(false));
@@ -188,6 +228,7 @@ pub async fn record(
                     stop: stop_flag,
                     asset,
                     kind,
+                    level,
                 }),
             };
             source.stop();
@@ -206,10 +247,19 @@ pub async fn record(
             r
         })
     };
-    tokio::select! {
-        _ = finished.notified() => {}
-        _ = async { while stop.changed().await.is_ok() { if *stop.borrow() { break; } } } => {}
+    // Serve removals meanwhile: each waits for the provider's answer (bounded by the
+    // engine's removal deadline) before the next request or the stop is looked at.
+    loop {
+        tokio::select! {
+            _ = finished.notified() => break,
+            _ = stop_requested(&mut stop) => break,
+            Some(req) = next_removal(&mut removals) => {
+                let outcome = engine.remove(&req.entry_id).await;
+                let _ = req.reply.send(outcome);
+            }
+        }
     }
+    drop(removals);
     stop_flag.store(true, Ordering::SeqCst);
     let end = match joined.await {
         Ok(Ok(end)) => end,
@@ -248,6 +298,27 @@ pub async fn record(
     })
 }
 
+/// Resolves when `stop` turns true or its sender goes away.
+async fn stop_requested(stop: &mut watch::Receiver<bool>) {
+    loop {
+        if *stop.borrow_and_update() {
+            return;
+        }
+        if stop.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn next_removal(
+    removals: &mut Option<mpsc::Receiver<RemovalRequest>>,
+) -> Option<RemovalRequest> {
+    match removals {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
 struct CaptureLoop<'a> {
     events: std::sync::mpsc::Receiver<SourceEvent>,
     converter: Converter,
@@ -259,6 +330,7 @@ struct CaptureLoop<'a> {
     stop: Arc<AtomicBool>,
     asset: String,
     kind: SourceKind,
+    level: Option<Arc<AtomicU32>>,
 }
 
 fn sync_wav(wav: &mut hound::WavWriter<BufWriter<File>>, capture: &CaptureAsset) -> bool {
@@ -357,6 +429,9 @@ fn deliver(
             .write_sample(s)
             .map_err(|_| "capture.wav-write".to_owned())?;
     }
+    if let Some(level) = &c.level {
+        level.store(rms(chunk).to_bits(), Ordering::Relaxed);
+    }
     let mut pcm = Vec::with_capacity(chunk.len() * 2);
     extend_pcm16_le(chunk, &mut pcm);
     let range = WavRange {
@@ -388,4 +463,13 @@ fn deliver(
         // The engine stopped (halted or finished): keep recording to the WAV? No: stop.
         Err(SendError::Stopped) => Err("engine.stopped".into()),
     }
+}
+
+/// Root-mean-square of `samples`, 0.0–1.0 of full scale.
+pub fn rms(samples: &[i16]) -> f32 {
+    if samples.is_empty() {
+        return 0.0;
+    }
+    let sum: f64 = samples.iter().map(|&s| f64::from(s) * f64::from(s)).sum();
+    ((sum / samples.len() as f64).sqrt() / 32768.0) as f32
 }

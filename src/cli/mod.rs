@@ -22,12 +22,23 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(name = "persyk", version, about = "Dictation that never loses a word")]
 struct Cli {
+    /// Without a command, the menu-bar app starts.
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Subcommand)]
 enum Command {
+    /// Start the menu-bar app (the default without a command).
+    #[cfg(feature = "app")]
+    App {
+        /// Start in the menu bar only (ignored where there is no tray).
+        #[arg(long)]
+        hidden: bool,
+        /// An empty window with the same options: the baseline for the app's figures.
+        #[arg(long, hide = true)]
+        bare: bool,
+    },
     /// Validate session files against format v1.
     Check {
         /// Session directories or their session.jsonl files.
@@ -186,7 +197,19 @@ pub fn run() -> ExitCode {
             };
         }
     };
-    let code = match cli.command {
+    #[cfg(feature = "app")]
+    let command = cli.command.unwrap_or(Command::App {
+        hidden: false,
+        bare: false,
+    });
+    #[cfg(not(feature = "app"))]
+    let Some(command) = cli.command else {
+        let _ = <Cli as clap::CommandFactory>::command().print_help();
+        return ExitCode::from(EXIT_CANNOT_RUN);
+    };
+    let code = match command {
+        #[cfg(feature = "app")]
+        Command::App { hidden, bare } => app(hidden, bare),
         Command::Check { paths, json } => check::run(&paths, json),
         Command::New { root } => store_cmds::new(root.as_deref()),
         Command::Append { session, leaf } => store_cmds::append(&session, leaf.as_deref()),
@@ -274,6 +297,22 @@ pub fn run() -> ExitCode {
     };
     let _ = std::io::stdout().flush();
     ExitCode::from(code)
+}
+
+#[cfg(feature = "app")]
+fn app(hidden: bool, bare: bool) -> u8 {
+    let result = if bare {
+        persyk::app::run_bare()
+    } else {
+        persyk::app::run(persyk::app::shell::ShellOptions { hidden })
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("persyk: {e}");
+            EXIT_CANNOT_RUN
+        }
+    }
 }
 
 fn parse_mode(mode: &str) -> Option<persyk::realtime::protocol::Mode> {

@@ -115,6 +115,9 @@ pub struct EngineView {
     pub provisional: Vec<(String, String)>,
     pub messages: Vec<PublishedMessage>,
     pub gaps: usize,
+    /// For each gap, in order: how many messages were published before it (where a
+    /// "[not transcribed]" marker belongs).
+    pub gap_at: Vec<usize>,
 }
 
 /// How a removal ended.
@@ -651,6 +654,7 @@ async fn run(
     let mut ordering = Ordering::new();
     let mut messages: Vec<PublishedMessage> = Vec::new();
     let mut gaps: Vec<Gap> = Vec::new();
+    let mut gap_at: Vec<usize> = Vec::new();
     let mut complete = true;
     let mut halted: Option<String> = None;
     let mut stop_reply: Option<oneshot::Sender<EngineReport>> = None;
@@ -883,11 +887,12 @@ async fn run(
                             set_state(EngineState::Finishing);
                             drain_deadline.get_or_insert(Instant::now() + DRAIN_DEADLINE);
                         }
-                        publish(&mut conn, &connection_id, published, &mut messages, &mut gaps).await;
+                        publish(&mut conn, &connection_id, published, &mut messages, (&mut gaps, &mut gap_at)).await;
                         view_tx.send_modify(|v| {
                             v.provisional = ordering.provisional().into_iter().map(|(id, _, t)| (id, t)).collect();
                             v.messages = messages.clone();
                             v.gaps = gaps.len();
+                            v.gap_at.clone_from(&gap_at);
                         });
                     }
                     Some(Ok(WsMessage::Close(_))) | None => {
@@ -933,7 +938,14 @@ async fn run(
         complete = false;
     }
     let rest = ordering.close_unresolved("not transcribed before the stop deadline");
-    publish(&mut conn, &connection_id, rest, &mut messages, &mut gaps).await;
+    publish(
+        &mut conn,
+        &connection_id,
+        rest,
+        &mut messages,
+        (&mut gaps, &mut gap_at),
+    )
+    .await;
     for r in removals.drain(..) {
         let _ = r.reply.send(RemovalOutcome::TimedOut);
     }
@@ -977,6 +989,9 @@ async fn run(
             None => EngineState::Finished,
         };
         v.provisional.clear();
+        v.messages.clone_from(&report.messages);
+        v.gaps = report.gaps.len();
+        v.gap_at.clone_from(&gap_at);
     });
     if let Some(reply) = stop_reply {
         let _ = reply.send(report.clone());
@@ -1043,7 +1058,7 @@ async fn publish(
     connection_id: &str,
     published: Vec<Published>,
     messages: &mut Vec<PublishedMessage>,
-    gaps: &mut Vec<Gap>,
+    (gaps, gap_at): (&mut Vec<Gap>, &mut Vec<usize>),
 ) {
     for mut p in published {
         if let Published::Message { text, .. } = &mut p
@@ -1052,12 +1067,15 @@ async fn publish(
             *text = clean;
         }
         match &p {
-            Published::Gap { item_id, reason } => gaps.push(Gap {
-                reason: reason.clone(),
-                item_id: Some(item_id.clone()),
-                start_ms: None,
-                end_ms: None,
-            }),
+            Published::Gap { item_id, reason } => {
+                gap_at.push(messages.len());
+                gaps.push(Gap {
+                    reason: reason.clone(),
+                    item_id: Some(item_id.clone()),
+                    start_ms: None,
+                    end_ms: None,
+                });
+            }
             Published::Message {
                 item_id,
                 speaker,

@@ -1,0 +1,861 @@
+//! The backend: a tokio runtime on its own thread that does everything slow for the window —
+//! recording, removals, discard, search, opening, recovery and saving settings.
+//!
+//! ```text
+//!  UI ──Command (bounded, try_send)──► backend loop ──spawn──► recording task (pipeline)
+//!  UI ◄──Update (bounded) + Waker ─────┘     │                 blocking search / open
+//!                                           └─ shutdown signal: stop the recording, drain, exit
+//! ```
+//!
+//! Invariants:
+//! - At most one recording runs at a time; a second Start is answered `app.already-recording`.
+//! - Quitting never abandons a recording: shutdown stops it and waits (bounded) for the
+//!   session to be finished, exactly like a user's Stop.
+//! - Discard deletes only a session this backend created, and never while it records.
+//! - A search result is dropped when a newer query has been asked meanwhile.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::model::{
+    AudioOrigin, Command, Finished, Live, OpenedMessage, OpenedSession, ResultRow, SearchResults,
+    Update, Waker,
+};
+use crate::capture::pipeline::{self, LiveTap, RemovalRequest, SourceKind};
+use crate::capture::preroll::WarmInput;
+use crate::capture::source::{AudioSource, FileSource};
+use crate::realtime::protocol::Settings as ProviderSettings;
+use crate::session::discover::{RootSpec, discover};
+use crate::session::format::{Block, CustomContent, EntryBody, Role};
+use crate::session::search::{self, PageRequest, Query};
+use crate::session::store::Roots;
+use crate::session::{self, LeafSelector, SessionHandle, Store};
+use crate::settings::Settings;
+
+/// Rows the search panel asks for.
+pub const SEARCH_LIMIT: usize = 50;
+/// How long quitting waits for a running recording to finish and be saved.
+pub const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(30);
+/// How long a new recording may take to show its engine.
+const START_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Opens the audio input for a recording.
+pub trait Microphone: Send + Sync {
+    /// The source and how the pipeline treats it. `Err` is a stable code.
+    fn open(
+        &self,
+        device: Option<&str>,
+        pre_roll_ms: u32,
+    ) -> Result<(Box<dyn AudioSource>, SourceKind), String>;
+}
+
+/// Where the API key lives.
+pub trait KeyStore: Send + Sync {
+    /// The key, or a stable code (`credentials.no-key`, …).
+    fn get(&self) -> Result<String, String>;
+    fn set(&self, key: &str) -> Result<(), String>;
+    fn delete(&self) -> Result<(), String>;
+}
+
+/// The OS secret store (Keychain / kernel keyring), then `OPENAI_API_KEY`.
+pub struct SystemKeys;
+
+impl KeyStore for SystemKeys {
+    fn get(&self) -> Result<String, String> {
+        crate::credentials::api_key()
+            .map(|(k, _)| k)
+            .map_err(|e| e.code().to_owned())
+    }
+    fn set(&self, key: &str) -> Result<(), String> {
+        crate::credentials::store_key(key).map_err(|e| e.code().to_owned())
+    }
+    fn delete(&self) -> Result<(), String> {
+        crate::credentials::delete_key().map_err(|e| e.code().to_owned())
+    }
+}
+
+/// The system's microphone through cpal; with pre-roll the input stays warm between
+/// recordings (the first recording after launch or a device change has none).
+#[derive(Default)]
+pub struct SystemMicrophone {
+    warm: Mutex<Option<(Option<String>, u32, WarmInput)>>,
+}
+
+impl Microphone for SystemMicrophone {
+    fn open(
+        &self,
+        device: Option<&str>,
+        pre_roll_ms: u32,
+    ) -> Result<(Box<dyn AudioSource>, SourceKind), String> {
+        use crate::capture::source::CpalSource;
+        let mut warm = self.warm.lock().unwrap_or_else(|p| p.into_inner());
+        if pre_roll_ms == 0 {
+            if let Some((_, _, w)) = warm.take() {
+                w.stop();
+            }
+            let source = CpalSource::open(device).map_err(|e| e.code().to_owned())?;
+            return Ok((Box::new(source), SourceKind::Live));
+        }
+        let wanted = (device.map(str::to_owned), pre_roll_ms);
+        if warm
+            .as_ref()
+            .is_none_or(|(d, ms, _)| (d.clone(), *ms) != wanted)
+        {
+            if let Some((_, _, w)) = warm.take() {
+                w.stop();
+            }
+            let source = CpalSource::open(device).map_err(|e| e.code().to_owned())?;
+            let input = WarmInput::start(
+                Box::new(source),
+                Duration::from_millis(u64::from(pre_roll_ms)),
+            )
+            .map_err(|e| e.code().to_owned())?;
+            *warm = Some((wanted.0, wanted.1, input));
+        }
+        match warm.as_ref() {
+            Some((_, _, w)) => Ok((Box::new(w.recording_source()), SourceKind::Live)),
+            None => Err("capture.no-device".into()),
+        }
+    }
+}
+
+/// What the backend needs from the outside world.
+pub struct BackendConfig {
+    /// The settings file (`None`: defaults, never saved).
+    pub settings_path: Option<PathBuf>,
+    /// Development run: the default root is `Documents/persyk-dev/sessions`.
+    pub dev: bool,
+    pub microphone: Arc<dyn Microphone>,
+    pub keys: Arc<dyn KeyStore>,
+    /// Pace of "Transcribe again" (1.0 = real time; 0 = as fast as the engine takes it).
+    pub replay_factor: f64,
+}
+
+/// The UI's side of the backend.
+pub struct BackendHandle {
+    commands: mpsc::Sender<Command>,
+    updates: mpsc::Receiver<Update>,
+    shutdown: watch::Sender<bool>,
+    done: std::sync::mpsc::Receiver<()>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for BackendHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BackendHandle").finish_non_exhaustive()
+    }
+}
+
+/// Why a command was not accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SendError {
+    #[error("app.backend-busy: too many requests are waiting; try again")]
+    Busy,
+    #[error("app.backend-stopped: the background worker has stopped")]
+    Stopped,
+}
+
+impl BackendHandle {
+    /// Starts the backend thread with `settings` as the current settings.
+    pub fn spawn(
+        config: BackendConfig,
+        settings: Settings,
+        waker: Waker,
+    ) -> std::io::Result<BackendHandle> {
+        let (commands, cmd_rx) = mpsc::channel(64);
+        let (upd_tx, updates) = mpsc::channel(256);
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let (done_tx, done) = std::sync::mpsc::sync_channel(1);
+        let thread = std::thread::Builder::new()
+            .name("persyk-backend".into())
+            .spawn(move || {
+                if let Ok(rt) = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .thread_name("persyk-worker")
+                    .enable_all()
+                    .build()
+                {
+                    let backend = Backend {
+                        config,
+                        settings,
+                        store: None,
+                        updates: upd_tx,
+                        waker,
+                        active: None,
+                        created: HashSet::new(),
+                        latest_search: Arc::new(AtomicU64::new(0)),
+                    };
+                    rt.block_on(backend.run(cmd_rx, shutdown_rx));
+                    rt.shutdown_timeout(Duration::from_secs(2));
+                }
+                let _ = done_tx.send(());
+            })?;
+        Ok(BackendHandle {
+            commands,
+            updates,
+            shutdown,
+            done,
+            thread: Some(thread),
+        })
+    }
+
+    /// Queues a command without waiting.
+    pub fn send(&self, command: Command) -> Result<(), SendError> {
+        self.commands.try_send(command).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => SendError::Busy,
+            mpsc::error::TrySendError::Closed(_) => SendError::Stopped,
+        })
+    }
+
+    /// The next update, if one is waiting.
+    pub fn try_recv(&mut self) -> Option<Update> {
+        self.updates.try_recv().ok()
+    }
+
+    /// Stops the backend: a running recording is stopped and saved first. Waits at most
+    /// `deadline`; returns whether the backend finished in time.
+    pub fn shutdown(&mut self, deadline: Duration) -> bool {
+        let _ = self.shutdown.send(true);
+        let finished = self.done.recv_timeout(deadline).is_ok();
+        if finished && let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        finished
+    }
+}
+
+impl Drop for BackendHandle {
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            self.shutdown(SHUTDOWN_DEADLINE);
+        }
+    }
+}
+
+struct Active {
+    session: PathBuf,
+    stop: watch::Sender<bool>,
+    removals: mpsc::Sender<RemovalRequest>,
+    task: tokio::task::JoinHandle<Finished>,
+}
+
+struct Backend {
+    config: BackendConfig,
+    settings: Settings,
+    store: Option<Arc<Store>>,
+    updates: mpsc::Sender<Update>,
+    waker: Waker,
+    active: Option<Active>,
+    /// Sessions this backend created (the only ones Discard may delete).
+    created: HashSet<PathBuf>,
+    latest_search: Arc<AtomicU64>,
+}
+
+async fn recording_done(active: &mut Option<Active>) -> Finished {
+    match active {
+        Some(a) => match (&mut a.task).await {
+            Ok(f) => f,
+            Err(_) => Finished {
+                session: a.session.clone(),
+                wav: PathBuf::new(),
+                transcript: String::new(),
+                duration_ms: 0,
+                complete: false,
+                halted: None,
+                error: Some("app.recording-task-failed".into()),
+            },
+        },
+        None => std::future::pending().await,
+    }
+}
+
+/// Sends an update and wakes the window.
+#[derive(Clone)]
+struct Notifier {
+    updates: mpsc::Sender<Update>,
+    waker: Waker,
+}
+
+impl Notifier {
+    async fn send(&self, update: Update) {
+        // The UI drains every frame; a full queue only waits for the next frame.
+        let _ = self.updates.send(update).await;
+        self.waker.wake();
+    }
+}
+
+impl Backend {
+    fn notifier(&self) -> Notifier {
+        Notifier {
+            updates: self.updates.clone(),
+            waker: self.waker.clone(),
+        }
+    }
+
+    async fn run(
+        mut self,
+        mut commands: mpsc::Receiver<Command>,
+        mut shutdown: watch::Receiver<bool>,
+    ) {
+        loop {
+            tokio::select! {
+                command = commands.recv() => match command {
+                    Some(c) => self.handle(c).await,
+                    None => break,
+                },
+                finished = recording_done(&mut self.active) => {
+                    self.active = None;
+                    self.notifier().send(Update::Ended(Box::new(finished))).await;
+                }
+                _ = shutdown.changed() => break,
+            }
+        }
+        // Quitting: a running recording is stopped and finished like a user's Stop.
+        if let Some(mut active) = self.active.take() {
+            let _ = active.stop.send(true);
+            if let Ok(Ok(finished)) =
+                tokio::time::timeout(SHUTDOWN_DEADLINE, &mut active.task).await
+            {
+                let _ = self.updates.try_send(Update::Ended(Box::new(finished)));
+            }
+        }
+    }
+
+    fn store(&mut self) -> Result<Arc<Store>, String> {
+        if let Some(s) = &self.store {
+            return Ok(s.clone());
+        }
+        let roots = self
+            .settings
+            .roots(self.config.dev)
+            .map_err(|e| e.code().to_owned())?;
+        let store = Arc::new(Store::new(roots));
+        self.store = Some(store.clone());
+        Ok(store)
+    }
+
+    async fn handle(&mut self, command: Command) {
+        let notify = self.notifier();
+        match command {
+            Command::Start => {
+                if let Err(code) = self.start(AudioOrigin::Microphone).await {
+                    notify.send(Update::StartFailed { code }).await;
+                }
+            }
+            Command::TranscribeAgain { wav } => {
+                if let Err(code) = self.start(AudioOrigin::File(wav)).await {
+                    notify.send(Update::StartFailed { code }).await;
+                }
+            }
+            Command::Stop => {
+                if let Some(a) = &self.active {
+                    let _ = a.stop.send(true);
+                }
+            }
+            Command::Remove { entry_id } => {
+                let Some(a) = &self.active else {
+                    notify
+                        .send(Update::Removal {
+                            entry_id,
+                            outcome: None,
+                        })
+                        .await;
+                    return;
+                };
+                let removals = a.removals.clone();
+                tokio::spawn(async move {
+                    let (reply, rx) = oneshot::channel();
+                    let req = RemovalRequest {
+                        entry_id: entry_id.clone(),
+                        reply,
+                    };
+                    let outcome = match removals.send(req).await {
+                        Ok(()) => rx.await.ok(),
+                        Err(_) => None,
+                    };
+                    notify.send(Update::Removal { entry_id, outcome }).await;
+                });
+            }
+            Command::Discard { session } => {
+                let update = self.discard(&session).await;
+                notify.send(update).await;
+            }
+            Command::Search { query, generation } => {
+                self.latest_search.store(generation, Ordering::SeqCst);
+                let latest = self.latest_search.clone();
+                let settings = self.settings.clone();
+                let dev = self.config.dev;
+                let store = self.store().ok();
+                let live = self.active.as_ref().map(|a| a.session.clone());
+                tokio::spawn(async move {
+                    let found = tokio::task::spawn_blocking(move || {
+                        run_search(
+                            &settings,
+                            dev,
+                            store.as_deref(),
+                            live.as_deref(),
+                            &query,
+                            generation,
+                            &latest,
+                        )
+                    })
+                    .await;
+                    if let Ok(Some(results)) = found {
+                        notify.send(Update::Results(Box::new(results))).await;
+                    }
+                });
+            }
+            Command::Open { location, leaf } => {
+                tokio::spawn(async move {
+                    let l = location.clone();
+                    let opened = tokio::task::spawn_blocking(move || open_session(&l, leaf))
+                        .await
+                        .unwrap_or_else(|_| Err("app.task-failed".into()));
+                    notify
+                        .send(match opened {
+                            Ok(o) => Update::Opened(Box::new(o)),
+                            Err(code) => Update::OpenFailed { location, code },
+                        })
+                        .await;
+                });
+            }
+            Command::Recover { location } => {
+                let live = self.active.as_ref().map(|a| a.session.clone());
+                tokio::spawn(async move {
+                    let l = location.clone();
+                    let result = if live.as_deref() == Some(location.as_path()) {
+                        Err("app.session-recording".into())
+                    } else {
+                        tokio::task::spawn_blocking(move || recover_session(&l))
+                            .await
+                            .unwrap_or_else(|_| Err("app.task-failed".into()))
+                    };
+                    notify
+                        .send(match result {
+                            Ok(summary) => Update::Recovered { location, summary },
+                            Err(code) => Update::RecoverFailed { location, code },
+                        })
+                        .await;
+                });
+            }
+            Command::SaveSettings { settings, api_key } => {
+                let update = self.save_settings(*settings, api_key).await;
+                notify.send(update).await;
+            }
+        }
+    }
+
+    async fn start(&mut self, origin: AudioOrigin) -> Result<(), String> {
+        if self.active.is_some() {
+            return Err("app.already-recording".into());
+        }
+        let key = self.config.keys.get()?;
+        let provider: ProviderSettings =
+            self.settings.provider().map_err(|e| e.code().to_owned())?;
+        let store = self.store()?;
+        let (source, kind): (Box<dyn AudioSource>, SourceKind) = match &origin {
+            AudioOrigin::Microphone => {
+                let mic = self.config.microphone.clone();
+                let device = self.settings.capture.device.clone();
+                let pre_roll = self.settings.capture.pre_roll_ms.min(500);
+                tokio::task::spawn_blocking(move || mic.open(device.as_deref(), pre_roll))
+                    .await
+                    .map_err(|_| "app.task-failed".to_owned())??
+            }
+            AudioOrigin::File(wav) => {
+                let source = FileSource::open(wav, self.config.replay_factor)
+                    .map_err(|e| e.code().to_owned())?;
+                (Box::new(source), SourceKind::Replay)
+            }
+        };
+        let store2 = store.clone();
+        let handle = tokio::task::spawn_blocking(move || store2.create_session())
+            .await
+            .map_err(|_| "app.task-failed".to_owned())?
+            .map_err(|e| e.code().to_owned())?;
+        let continuation = handle
+            .continuation(&LeafSelector::Default)
+            .map_err(|e| e.code().to_owned())?;
+        let session = handle.dir().to_path_buf();
+        self.created.insert(session.clone());
+        let (stop, stop_rx) = watch::channel(false);
+        let (view_tx, view_rx) = oneshot::channel();
+        let (removals, removals_rx) = mpsc::channel(16);
+        let level = Arc::new(AtomicU32::new(0));
+        let tap = LiveTap {
+            view: view_tx,
+            level: level.clone(),
+            removals: removals_rx,
+        };
+        let dir = session.clone();
+        let task = tokio::spawn(async move {
+            let result = pipeline::record_live(
+                continuation,
+                provider,
+                key,
+                source,
+                kind,
+                stop_rx,
+                Some(tap),
+            )
+            .await;
+            finished_from(dir, result)
+        });
+        self.active = Some(Active {
+            session: session.clone(),
+            stop,
+            removals,
+            task,
+        });
+        // The engine shows itself right after `recording.started` is durable; if the pipeline
+        // failed before that, its end (with the code) arrives as `Ended`.
+        if let Ok(Ok(view)) = tokio::time::timeout(START_DEADLINE, view_rx).await {
+            self.notifier()
+                .send(Update::Started {
+                    session,
+                    origin,
+                    live: Live { view, level },
+                })
+                .await;
+        }
+        Ok(())
+    }
+
+    async fn discard(&mut self, session: &Path) -> Update {
+        let failed = |code: &str| Update::DiscardFailed { code: code.into() };
+        if self.active.as_ref().is_some_and(|a| a.session == session) {
+            return failed("app.session-recording");
+        }
+        if !self.created.contains(session) {
+            return failed("app.not-created-here");
+        }
+        let store = match self.store() {
+            Ok(s) => s,
+            Err(code) => return failed(&code),
+        };
+        let path = session.to_path_buf();
+        let result = tokio::task::spawn_blocking(move || {
+            let handle = store.open_path(&path)?;
+            store.delete(&handle)
+        })
+        .await;
+        match result {
+            Ok(Ok(())) => {
+                self.created.remove(session);
+                Update::Discarded {
+                    session: session.to_path_buf(),
+                }
+            }
+            Ok(Err(e)) => failed(e.code()),
+            Err(_) => failed("app.task-failed"),
+        }
+    }
+
+    async fn save_settings(&mut self, settings: Settings, api_key: Option<String>) -> Update {
+        let failed = |code: &str| Update::SettingsFailed { code: code.into() };
+        if let Err(e) = settings.validate() {
+            return failed(e.code());
+        }
+        if let Some(key) = api_key {
+            let keys = self.config.keys.clone();
+            let key = key.trim().to_owned();
+            let stored = tokio::task::spawn_blocking(move || {
+                if key.is_empty() {
+                    keys.delete()
+                } else {
+                    keys.set(&key)
+                }
+            })
+            .await;
+            match stored {
+                Ok(Ok(())) => {}
+                Ok(Err(code)) => return failed(&code),
+                Err(_) => return failed("app.task-failed"),
+            }
+        }
+        if let Some(path) = self.config.settings_path.clone() {
+            let s = settings.clone();
+            match tokio::task::spawn_blocking(move || s.save(&path)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return failed(e.code()),
+                Err(_) => return failed("app.task-failed"),
+            }
+        }
+        if settings.sessions != self.settings.sessions {
+            // New roots: the next recording and search use a store for them.
+            self.store = None;
+        }
+        self.settings = settings;
+        Update::SettingsSaved
+    }
+}
+
+fn finished_from(
+    session: PathBuf,
+    result: Result<crate::capture::Transcription, crate::capture::CaptureError>,
+) -> Finished {
+    match result {
+        Ok(t) => Finished {
+            wav: session
+                .join(session::ASSETS_DIR)
+                .join(format!("{}.wav", t.recording_id)),
+            session,
+            transcript: t.report.transcript().join(" "),
+            duration_ms: t.duration_ms,
+            complete: t.report.complete && t.halted.is_none(),
+            halted: t.halted.or(t.report.halted),
+            error: None,
+        },
+        Err(e) => Finished {
+            session,
+            wav: PathBuf::new(),
+            transcript: String::new(),
+            duration_ms: 0,
+            complete: false,
+            halted: None,
+            error: Some(e.code().to_owned()),
+        },
+    }
+}
+
+/// One search (or listing) over the configured roots; `None` when a newer query superseded
+/// it before it finished.
+fn run_search(
+    settings: &Settings,
+    dev: bool,
+    store: Option<&Store>,
+    live: Option<&Path>,
+    query: &str,
+    generation: u64,
+    latest: &AtomicU64,
+) -> Option<SearchResults> {
+    let stale = || latest.load(Ordering::SeqCst) != generation;
+    let mut results = SearchResults {
+        generation,
+        ..SearchResults::default()
+    };
+    let roots = match settings.roots(dev) {
+        Ok(r) => r,
+        Err(e) => {
+            results.root_diagnostics.push(e.code().to_owned());
+            return Some(results);
+        }
+    };
+    let specs = RootSpec::from_roots(&roots, settings.sessions.directory.is_none());
+    if stale() {
+        return None;
+    }
+    let discovery = discover(&specs);
+    results.root_diagnostics = discovery
+        .root_diagnostics
+        .iter()
+        .map(|d| d.to_string())
+        .collect();
+    if stale() {
+        return None;
+    }
+    let request = PageRequest {
+        limit: SEARCH_LIMIT,
+        cursor: None,
+    };
+    let query = query.trim();
+    let page = if query.is_empty() {
+        search::list(&discovery, &request)
+    } else {
+        match Query::new(query) {
+            Ok(q) => search::search(&discovery, &q, &request),
+            Err(e) => {
+                results.error = Some(e.code());
+                return Some(results);
+            }
+        }
+    };
+    if stale() {
+        return None;
+    }
+    results.skipped = page
+        .skipped
+        .iter()
+        .map(|s| (s.location.clone(), s.code))
+        .collect();
+    results.rows = page
+        .rows
+        .into_iter()
+        .map(|r| {
+            let needs_recovery = r.diagnostic == Some("file.incomplete-tail")
+                || (live != Some(r.location.as_path())
+                    && store.is_some_and(|s| has_unfinished_recording(s, &r.location)));
+            ResultRow {
+                location: r.location,
+                session_id: r.session_id,
+                leaf: r.leaf_id,
+                label: r.label,
+                created: r.created,
+                excerpt: r.excerpt,
+                duplicate_of: r.duplicate_of,
+                diagnostic: r.diagnostic,
+                needs_recovery,
+            }
+        })
+        .collect();
+    Some(results)
+}
+
+fn has_unfinished_recording(store: &Store, location: &Path) -> bool {
+    store
+        .open_path(location)
+        .ok()
+        .and_then(|h: SessionHandle| crate::session::recover::unfinished_recordings(&h).ok())
+        .is_some_and(|u| !u.is_empty())
+}
+
+/// Reads `location` at `leaf` (read-only).
+pub fn open_session(location: &Path, leaf: Option<String>) -> Result<OpenedSession, String> {
+    let path = session::session_file(location);
+    let mut file = File::open(&path).map_err(|_| "app.session-unreadable".to_owned())?;
+    let index = session::scan_reader(&mut file).map_err(|_| "app.session-unreadable".to_owned())?;
+    let selector = match &leaf {
+        Some(id) => LeafSelector::Id(id.clone()),
+        None => LeafSelector::Default,
+    };
+    let projection = session::project(&index, &selector).map_err(|e| e.code().to_owned())?;
+    let items = session::history::effective_history(&mut file, &index, &projection)
+        .map_err(|e| e.code().to_owned())?;
+    let messages = items
+        .iter()
+        .filter_map(|item| {
+            let (role, blocks) = match &item.entry.body {
+                EntryBody::Message(m) => (
+                    match m.role {
+                        Role::User => "user",
+                        Role::Assistant => "assistant",
+                        Role::ToolResult => "tool",
+                    },
+                    m.content.clone(),
+                ),
+                EntryBody::CustomMessage(cm) => (
+                    "note",
+                    match &cm.content {
+                        CustomContent::Text(t) => vec![Block::text(t.clone())],
+                        CustomContent::Blocks(b) => b.clone(),
+                    },
+                ),
+                _ => return None,
+            };
+            let text: Vec<String> = blocks
+                .iter()
+                .map(|b| match b {
+                    Block::Text { text } => text.clone(),
+                    other => format!("[{}]", other.type_name()),
+                })
+                .collect();
+            Some(OpenedMessage {
+                role,
+                text: text.join(" "),
+            })
+        })
+        .collect();
+    Ok(OpenedSession {
+        location: location.to_path_buf(),
+        leaf: projection.leaf.map(|p| index.id(p).to_owned()),
+        messages,
+        retranscribable: retranscribable(location),
+    })
+}
+
+/// WAVs of recordings that ended incomplete, were interrupted, or never finished.
+fn retranscribable(location: &Path) -> Vec<PathBuf> {
+    let Ok(file) = File::open(session::session_file(location)) else {
+        return Vec::new();
+    };
+    let mut assets: Vec<(String, String)> = Vec::new();
+    let mut ok: HashMap<String, bool> = HashMap::new();
+    for line in BufReader::new(file).lines() {
+        let Ok(line) = line else { break };
+        if !line.contains("\"recording.") {
+            continue;
+        }
+        let Ok(v) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let id = v["recordingId"].as_str().unwrap_or_default().to_owned();
+        match v["type"].as_str() {
+            Some("recording.started") => {
+                if let Some(a) = v["asset"].as_str() {
+                    assets.push((id, a.to_owned()));
+                }
+            }
+            Some("recording.finished") => {
+                ok.insert(id, v["outcome"] == "complete");
+            }
+            Some("recording.interrupted") => {
+                ok.insert(id, false);
+            }
+            _ => {}
+        }
+    }
+    assets
+        .into_iter()
+        .filter(|(id, _)| !ok.get(id).copied().unwrap_or(false))
+        .map(|(_, asset)| location.join(asset))
+        .filter(|p| p.is_file())
+        .collect()
+}
+
+/// Explicit recovery of one session folder, then reconciliation of confirmed removals.
+fn recover_session(location: &Path) -> Result<String, String> {
+    use crate::session::recover::{RecordingOutcome, TailOutcome};
+    let name = location
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| "store.invalid-name".to_owned())?
+        .to_owned();
+    let parent = location.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let roots = Roots::new(parent, Vec::new()).map_err(|e| e.code().to_owned())?;
+    let store = Store::new(roots);
+    let report = store.recover(0, &name).map_err(|e| e.code().to_owned())?;
+    let mut parts = Vec::new();
+    match report.tail {
+        TailOutcome::Clean => {}
+        TailOutcome::AddedNewline => parts.push("added the final newline".to_owned()),
+        TailOutcome::PreservedFragment { bytes, .. } => {
+            parts.push(format!("kept a {bytes}-byte incomplete record aside"))
+        }
+    }
+    for r in &report.recordings {
+        parts.push(match r {
+            RecordingOutcome::Recovered { duration_ms, .. } => {
+                format!(
+                    "recovered a recording of {:.1} s",
+                    *duration_ms as f64 / 1000.0
+                )
+            }
+            RecordingOutcome::Live { .. } => "a recording is still live; left alone".into(),
+            RecordingOutcome::NoAudio { .. } => "marked a recording without audio".into(),
+        });
+    }
+    if let Ok(handle) = store.open_session(0, &name)
+        && let Ok(done) = crate::realtime::removal::reconcile(&handle)
+    {
+        let applied = done
+            .iter()
+            .filter(|d| matches!(d, crate::realtime::removal::Reconciled::Applied { .. }))
+            .count();
+        if applied > 0 {
+            parts.push(format!("applied {applied} confirmed removal(s)"));
+        }
+    }
+    Ok(if parts.is_empty() {
+        "nothing needed recovery".into()
+    } else {
+        parts.join("; ")
+    })
+}

@@ -1,0 +1,137 @@
+//! The desktop app: a menu-bar icon and a small egui window over the library.
+//!
+//! ```text
+//!  main thread (eframe/winit)            backend thread (tokio)
+//!  ┌───────────────────────────┐  Command  ┌──────────────────────────────┐
+//!  │ Shell: tray, hotkey, quit │─────────► │ Backend: recording pipeline, │
+//!  │ PersykUi: view model + UI │ ◄──────── │ search, open, recover, save  │
+//!  └───────────────────────────┘  Update   └──────────────────────────────┘
+//!        ▲ ShellEvent (tray/menu/hotkey threads) + request_repaint
+//! ```
+//!
+//! Module map: [`model`] (messages and view data), [`backend`] (the worker), [`ui`] (egui
+//! rendering of the view model; tested headless with egui_kittest), [`effects`] (clipboard,
+//! notifications), [`tray`], [`hotkey`], [`shell`] (the eframe `App`), `macos` (AppKit
+//! pieces, macOS only).
+//!
+//! Invariants:
+//! - The core modules (`session`, `realtime`, `capture`) never import this module.
+//! - The UI thread never blocks on a file, socket or device, except when quitting: quitting
+//!   waits (bounded) for a running recording to be finished and saved.
+//! - Nothing repaints on a timer while idle.
+
+pub mod backend;
+pub mod effects;
+pub mod hotkey;
+#[cfg(target_os = "macos")]
+mod macos;
+pub mod model;
+pub mod shell;
+pub mod tray;
+pub mod ui;
+
+use std::sync::Arc;
+
+use eframe::egui;
+
+use backend::{BackendConfig, BackendHandle, SystemKeys, SystemMicrophone};
+use model::Waker;
+use shell::{Shell, ShellOptions};
+use ui::PersykUi;
+
+use crate::settings::{self, Settings};
+
+/// Why the app could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error("app.backend-failed: the background worker could not start")]
+    Backend,
+    #[error("app.window-failed: the window could not be opened ({0})")]
+    Window(String),
+}
+
+fn native_options() -> eframe::NativeOptions {
+    eframe::NativeOptions {
+        viewport: egui::ViewportBuilder::default()
+            .with_title("Persyk")
+            .with_app_id("persyk")
+            .with_inner_size([520.0, 600.0])
+            .with_min_inner_size([360.0, 320.0]),
+        ..Default::default()
+    }
+}
+
+/// Runs the app until the user quits.
+pub fn run(options: ShellOptions) -> Result<(), AppError> {
+    let path = settings::settings_path();
+    let (loaded, settings_problem) = match path.as_deref().map(Settings::load) {
+        Some(Ok(s)) => (s, None),
+        Some(Err(e)) => (Settings::default(), Some(e)),
+        None => (Settings::default(), None),
+    };
+    let keys = Arc::new(SystemKeys);
+    let key_stored = backend::KeyStore::get(&*keys).is_ok();
+    let waker = Waker::new();
+    let backend = BackendHandle::spawn(
+        BackendConfig {
+            settings_path: path,
+            dev: settings::is_dev(),
+            microphone: Arc::new(SystemMicrophone::default()),
+            keys,
+            replay_factor: 4.0,
+        },
+        loaded.clone(),
+        waker.clone(),
+    )
+    .map_err(|_| AppError::Backend)?;
+    let mut ui = PersykUi::new(
+        backend,
+        Box::new(effects::SystemEffects::new()),
+        waker,
+        loaded,
+        key_stored,
+    );
+    if let Some(e) = settings_problem {
+        eprintln!("persyk: {e}");
+        ui.set_settings_note(format!(
+            "{e}. Persyk uses the defaults; saving settings replaces the file."
+        ));
+    }
+    eframe::run_native(
+        "Persyk",
+        native_options(),
+        Box::new(move |cc| {
+            #[cfg(target_os = "macos")]
+            {
+                macos::set_accessory_policy();
+                ui.set_microphone_note(macos::microphone_note());
+            }
+            Ok(Box::new(Shell::new(&cc.egui_ctx, ui, options)))
+        }),
+    )
+    .map_err(|e| AppError::Window(e.to_string()))
+}
+
+/// An empty eframe window with the same options: the baseline the app's figures (launch
+/// time, idle CPU, memory) are measured against.
+pub fn run_bare() -> Result<(), AppError> {
+    struct Bare;
+    impl eframe::App for Bare {
+        fn logic(&mut self, ctx: &egui::Context, _frame: &mut eframe::Frame) {
+            if ctx.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::Q)) {
+                ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+            }
+        }
+        fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+            egui::Frame::central_panel(ui.style()).show(ui, |ui| {
+                ui.label("Persyk baseline window");
+            });
+        }
+    }
+    eframe::run_native(
+        "Persyk",
+        native_options(),
+        Box::new(|_cc| Ok(Box::new(Bare))),
+    )
+    .map_err(|e| AppError::Window(e.to_string()))
+}

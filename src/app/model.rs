@@ -1,0 +1,210 @@
+//! The messages between the UI and the backend, and the plain data the UI renders.
+//!
+//! Nothing here touches a file, a socket or a window: the UI sends [`Command`]s, the backend
+//! answers with [`Update`]s, and a [`Waker`] asks the window for a repaint after each one.
+//!
+//! Invariants:
+//! - Provisional text only ever reaches the UI through the engine's view (`EngineView::
+//!   provisional`); [`Finished::transcript`] is built from surviving canonical user messages.
+//! - Updates carry stable codes, never message text, in their error fields.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use eframe::egui;
+use tokio::sync::watch;
+
+use crate::realtime::engine::{EngineView, RemovalOutcome};
+use crate::settings::Settings;
+
+/// What the UI asks the backend to do.
+#[derive(Debug)]
+pub enum Command {
+    /// Start dictating from the microphone into a new session.
+    Start,
+    /// Stream a saved recording through the file source into a new session.
+    TranscribeAgain { wav: PathBuf },
+    /// Stop the running recording (it finishes and is saved).
+    Stop,
+    /// Remove a published canonical message of the running recording.
+    Remove { entry_id: String },
+    /// Delete the session the app just created (the user confirmed).
+    Discard { session: PathBuf },
+    /// Search the configured roots (an empty query lists recent sessions).
+    Search { query: String, generation: u64 },
+    /// Read a session's conversation at a pinned leaf (`None`: the default leaf).
+    Open {
+        location: PathBuf,
+        leaf: Option<String>,
+    },
+    /// Explicit recovery of a damaged session.
+    Recover { location: PathBuf },
+    /// Persist settings; `api_key` replaces the stored key when `Some` (empty: delete it).
+    SaveSettings {
+        settings: Box<Settings>,
+        api_key: Option<String>,
+    },
+}
+
+/// Where a recording's audio comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AudioOrigin {
+    Microphone,
+    /// "Transcribe again" of this saved WAV.
+    File(PathBuf),
+}
+
+/// The live side of a running recording.
+#[derive(Debug, Clone)]
+pub struct Live {
+    pub view: watch::Receiver<EngineView>,
+    pub level: Arc<AtomicU32>,
+}
+
+impl Live {
+    /// RMS of the latest 100 ms of input, 0.0–1.0.
+    pub fn level(&self) -> f32 {
+        f32::from_bits(self.level.load(Ordering::Relaxed))
+    }
+}
+
+/// How a recording ended.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub session: PathBuf,
+    /// The recording's WAV asset (what "Transcribe again" streams).
+    pub wav: PathBuf,
+    /// The surviving canonical user text, joined by spaces: what goes to the clipboard.
+    pub transcript: String,
+    pub duration_ms: u64,
+    /// Every message was transcribed and the capture ran to the user's stop.
+    pub complete: bool,
+    /// Why capture or the connection stopped early (a code or the engine's reason).
+    pub halted: Option<String>,
+    /// The recording could not be finished at all (a stable code).
+    pub error: Option<String>,
+}
+
+/// One search or listing row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResultRow {
+    pub location: PathBuf,
+    pub session_id: Option<String>,
+    /// The leaf the row was computed at: opening the row shows exactly this.
+    pub leaf: Option<String>,
+    pub label: String,
+    pub created: Option<String>,
+    pub excerpt: Option<String>,
+    pub duplicate_of: Option<PathBuf>,
+    /// The file's first diagnostic code.
+    pub diagnostic: Option<&'static str>,
+    /// An incomplete tail or an unfinished recording: "Recover" applies.
+    pub needs_recovery: bool,
+}
+
+/// One answered search.
+#[derive(Debug, Clone, Default)]
+pub struct SearchResults {
+    pub generation: u64,
+    pub rows: Vec<ResultRow>,
+    /// Problems with configured roots (missing, unreadable): shown, never hidden.
+    pub root_diagnostics: Vec<String>,
+    /// Sessions the search could not look into.
+    pub skipped: Vec<(PathBuf, &'static str)>,
+    /// The query was not valid (a stable code).
+    pub error: Option<&'static str>,
+}
+
+/// A message of an opened session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenedMessage {
+    pub role: &'static str,
+    pub text: String,
+}
+
+/// A session read at a pinned leaf (read-only).
+#[derive(Debug, Clone, Default)]
+pub struct OpenedSession {
+    pub location: PathBuf,
+    pub leaf: Option<String>,
+    pub messages: Vec<OpenedMessage>,
+    /// WAVs of recordings that failed or are incomplete ("Transcribe again").
+    pub retranscribable: Vec<PathBuf>,
+}
+
+/// What the backend tells the UI.
+#[derive(Debug)]
+pub enum Update {
+    Started {
+        session: PathBuf,
+        origin: AudioOrigin,
+        live: Live,
+    },
+    /// A recording could not start (a stable code); nothing was recorded.
+    StartFailed {
+        code: String,
+    },
+    Ended(Box<Finished>),
+    /// The outcome of a removal; `None`: the recording ended before the provider answered.
+    Removal {
+        entry_id: String,
+        outcome: Option<RemovalOutcome>,
+    },
+    Discarded {
+        session: PathBuf,
+    },
+    DiscardFailed {
+        code: String,
+    },
+    Results(Box<SearchResults>),
+    Opened(Box<OpenedSession>),
+    OpenFailed {
+        location: PathBuf,
+        code: String,
+    },
+    Recovered {
+        location: PathBuf,
+        summary: String,
+    },
+    RecoverFailed {
+        location: PathBuf,
+        code: String,
+    },
+    SettingsSaved,
+    SettingsFailed {
+        code: String,
+    },
+}
+
+/// Wakes the window after an update. The context is known only once the first frame runs;
+/// until then nothing needs waking (the first frame drains everything).
+#[derive(Clone, Default)]
+pub struct Waker {
+    ctx: Arc<OnceLock<egui::Context>>,
+}
+
+impl Waker {
+    pub fn new() -> Waker {
+        Waker::default()
+    }
+
+    /// Remembers the window's context (idempotent).
+    pub fn attach(&self, ctx: &egui::Context) {
+        let _ = self.ctx.set(ctx.clone());
+    }
+
+    pub fn wake(&self) {
+        if let Some(ctx) = self.ctx.get() {
+            ctx.request_repaint();
+        }
+    }
+}
+
+impl std::fmt::Debug for Waker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Waker")
+            .field("attached", &self.ctx.get().is_some())
+            .finish()
+    }
+}

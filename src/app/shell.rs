@@ -1,0 +1,218 @@
+//! The eframe application: window rules, the tray, the hotkey and quitting.
+//!
+//! Invariants:
+//! - Tray, menu and hotkey callbacks run on other threads; they only queue a [`ShellEvent`]
+//!   (bounded) and request a repaint. [`Shell::logic`] applies them on the UI thread, also
+//!   while the window is hidden.
+//! - Closing the window hides it when a tray icon exists; without one, closing quits (the
+//!   app would otherwise be unreachable).
+//! - Quitting (menu, ⌘Q/Ctrl+Q, or closing without a tray) stops a running recording and
+//!   waits, bounded, until its session is finished before the process exits.
+
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::time::Duration;
+
+use eframe::egui;
+
+use super::backend::SHUTDOWN_DEADLINE;
+use super::hotkey;
+use super::tray::{Tray, TrayError};
+use super::ui::{Page, PersykUi};
+use crate::settings::HotkeyMode;
+
+/// A tray menu entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MenuAction {
+    Toggle,
+    CopyLast,
+    Open,
+    Search,
+    Settings,
+    Quit,
+}
+
+/// Something the OS told us, queued for the UI thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShellEvent {
+    Menu(MenuAction),
+    TrayClick,
+    /// The global hotkey was pressed (`true`) or released.
+    Hotkey(bool),
+}
+
+/// How the app starts.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ShellOptions {
+    /// Start in the menu bar only (ignored without a tray icon).
+    pub hidden: bool,
+}
+
+/// The running app.
+pub struct Shell {
+    ui: PersykUi,
+    events: Receiver<ShellEvent>,
+    post: Arc<dyn Fn(ShellEvent) + Send + Sync>,
+    tray: Option<Tray>,
+    hotkey: Option<hotkey::Registered>,
+    hotkey_generation: Option<u64>,
+    quitting: bool,
+    shut_down: bool,
+}
+
+impl Shell {
+    /// Builds the shell inside eframe's creation closure (main thread, loop running).
+    pub fn new(ctx: &egui::Context, mut ui: PersykUi, options: ShellOptions) -> Shell {
+        let (tx, events): (SyncSender<ShellEvent>, _) = sync_channel(64);
+        let post: Arc<dyn Fn(ShellEvent) + Send + Sync> = {
+            let ctx = ctx.clone();
+            Arc::new(move |e| {
+                let _ = tx.try_send(e);
+                ctx.request_repaint();
+            })
+        };
+        let tray = match Tray::create(post.clone()) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                eprintln!("persyk: {e}");
+                ui.set_tray_note(Some(match e {
+                    TrayError::NoHost => "No menu-bar/tray icon on this desktop: Persyk stays in \
+                                          this window, and closing it quits."
+                        .into(),
+                    TrayError::Failed => "The tray icon could not be created: Persyk stays in \
+                                          this window, and closing it quits."
+                        .into(),
+                }));
+                None
+            }
+        };
+        if options.hidden && tray.is_some() {
+            ctx.send_viewport_cmd(egui::ViewportCommand::Visible(false));
+        }
+        let mut shell = Shell {
+            ui,
+            events,
+            post,
+            tray,
+            hotkey: None,
+            hotkey_generation: None,
+            quitting: false,
+            shut_down: false,
+        };
+        shell.sync_hotkey();
+        shell
+    }
+
+    fn sync_hotkey(&mut self) {
+        let generation = self.ui.settings_generation();
+        if self.hotkey_generation == Some(generation) {
+            return;
+        }
+        self.hotkey_generation = Some(generation);
+        self.hotkey = None;
+        self.ui.hotkey_note = None;
+        match hotkey::parse(&self.ui.settings().hotkey) {
+            Ok(None) => {}
+            Ok(Some(keys)) => {
+                let post = self.post.clone();
+                match hotkey::Registered::register(keys, move |pressed| {
+                    post(ShellEvent::Hotkey(pressed))
+                }) {
+                    Ok(r) => self.hotkey = Some(r),
+                    Err(e) => {
+                        eprintln!("persyk: {e}");
+                        self.ui.hotkey_note = Some(format!(
+                            "{e}. The menu-bar icon and the Start button still work."
+                        ));
+                    }
+                }
+            }
+            Err(e) => self.ui.hotkey_note = Some(e.to_string()),
+        }
+    }
+
+    fn show(&mut self, ctx: &egui::Context, page: Option<Page>) {
+        if let Some(p) = page {
+            self.ui.show_page(p);
+        }
+        ctx.send_viewport_cmd(egui::ViewportCommand::Visible(true));
+        ctx.send_viewport_cmd(egui::ViewportCommand::Focus);
+    }
+
+    fn quit(&mut self, ctx: &egui::Context) {
+        self.quitting = true;
+        self.shutdown();
+        ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+    }
+
+    fn shutdown(&mut self) {
+        if !self.shut_down {
+            self.shut_down = true;
+            if !self.ui.shutdown(SHUTDOWN_DEADLINE) {
+                eprintln!("persyk: the background worker did not stop in time");
+            }
+        }
+    }
+
+    fn handle(&mut self, ctx: &egui::Context, event: ShellEvent) {
+        match event {
+            ShellEvent::TrayClick | ShellEvent::Menu(MenuAction::Toggle) => self.ui.toggle(),
+            ShellEvent::Menu(MenuAction::CopyLast) => self.ui.copy_last(),
+            ShellEvent::Menu(MenuAction::Open) => self.show(ctx, None),
+            ShellEvent::Menu(MenuAction::Search) => self.show(ctx, Some(Page::Search)),
+            ShellEvent::Menu(MenuAction::Settings) => self.show(ctx, Some(Page::Settings)),
+            ShellEvent::Menu(MenuAction::Quit) => self.quit(ctx),
+            ShellEvent::Hotkey(pressed) => match self.ui.settings().hotkey.mode {
+                HotkeyMode::Toggle if pressed => self.ui.toggle(),
+                HotkeyMode::Toggle => {}
+                HotkeyMode::PushToTalk if pressed => self.ui.start(),
+                HotkeyMode::PushToTalk => self.ui.stop(),
+            },
+        }
+    }
+}
+
+impl eframe::App for Shell {
+    fn logic(&mut self, ctx: &egui::Context, _frame: &mut eframe::Frame) {
+        self.ui.process(ctx);
+        while let Ok(e) = self.events.try_recv() {
+            self.handle(ctx, e);
+        }
+        if self.quitting {
+            return;
+        }
+        if ctx.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::Q)) {
+            self.quit(ctx);
+            return;
+        }
+        if ctx.input(|i| i.viewport().close_requested()) {
+            if self.tray.is_some() {
+                ctx.send_viewport_cmd(egui::ViewportCommand::CancelClose);
+                ctx.send_viewport_cmd(egui::ViewportCommand::Visible(false));
+            } else {
+                self.quit(ctx);
+                return;
+            }
+        }
+        self.sync_hotkey();
+        if let Some(tray) = &mut self.tray {
+            tray.sync(
+                self.ui.tray_state(),
+                self.ui.is_recording(),
+                self.ui.last_transcript().is_some(),
+            );
+        }
+        if self.ui.is_recording() {
+            // The tray icon follows the engine's state even while the window is hidden.
+            ctx.request_repaint_after(Duration::from_millis(250));
+        }
+    }
+
+    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        self.ui.ui(ui);
+    }
+
+    fn on_exit(&mut self) {
+        self.shutdown();
+    }
+}

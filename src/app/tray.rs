@@ -1,0 +1,241 @@
+//! The menu-bar (macOS) / status-notifier (Linux, `ksni`) icon and its menu.
+//!
+//! Invariants:
+//! - Created on the main thread after the event loop runs (eframe's creation closure).
+//! - Menu and icon events only queue a [`ShellEvent`] and wake the window; they never touch
+//!   app state from the tray's thread.
+//! - Where no tray host exists (a Linux desktop without a status-notifier host), creation
+//!   reports [`TrayError::NoHost`] and the app keeps its window instead.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tray_icon::menu::{Menu, MenuEvent, MenuId, MenuItem, PredefinedMenuItem};
+use tray_icon::{Icon, MouseButton, MouseButtonState, TrayIcon, TrayIconBuilder, TrayIconEvent};
+
+use super::shell::{MenuAction, ShellEvent};
+
+/// What the icon shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TrayState {
+    Idle,
+    Connecting,
+    Recording,
+    Finishing,
+    Error,
+}
+
+impl TrayState {
+    pub const ALL: [TrayState; 5] = [
+        TrayState::Idle,
+        TrayState::Connecting,
+        TrayState::Recording,
+        TrayState::Finishing,
+        TrayState::Error,
+    ];
+
+    /// The template PNG (44×44, black on transparent) drawn for the menu bar.
+    pub fn png(self) -> &'static [u8] {
+        match self {
+            TrayState::Idle => include_bytes!("../../assets/tray/idle.png"),
+            TrayState::Connecting => include_bytes!("../../assets/tray/connecting.png"),
+            TrayState::Recording => include_bytes!("../../assets/tray/recording.png"),
+            TrayState::Finishing => include_bytes!("../../assets/tray/finishing.png"),
+            TrayState::Error => include_bytes!("../../assets/tray/error.png"),
+        }
+    }
+
+    pub fn tooltip(self) -> &'static str {
+        match self {
+            TrayState::Idle => "Persyk — ready",
+            TrayState::Connecting => "Persyk — connecting…",
+            TrayState::Recording => "Persyk — recording",
+            TrayState::Finishing => "Persyk — finishing…",
+            TrayState::Error => "Persyk — the last recording had a problem",
+        }
+    }
+}
+
+/// Why there is no tray icon.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TrayError {
+    #[error(
+        "tray.no-host: this desktop shows no status-notifier (tray) icons; Persyk keeps its window open instead"
+    )]
+    NoHost,
+    #[error("tray.failed: the tray icon could not be created")]
+    Failed,
+}
+
+impl TrayError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            TrayError::NoHost => "tray.no-host",
+            TrayError::Failed => "tray.failed",
+        }
+    }
+}
+
+/// The decoded RGBA of a state's icon. On Linux panels may be dark or light, so the black
+/// template glyph is tinted mid-grey there; macOS tints template images itself.
+pub fn icon_rgba(state: TrayState) -> Option<(Vec<u8>, u32, u32)> {
+    let data = eframe::icon_data::from_png_bytes(state.png()).ok()?;
+    let mut rgba = data.rgba;
+    if cfg!(not(target_os = "macos")) {
+        for px in rgba.chunks_exact_mut(4) {
+            px[0] = 0x90;
+            px[1] = 0x90;
+            px[2] = 0x90;
+        }
+    }
+    Some((rgba, data.width, data.height))
+}
+
+/// The live tray icon.
+pub struct Tray {
+    icon: TrayIcon,
+    icons: HashMap<TrayState, Icon>,
+    state: TrayState,
+    toggle: MenuItem,
+    copy_last: MenuItem,
+    recording: bool,
+}
+
+impl Tray {
+    /// Creates the icon and menu; events go to `post`.
+    pub fn create(post: Arc<dyn Fn(ShellEvent) + Send + Sync>) -> Result<Tray, TrayError> {
+        if !host_available() {
+            return Err(TrayError::NoHost);
+        }
+        let mut icons = HashMap::new();
+        for s in TrayState::ALL {
+            let (rgba, w, h) = icon_rgba(s).ok_or(TrayError::Failed)?;
+            icons.insert(
+                s,
+                Icon::from_rgba(rgba, w, h).map_err(|_| TrayError::Failed)?,
+            );
+        }
+        let toggle = MenuItem::new("Start dictation", true, None);
+        let copy_last = MenuItem::new("Copy last transcription", false, None);
+        let open = MenuItem::new("Open Persyk", true, None);
+        let search = MenuItem::new("Search history…", true, None);
+        let settings = MenuItem::new("Settings…", true, None);
+        let quit = MenuItem::new("Quit Persyk", true, None);
+        let menu = Menu::new();
+        menu.append_items(&[
+            &toggle,
+            &copy_last,
+            &PredefinedMenuItem::separator(),
+            &open,
+            &search,
+            &settings,
+            &PredefinedMenuItem::separator(),
+            &quit,
+        ])
+        .map_err(|_| TrayError::Failed)?;
+        let actions: HashMap<MenuId, MenuAction> = [
+            (toggle.id().clone(), MenuAction::Toggle),
+            (copy_last.id().clone(), MenuAction::CopyLast),
+            (open.id().clone(), MenuAction::Open),
+            (search.id().clone(), MenuAction::Search),
+            (settings.id().clone(), MenuAction::Settings),
+            (quit.id().clone(), MenuAction::Quit),
+        ]
+        .into_iter()
+        .collect();
+        {
+            let post = post.clone();
+            MenuEvent::set_event_handler(Some(move |e: MenuEvent| {
+                if let Some(a) = actions.get(e.id()) {
+                    post(ShellEvent::Menu(*a));
+                }
+            }));
+        }
+        TrayIconEvent::set_event_handler(Some(move |e: TrayIconEvent| {
+            if let TrayIconEvent::Click {
+                button: MouseButton::Left,
+                button_state: MouseButtonState::Up,
+                ..
+            } = e
+            {
+                post(ShellEvent::TrayClick);
+            }
+        }));
+        let idle = icons
+            .get(&TrayState::Idle)
+            .cloned()
+            .ok_or(TrayError::Failed)?;
+        let builder = TrayIconBuilder::new()
+            .with_menu(Box::new(menu))
+            .with_tooltip(TrayState::Idle.tooltip())
+            .with_menu_on_left_click(false);
+        // macOS recolours a template image for light and dark menu bars.
+        #[cfg(target_os = "macos")]
+        let builder = builder.with_icon_templated(idle);
+        #[cfg(not(target_os = "macos"))]
+        let builder = builder.with_icon(idle);
+        let icon = builder.build().map_err(|_| TrayError::Failed)?;
+        Ok(Tray {
+            icon,
+            icons,
+            state: TrayState::Idle,
+            toggle,
+            copy_last,
+            recording: false,
+        })
+    }
+
+    /// Shows `state`, the toggle's label and whether there is something to copy.
+    pub fn sync(&mut self, state: TrayState, recording: bool, can_copy: bool) {
+        if state != self.state {
+            if let Some(icon) = self.icons.get(&state) {
+                #[cfg(target_os = "macos")]
+                let _ = self.icon.set_icon_templated(Some(icon.clone()));
+                #[cfg(not(target_os = "macos"))]
+                let _ = self.icon.set_icon(Some(icon.clone()));
+            }
+            let _ = self.icon.set_tooltip(Some(state.tooltip()));
+            self.state = state;
+        }
+        if recording != self.recording {
+            self.toggle.set_text(if recording {
+                "Stop dictation"
+            } else {
+                "Start dictation"
+            });
+            self.recording = recording;
+        }
+        if self.copy_last.is_enabled() != can_copy {
+            self.copy_last.set_enabled(can_copy);
+        }
+    }
+}
+
+impl Drop for Tray {
+    fn drop(&mut self) {
+        MenuEvent::set_event_handler(None::<fn(MenuEvent)>);
+        TrayIconEvent::set_event_handler(None::<fn(TrayIconEvent)>);
+    }
+}
+
+/// Whether a status-notifier host is registered on the session bus (Linux).
+#[cfg(target_os = "linux")]
+pub fn host_available() -> bool {
+    let probe = || -> zbus::Result<bool> {
+        let conn = zbus::blocking::Connection::session()?;
+        let proxy = zbus::blocking::Proxy::new(
+            &conn,
+            "org.kde.StatusNotifierWatcher",
+            "/StatusNotifierWatcher",
+            "org.kde.StatusNotifierWatcher",
+        )?;
+        proxy.get_property::<bool>("IsStatusNotifierHostRegistered")
+    };
+    probe().unwrap_or(false)
+}
+
+/// The macOS menu bar always exists.
+#[cfg(not(target_os = "linux"))]
+pub fn host_available() -> bool {
+    true
+}

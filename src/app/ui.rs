@@ -1,0 +1,1282 @@
+//! The window's content: dictation, search and settings, rendered from a view model.
+//!
+//! [`PersykUi`] owns the UI state only. It sends [`Command`]s to the backend and applies the
+//! [`Update`]s it gets back in [`PersykUi::process`] (called every frame and, while the
+//! window is hidden, from the shell's `logic`). Rendering collects [`Action`]s and applies
+//! them after the frame's layout, so no widget code mutates domain state.
+//!
+//! Invariants:
+//! - Provisional text is drawn marked "not yet saved" and has no copy or remove control.
+//! - The clipboard only ever receives canonical text: a finished recording's surviving user
+//!   text, a published message, or an opened session's saved message.
+//! - No timer runs while idle: repaints are requested only while a recording runs (meter and
+//!   elapsed time) or a search is debouncing.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use eframe::egui::{self, Color32, RichText, text::LayoutJob};
+
+use super::backend::BackendHandle;
+use super::effects::{Effects, first_words};
+use super::hotkey;
+use super::model::{
+    AudioOrigin, Command, Finished, Live, OpenedSession, ResultRow, SearchResults, Update, Waker,
+};
+use super::tray::TrayState;
+use crate::realtime::engine::{EngineState, EngineView, RemovalOutcome};
+use crate::settings::{HotkeyMode, Settings};
+
+/// Quiet time after typing before a search runs.
+pub const SEARCH_DEBOUNCE: Duration = Duration::from_millis(250);
+/// Repaint cadence while a recording runs (level meter, elapsed time).
+const LIVE_REPAINT: Duration = Duration::from_millis(100);
+
+/// The window's pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Page {
+    Dictation,
+    Search,
+    Settings,
+}
+
+/// A removal's progress.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RemovalStatus {
+    Waiting,
+    Answered(RemovalOutcome),
+    /// The recording ended before the provider answered.
+    NoAnswer,
+}
+
+impl RemovalStatus {
+    fn describe(&self) -> String {
+        match self {
+            RemovalStatus::Waiting => "Removing… waiting for the provider".into(),
+            RemovalStatus::Answered(RemovalOutcome::Removed) => "Removed".into(),
+            RemovalStatus::Answered(RemovalOutcome::Rejected(code)) => format!(
+                "The provider refused the removal ({}); the message stays",
+                code.as_deref().unwrap_or("no code")
+            ),
+            RemovalStatus::Answered(RemovalOutcome::TimedOut) => {
+                "No answer in time: the connection was closed and the recording stopped; the message stays".into()
+            }
+            RemovalStatus::Answered(RemovalOutcome::PendingLocal) => {
+                "Removed at the provider; saving the removal failed and will be retried by Recover".into()
+            }
+            RemovalStatus::Answered(RemovalOutcome::NotRemovable) => {
+                "This message cannot be removed".into()
+            }
+            RemovalStatus::NoAnswer => {
+                "The recording ended before the provider answered; the message stays".into()
+            }
+        }
+    }
+}
+
+struct LiveRec {
+    session: PathBuf,
+    origin: AudioOrigin,
+    live: Live,
+    started: Instant,
+    stopping: bool,
+}
+
+struct DoneRec {
+    finished: Finished,
+    /// The engine's final view (messages with removals, gaps), when the engine ran.
+    view: Option<EngineView>,
+    clipboard: Option<Result<(), String>>,
+    discarded: bool,
+}
+
+enum Dictation {
+    Idle,
+    Starting,
+    Live(LiveRec),
+    Done(Box<DoneRec>),
+    Failed(String),
+}
+
+#[derive(Default)]
+struct SearchState {
+    query: String,
+    generation: u64,
+    edited_at: Option<Instant>,
+    waiting: bool,
+    results: Option<SearchResults>,
+    opened: Option<OpenedSession>,
+    opening: bool,
+    message: Option<(String, bool)>,
+}
+
+/// The Settings page's editable copy.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SettingsForm {
+    pub api_key: String,
+    pub key_stored: bool,
+    pub base_url: String,
+    pub conversation: bool,
+    pub model: String,
+    pub language: String,
+    pub device: String,
+    pub directory: String,
+    pub additional: String,
+    pub pre_roll_ms: u32,
+    pub hotkey: String,
+    pub push_to_talk: bool,
+}
+
+impl SettingsForm {
+    fn from_settings(s: &Settings, key_stored: bool) -> SettingsForm {
+        SettingsForm {
+            api_key: String::new(),
+            key_stored,
+            base_url: s.provider.base_url.clone().unwrap_or_default(),
+            conversation: s.provider.mode.as_deref() == Some("conversation"),
+            model: s.provider.transcription_model.clone().unwrap_or_default(),
+            language: s.provider.language.clone().unwrap_or_default(),
+            device: s.capture.device.clone().unwrap_or_default(),
+            directory: s
+                .sessions
+                .directory
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            additional: s
+                .sessions
+                .additional_directories
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            pre_roll_ms: s.capture.pre_roll_ms,
+            hotkey: s
+                .hotkey
+                .keys
+                .clone()
+                .unwrap_or_else(|| crate::settings::DEFAULT_HOTKEY.to_owned()),
+            push_to_talk: s.hotkey.mode == HotkeyMode::PushToTalk,
+        }
+    }
+
+    /// The settings this form describes, keeping whatever `base` has that the form does not
+    /// show (unknown keys included).
+    fn to_settings(&self, base: &Settings) -> Settings {
+        let opt = |s: &str| {
+            let t = s.trim();
+            (!t.is_empty()).then(|| t.to_owned())
+        };
+        let mut s = base.clone();
+        s.provider.base_url = opt(&self.base_url);
+        // "dictation" is the default: written only if the file already named a mode.
+        s.provider.mode = if self.conversation {
+            Some("conversation".to_owned())
+        } else {
+            base.provider.mode.as_ref().map(|_| "dictation".to_owned())
+        };
+        s.provider.transcription_model = opt(&self.model);
+        s.provider.language = opt(&self.language);
+        s.capture.device = opt(&self.device);
+        s.capture.pre_roll_ms = self.pre_roll_ms;
+        s.sessions.directory = opt(&self.directory).map(PathBuf::from);
+        s.sessions.additional_directories = self
+            .additional
+            .lines()
+            .filter_map(opt)
+            .map(PathBuf::from)
+            .collect();
+        s.hotkey.keys = Some(self.hotkey.trim().to_owned());
+        s.hotkey.mode = if self.push_to_talk {
+            HotkeyMode::PushToTalk
+        } else {
+            HotkeyMode::Toggle
+        };
+        s
+    }
+}
+
+/// What a click asks for; applied after the frame's layout.
+enum Action {
+    Page(Page),
+    Start,
+    Stop,
+    Copy(String),
+    Remove(String),
+    AskDiscard,
+    ConfirmDiscard,
+    CancelDiscard,
+    TranscribeAgain(PathBuf),
+    Open(ResultRow),
+    CloseOpened,
+    Recover(PathBuf),
+    SaveSettings,
+}
+
+/// The whole window's state.
+pub struct PersykUi {
+    backend: BackendHandle,
+    effects: Box<dyn Effects>,
+    waker: Waker,
+    page: Page,
+    dictation: Dictation,
+    removals: HashMap<String, RemovalStatus>,
+    last_transcript: Option<String>,
+    /// A one-line status (text, is_error) under the page tabs.
+    notice: Option<(String, bool)>,
+    confirm_discard: bool,
+    search: SearchState,
+    settings: Settings,
+    form: SettingsForm,
+    form_error: Option<String>,
+    form_saved: bool,
+    settings_generation: u64,
+    /// Shown on the dictation page when the microphone cannot be used (macOS permission).
+    microphone_note: Option<String>,
+    /// Shown at the top when the tray icon is unavailable.
+    tray_note: Option<String>,
+    /// Shown in Settings when the hotkey could not be registered.
+    pub hotkey_note: Option<String>,
+    pending: Vec<Action>,
+}
+
+impl PersykUi {
+    /// `key_stored`: an API key exists (else the window opens on Settings, first-run style).
+    pub fn new(
+        backend: BackendHandle,
+        effects: Box<dyn Effects>,
+        waker: Waker,
+        settings: Settings,
+        key_stored: bool,
+    ) -> PersykUi {
+        let form = SettingsForm::from_settings(&settings, key_stored);
+        PersykUi {
+            backend,
+            effects,
+            waker,
+            page: if key_stored {
+                Page::Dictation
+            } else {
+                Page::Settings
+            },
+            dictation: Dictation::Idle,
+            removals: HashMap::new(),
+            last_transcript: None,
+            notice: None,
+            confirm_discard: false,
+            search: SearchState::default(),
+            settings,
+            form,
+            form_error: None,
+            form_saved: false,
+            settings_generation: 0,
+            microphone_note: None,
+            tray_note: None,
+            hotkey_note: None,
+            pending: Vec::new(),
+        }
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Control from the shell (tray, hotkey) and tests.
+
+    pub fn page(&self) -> Page {
+        self.page
+    }
+
+    pub fn show_page(&mut self, page: Page) {
+        if page == Page::Search && self.page != Page::Search {
+            self.search.edited_at = None;
+            self.run_search();
+        }
+        self.page = page;
+    }
+
+    pub fn is_recording(&self) -> bool {
+        matches!(self.dictation, Dictation::Starting | Dictation::Live(_))
+    }
+
+    pub fn start(&mut self) {
+        if !self.is_recording() {
+            self.send(Command::Start);
+            self.removals.clear();
+            self.confirm_discard = false;
+            self.dictation = Dictation::Starting;
+            self.notice = None;
+        }
+    }
+
+    pub fn stop(&mut self) {
+        if let Dictation::Live(l) = &mut self.dictation
+            && !l.stopping
+        {
+            l.stopping = true;
+            self.send(Command::Stop);
+        }
+    }
+
+    pub fn toggle(&mut self) {
+        if self.is_recording() {
+            self.stop();
+        } else {
+            self.start();
+        }
+    }
+
+    /// The last surviving transcription (what "Copy last transcription" copies).
+    pub fn last_transcript(&self) -> Option<&str> {
+        self.last_transcript.as_deref()
+    }
+
+    pub fn copy_last(&mut self) {
+        if let Some(t) = self.last_transcript.clone() {
+            self.copy(&t);
+        }
+    }
+
+    pub fn tray_state(&self) -> TrayState {
+        match &self.dictation {
+            Dictation::Starting => TrayState::Connecting,
+            Dictation::Live(l) => match l.live.view.borrow().state {
+                EngineState::Connecting => TrayState::Connecting,
+                EngineState::Streaming if !l.stopping => TrayState::Recording,
+                EngineState::Halted(_) => TrayState::Error,
+                _ => TrayState::Finishing,
+            },
+            Dictation::Done(d) if d.finished.error.is_some() || d.finished.halted.is_some() => {
+                TrayState::Error
+            }
+            Dictation::Failed(_) => TrayState::Error,
+            _ => TrayState::Idle,
+        }
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Bumped each time settings are saved (the shell re-registers the hotkey).
+    pub fn settings_generation(&self) -> u64 {
+        self.settings_generation
+    }
+
+    pub fn set_microphone_note(&mut self, note: Option<String>) {
+        self.microphone_note = note;
+    }
+
+    /// A problem with the settings file, shown on the Settings page.
+    pub fn set_settings_note(&mut self, note: String) {
+        self.form_error = Some(note);
+    }
+
+    pub fn set_tray_note(&mut self, note: Option<String>) {
+        self.tray_note = note;
+    }
+
+    /// Stops the backend (a running recording is finished and saved first).
+    pub fn shutdown(&mut self, deadline: Duration) -> bool {
+        self.backend.shutdown(deadline)
+    }
+
+    fn send(&mut self, command: Command) {
+        if let Err(e) = self.backend.send(command) {
+            self.notice = Some((e.to_string(), true));
+        }
+    }
+
+    fn copy(&mut self, text: &str) {
+        self.notice = Some(match self.effects.copy(text) {
+            Ok(()) => ("Copied to the clipboard".into(), false),
+            Err(reason) => (format!("Copying failed: {reason}"), true),
+        });
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Updates from the backend.
+
+    /// Applies every waiting update; runs effects of finished recordings. Cheap when idle.
+    pub fn process(&mut self, ctx: &egui::Context) {
+        self.waker.attach(ctx);
+        while let Some(update) = self.backend.try_recv() {
+            self.apply(update);
+        }
+        if let Some(reason) = self.effects.failures() {
+            self.notice = Some((
+                format!(
+                    "The notification could not be shown ({reason}); the text is on the clipboard"
+                ),
+                true,
+            ));
+        }
+    }
+
+    /// Applies one backend update (tests and benches inject their own).
+    pub fn apply(&mut self, update: Update) {
+        match update {
+            Update::Started {
+                session,
+                origin,
+                live,
+            } => {
+                self.dictation = Dictation::Live(LiveRec {
+                    session,
+                    origin,
+                    live,
+                    started: Instant::now(),
+                    stopping: false,
+                });
+            }
+            Update::StartFailed { code } => {
+                self.dictation = Dictation::Failed(code);
+            }
+            Update::Ended(finished) => self.finish(*finished),
+            Update::Removal { entry_id, outcome } => {
+                self.removals.insert(
+                    entry_id,
+                    match outcome {
+                        Some(o) => RemovalStatus::Answered(o),
+                        None => RemovalStatus::NoAnswer,
+                    },
+                );
+            }
+            Update::Discarded { .. } => {
+                if let Dictation::Done(d) = &mut self.dictation {
+                    d.discarded = true;
+                }
+                self.last_transcript = None;
+                self.notice = Some(("The session was deleted".into(), false));
+            }
+            Update::DiscardFailed { code } => {
+                self.notice = Some((format!("The session was not deleted ({code})"), true));
+            }
+            Update::Results(results) => {
+                if results.generation == self.search.generation {
+                    self.search.results = Some(*results);
+                    self.search.waiting = false;
+                }
+            }
+            Update::Opened(opened) => {
+                self.search.opening = false;
+                self.search.opened = Some(*opened);
+            }
+            Update::OpenFailed { code, .. } => {
+                self.search.opening = false;
+                self.search.message = Some((format!("Could not open the session ({code})"), true));
+            }
+            Update::Recovered { summary, .. } => {
+                self.search.message = Some((format!("Recovered: {summary}"), false));
+                self.run_search();
+            }
+            Update::RecoverFailed { code, .. } => {
+                self.search.message = Some((format!("Recovery failed ({code})"), true));
+            }
+            Update::SettingsSaved => {
+                self.settings = self.form.to_settings(&self.settings);
+                if !self.form.api_key.trim().is_empty() {
+                    self.form.key_stored = true;
+                }
+                self.form.api_key.clear();
+                self.form_saved = true;
+                self.form_error = None;
+                self.settings_generation += 1;
+            }
+            Update::SettingsFailed { code } => {
+                self.form_error = Some(format!("Not saved: {code}"));
+            }
+        }
+    }
+
+    fn finish(&mut self, finished: Finished) {
+        let view = match &self.dictation {
+            Dictation::Live(l) => Some(l.live.view.borrow().clone()),
+            _ => None,
+        };
+        let mut done = DoneRec {
+            finished,
+            view,
+            clipboard: None,
+            discarded: false,
+        };
+        // Effects: the session is already saved whatever happens here.
+        let text = done.finished.transcript.clone();
+        if done.finished.error.is_none() && !text.trim().is_empty() {
+            let result = self.effects.copy(&text);
+            if result.is_ok() {
+                self.effects
+                    .notify("Transcription copied", &first_words(&text, 12));
+            } else if let Err(reason) = &result {
+                eprintln!("persyk: clipboard failed: {reason}");
+            }
+            done.clipboard = Some(result);
+            self.last_transcript = Some(text);
+        }
+        // Removal requests the recording never answered.
+        for status in self.removals.values_mut() {
+            if *status == RemovalStatus::Waiting {
+                *status = RemovalStatus::NoAnswer;
+            }
+        }
+        self.dictation = Dictation::Done(Box::new(done));
+    }
+
+    fn run_search(&mut self) {
+        self.search.generation += 1;
+        self.search.waiting = true;
+        let command = Command::Search {
+            query: self.search.query.clone(),
+            generation: self.search.generation,
+        };
+        self.send(command);
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Rendering.
+
+    /// Renders the window; applies what the user clicked.
+    pub fn ui(&mut self, ui: &mut egui::Ui) {
+        self.process(ui.ctx());
+        egui::Frame::central_panel(ui.style()).show(ui, |ui| {
+            ui.set_min_size(ui.available_size());
+            self.header(ui);
+            ui.separator();
+            match self.page {
+                Page::Dictation => self.dictation_page(ui),
+                Page::Search => self.search_page(ui),
+                Page::Settings => self.settings_page(ui),
+            }
+        });
+        if self.confirm_discard {
+            self.discard_dialog(ui.ctx());
+        }
+        if self.is_recording() {
+            ui.ctx().request_repaint_after(LIVE_REPAINT);
+        }
+        if let Some(at) = self.search.edited_at {
+            let quiet = at.elapsed();
+            if quiet >= SEARCH_DEBOUNCE {
+                self.search.edited_at = None;
+                self.run_search();
+            } else {
+                ui.ctx().request_repaint_after(SEARCH_DEBOUNCE - quiet);
+            }
+        }
+        for action in std::mem::take(&mut self.pending) {
+            self.act(action);
+        }
+    }
+
+    fn act(&mut self, action: Action) {
+        match action {
+            Action::Page(p) => self.show_page(p),
+            Action::Start => self.start(),
+            Action::Stop => self.stop(),
+            Action::Copy(text) => self.copy(&text),
+            Action::Remove(entry_id) => {
+                self.removals
+                    .insert(entry_id.clone(), RemovalStatus::Waiting);
+                self.send(Command::Remove { entry_id });
+            }
+            Action::AskDiscard => self.confirm_discard = true,
+            Action::CancelDiscard => self.confirm_discard = false,
+            Action::ConfirmDiscard => {
+                self.confirm_discard = false;
+                if let Dictation::Done(d) = &self.dictation {
+                    let session = d.finished.session.clone();
+                    self.send(Command::Discard { session });
+                }
+            }
+            Action::TranscribeAgain(wav) => {
+                if !self.is_recording() {
+                    self.send(Command::TranscribeAgain { wav });
+                    self.removals.clear();
+                    self.dictation = Dictation::Starting;
+                    self.page = Page::Dictation;
+                }
+            }
+            Action::Open(row) => {
+                self.search.opening = true;
+                self.send(Command::Open {
+                    location: row.location,
+                    leaf: row.leaf,
+                });
+            }
+            Action::CloseOpened => self.search.opened = None,
+            Action::Recover(location) => {
+                self.search.message = Some(("Recovering…".into(), false));
+                self.send(Command::Recover { location });
+            }
+            Action::SaveSettings => self.save_settings(),
+        }
+    }
+
+    fn header(&mut self, ui: &mut egui::Ui) {
+        ui.horizontal(|ui| {
+            for (page, label) in [
+                (Page::Dictation, "Dictation"),
+                (Page::Search, "Search"),
+                (Page::Settings, "Settings"),
+            ] {
+                if ui.selectable_label(self.page == page, label).clicked() {
+                    self.pending.push(Action::Page(page));
+                }
+            }
+        });
+        if let Some(note) = &self.tray_note {
+            ui.colored_label(ui.visuals().warn_fg_color, note);
+        }
+        if let Some((text, error)) = &self.notice {
+            let color = if *error {
+                ui.visuals().error_fg_color
+            } else {
+                ui.visuals().weak_text_color()
+            };
+            ui.colored_label(color, text);
+        }
+    }
+
+    fn dictation_page(&mut self, ui: &mut egui::Ui) {
+        if !self.form.key_stored {
+            ui.colored_label(
+                ui.visuals().warn_fg_color,
+                "Add your OpenAI API key in Settings to start dictating.",
+            );
+        }
+        if let Some(note) = &self.microphone_note {
+            ui.colored_label(ui.visuals().warn_fg_color, note);
+        }
+        let mut actions = Vec::new();
+        match &self.dictation {
+            Dictation::Idle | Dictation::Failed(_) | Dictation::Done(_) => {
+                if ui.button("Start dictation").clicked() {
+                    actions.push(Action::Start);
+                }
+            }
+            Dictation::Starting => {
+                ui.add_enabled(false, egui::Button::new("Starting…"));
+            }
+            Dictation::Live(l) => {
+                let label = if l.stopping {
+                    "Finishing…"
+                } else {
+                    "Stop dictation"
+                };
+                if ui
+                    .add_enabled(!l.stopping, egui::Button::new(label))
+                    .clicked()
+                {
+                    actions.push(Action::Stop);
+                }
+            }
+        }
+        match &self.dictation {
+            Dictation::Idle => {
+                ui.label("Click Start dictation, the menu-bar icon or the hotkey, and talk.");
+            }
+            Dictation::Starting => {
+                ui.label("Connecting…");
+            }
+            Dictation::Failed(code) => {
+                ui.colored_label(
+                    ui.visuals().error_fg_color,
+                    format!("Could not start: {}", describe_start_failure(code)),
+                );
+            }
+            Dictation::Live(l) => {
+                let view = l.live.view.borrow().clone();
+                live_status(ui, l, &view);
+                ui.separator();
+                transcript(ui, &view, true, &self.removals, &mut actions);
+            }
+            Dictation::Done(d) => {
+                done_status(ui, d);
+                ui.horizontal(|ui| {
+                    if !d.discarded {
+                        if !d.finished.transcript.is_empty()
+                            && ui.button("Copy transcription").clicked()
+                        {
+                            actions.push(Action::Copy(d.finished.transcript.clone()));
+                        }
+                        if ui.button("Discard").clicked() {
+                            actions.push(Action::AskDiscard);
+                        }
+                        if !d.finished.complete
+                            && d.finished.wav.is_file()
+                            && ui.button("Transcribe again").clicked()
+                        {
+                            actions.push(Action::TranscribeAgain(d.finished.wav.clone()));
+                        }
+                    }
+                });
+                ui.separator();
+                if let Some(view) = &d.view {
+                    transcript(ui, view, false, &self.removals, &mut actions);
+                }
+            }
+        }
+        self.pending.extend(actions);
+    }
+
+    fn discard_dialog(&mut self, ctx: &egui::Context) {
+        let mut actions = Vec::new();
+        let modal = egui::Modal::new(egui::Id::unique("persyk-discard")).show(ctx, |ui| {
+            ui.heading("Discard this session?");
+            ui.label(
+                "The session, its recording and its transcript are deleted from disk. \
+                 This cannot be undone.",
+            );
+            ui.horizontal(|ui| {
+                if ui.button("Delete session").clicked() {
+                    actions.push(Action::ConfirmDiscard);
+                }
+                if ui.button("Keep").clicked() {
+                    actions.push(Action::CancelDiscard);
+                }
+            });
+        });
+        if modal.should_close() && actions.is_empty() {
+            actions.push(Action::CancelDiscard);
+        }
+        self.pending.extend(actions);
+    }
+
+    fn search_page(&mut self, ui: &mut egui::Ui) {
+        let mut actions = Vec::new();
+        if let Some(opened) = &self.search.opened {
+            opened_session(ui, opened, self.is_recording(), &mut actions);
+            self.pending.extend(actions);
+            return;
+        }
+        let response = ui
+            .horizontal(|ui| {
+                let l = ui.label("Search history");
+                ui.add(
+                    egui::TextEdit::singleline(&mut self.search.query)
+                        .hint_text("words from any saved session")
+                        .desired_width(f32::INFINITY),
+                )
+                .labelled_by(l.id)
+            })
+            .inner;
+        if response.changed() {
+            self.search.edited_at = Some(Instant::now());
+        }
+        if let Some((text, error)) = &self.search.message {
+            let color = if *error {
+                ui.visuals().error_fg_color
+            } else {
+                ui.visuals().weak_text_color()
+            };
+            ui.colored_label(color, text);
+        }
+        if self.search.waiting || self.search.edited_at.is_some() {
+            ui.label(RichText::new("Searching…").weak());
+        }
+        if self.search.opening {
+            ui.label(RichText::new("Opening…").weak());
+        }
+        let Some(results) = &self.search.results else {
+            self.pending.extend(actions);
+            return;
+        };
+        for d in &results.root_diagnostics {
+            ui.colored_label(ui.visuals().warn_fg_color, format!("Root problem: {d}"));
+        }
+        if let Some(code) = results.error {
+            ui.colored_label(
+                ui.visuals().error_fg_color,
+                format!("Invalid query ({code})"),
+            );
+        }
+        if !results.skipped.is_empty() {
+            ui.colored_label(
+                ui.visuals().warn_fg_color,
+                format!("{} session(s) could not be searched", results.skipped.len()),
+            );
+        }
+        if results.rows.is_empty() && results.error.is_none() {
+            ui.label(if self.search.query.trim().is_empty() {
+                "No sessions yet."
+            } else {
+                "No matches."
+            });
+        }
+        let query = self.search.query.trim().to_owned();
+        egui::ScrollArea::vertical().show(ui, |ui| {
+            for (i, row) in results.rows.iter().enumerate() {
+                ui.push_id(i, |ui| result_row(ui, row, &query, &mut actions));
+                ui.separator();
+            }
+        });
+        self.pending.extend(actions);
+    }
+
+    fn settings_page(&mut self, ui: &mut egui::Ui) {
+        if !self.form.key_stored {
+            ui.colored_label(
+                ui.visuals().warn_fg_color,
+                "Persyk needs an OpenAI API key to transcribe. Paste it below: it is kept in \
+                 the system's secret store, never in a file or a session.",
+            );
+        }
+        let default_root = crate::settings::default_root(crate::settings::is_dev())
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let f = &mut self.form;
+        let before = f.clone();
+        egui::Grid::new("settings").num_columns(2).show(ui, |ui| {
+            let stored = f.key_stored;
+            field(ui, "API key", |ui| {
+                ui.add(
+                    egui::TextEdit::singleline(&mut f.api_key)
+                        .password(true)
+                        .hint_text(if stored {
+                            "stored (type to replace)"
+                        } else {
+                            "sk-…"
+                        }),
+                )
+            });
+            field(ui, "Provider base URL", |ui| {
+                ui.add(
+                    egui::TextEdit::singleline(&mut f.base_url)
+                        .hint_text("wss://api.openai.com/v1"),
+                )
+            });
+            ui.label("Mode");
+            ui.horizontal(|ui| {
+                ui.radio_value(&mut f.conversation, false, "Dictation");
+                ui.radio_value(&mut f.conversation, true, "Conversation");
+            });
+            ui.end_row();
+            field(ui, "Transcription model", |ui| {
+                ui.add(egui::TextEdit::singleline(&mut f.model).hint_text("gpt-4o-transcribe"))
+            });
+            field(ui, "Language", |ui| {
+                ui.add(egui::TextEdit::singleline(&mut f.language).hint_text("auto (or en, de, …)"))
+            });
+            field(ui, "Microphone", |ui| {
+                ui.add(egui::TextEdit::singleline(&mut f.device).hint_text("system default"))
+            });
+            field(ui, "Sessions folder", |ui| {
+                ui.add(egui::TextEdit::singleline(&mut f.directory).hint_text(&default_root))
+            });
+            field(ui, "Also search (one per line)", |ui| {
+                ui.add(egui::TextEdit::multiline(&mut f.additional).desired_rows(2))
+            });
+            field(ui, "Pre-roll (ms)", |ui| {
+                ui.add(egui::DragValue::new(&mut f.pre_roll_ms).range(0..=500))
+            });
+            field(ui, "Global hotkey", |ui| {
+                ui.add(egui::TextEdit::singleline(&mut f.hotkey).hint_text("empty: no hotkey"))
+            });
+            ui.label("Hotkey mode");
+            ui.horizontal(|ui| {
+                ui.radio_value(&mut f.push_to_talk, false, "Toggle");
+                ui.radio_value(&mut f.push_to_talk, true, "Push to talk");
+            });
+            ui.end_row();
+        });
+        if *f != before {
+            self.form_saved = false;
+        }
+        if ui.button("Save settings").clicked() {
+            self.pending.push(Action::SaveSettings);
+        }
+        if let Some(e) = &self.form_error {
+            ui.colored_label(ui.visuals().error_fg_color, e);
+        } else if self.form_saved {
+            ui.label("Settings saved");
+        }
+        if let Some(note) = &self.hotkey_note {
+            ui.colored_label(ui.visuals().warn_fg_color, note);
+        }
+    }
+
+    fn save_settings(&mut self) {
+        let settings = self.form.to_settings(&self.settings);
+        if let Err(e) = settings.validate() {
+            self.form_error = Some(e.to_string());
+            return;
+        }
+        if let Err(e) = hotkey::parse(&settings.hotkey) {
+            self.form_error = Some(e.to_string());
+            return;
+        }
+        self.form_error = None;
+        let key = self.form.api_key.trim();
+        let api_key = (!key.is_empty()).then(|| key.to_owned());
+        self.send(Command::SaveSettings {
+            settings: Box::new(settings),
+            api_key,
+        });
+    }
+}
+
+/// A grid row: a label and the widget it names (for screen readers and tests alike).
+fn field(ui: &mut egui::Ui, label: &str, add: impl FnOnce(&mut egui::Ui) -> egui::Response) {
+    let l = ui.label(label);
+    add(ui).labelled_by(l.id);
+    ui.end_row();
+}
+
+fn describe_start_failure(code: &str) -> String {
+    let hint = match code {
+        "credentials.no-key" => "no API key; add one in Settings",
+        "credentials.store-unavailable" => "the secret store could not be read",
+        "app.already-recording" => "a recording is already running",
+        c if c.starts_with("capture.") => "the microphone could not be opened",
+        c if c.starts_with("settings.") => "the settings are not valid",
+        _ => "",
+    };
+    if hint.is_empty() {
+        code.to_owned()
+    } else {
+        format!("{hint} ({code})")
+    }
+}
+
+fn fmt_elapsed(d: Duration) -> String {
+    let s = d.as_secs();
+    format!("{}:{:02}", s / 60, s % 60)
+}
+
+fn live_status(ui: &mut egui::Ui, l: &LiveRec, view: &EngineView) {
+    ui.horizontal(|ui| {
+        let state = match (&view.state, l.stopping) {
+            (EngineState::Connecting, _) => "Connecting…".to_owned(),
+            (EngineState::Streaming, false) => match &l.origin {
+                AudioOrigin::Microphone => "Recording".to_owned(),
+                AudioOrigin::File(_) => "Transcribing the saved recording".to_owned(),
+            },
+            (EngineState::Streaming, true) | (EngineState::Finishing, _) => "Finishing…".to_owned(),
+            (EngineState::Halted(reason), _) => format!("Stopped: {reason}"),
+            (EngineState::Finished, _) => "Finished".to_owned(),
+        };
+        if matches!(view.state, EngineState::Halted(_)) {
+            ui.colored_label(ui.visuals().error_fg_color, state);
+        } else {
+            ui.label(state);
+        }
+        ui.label(fmt_elapsed(l.started.elapsed()));
+        // The meter: RMS in dB, -60 dB … 0 dB.
+        let level = l.live.level();
+        let db = 20.0 * level.max(1e-6).log10();
+        let fill = ((db + 60.0) / 60.0).clamp(0.0, 1.0);
+        ui.add(
+            egui::ProgressBar::new(fill)
+                .desired_width(120.0)
+                .text(RichText::new("level").small()),
+        );
+    });
+    ui.label(
+        RichText::new(format!("Saving to {}", l.session.display()))
+            .small()
+            .weak(),
+    );
+}
+
+fn done_status(ui: &mut egui::Ui, d: &DoneRec) {
+    let f = &d.finished;
+    if d.discarded {
+        ui.label("This session was deleted.");
+        return;
+    }
+    if let Some(code) = &f.error {
+        ui.colored_label(
+            ui.visuals().error_fg_color,
+            format!("The recording could not be finished ({code})"),
+        );
+    } else if f.complete {
+        ui.label(format!(
+            "Saved: {:.1} s, complete",
+            f.duration_ms as f64 / 1000.0
+        ));
+    } else {
+        ui.colored_label(
+            ui.visuals().warn_fg_color,
+            format!(
+                "Saved: {:.1} s, incomplete{}",
+                f.duration_ms as f64 / 1000.0,
+                f.halted
+                    .as_deref()
+                    .map(|r| format!(" — {r}"))
+                    .unwrap_or_default()
+            ),
+        );
+    }
+    match &d.clipboard {
+        Some(Ok(())) => {
+            ui.label("Copied to the clipboard");
+        }
+        Some(Err(reason)) => {
+            ui.colored_label(
+                ui.visuals().error_fg_color,
+                format!("Copying failed ({reason}); the session is saved"),
+            );
+        }
+        None if f.error.is_none() => {
+            ui.label("Nothing to copy: no words were transcribed");
+        }
+        None => {}
+    }
+    ui.label(
+        RichText::new(format!("Session: {}", f.session.display()))
+            .small()
+            .weak(),
+    );
+}
+
+/// The canonical messages with gap markers, then provisional text.
+fn transcript(
+    ui: &mut egui::Ui,
+    view: &EngineView,
+    live: bool,
+    removals: &HashMap<String, RemovalStatus>,
+    actions: &mut Vec<Action>,
+) {
+    egui::ScrollArea::vertical()
+        .stick_to_bottom(true)
+        .auto_shrink([false, true])
+        .show(ui, |ui| {
+            let gap_marker = |ui: &mut egui::Ui, at: usize| {
+                for _ in view.gap_at.iter().filter(|&&g| g == at) {
+                    ui.label(RichText::new("[not transcribed]").italics().weak());
+                }
+            };
+            for (i, m) in view.messages.iter().enumerate() {
+                gap_marker(ui, i);
+                ui.push_id(&m.entry_id, |ui| {
+                    ui.horizontal_wrapped(|ui| {
+                        let who = match m.speaker {
+                            crate::realtime::ordering::Speaker::User => "",
+                            _ => "Assistant: ",
+                        };
+                        if m.removed {
+                            ui.label(RichText::new(format!("{who}{}", m.text)).strikethrough().weak());
+                            ui.label(RichText::new("(removed)").small().weak());
+                        } else {
+                            ui.label(format!("{who}{}", m.text));
+                            if ui.small_button("Copy").clicked() {
+                                actions.push(Action::Copy(m.text.clone()));
+                            }
+                            let waiting = removals.get(&m.entry_id) == Some(&RemovalStatus::Waiting);
+                            if live
+                                && ui
+                                    .add_enabled(!waiting, egui::Button::new("Remove").small())
+                                    .clicked()
+                            {
+                                actions.push(Action::Remove(m.entry_id.clone()));
+                            }
+                        }
+                    });
+                    if let Some(status) = removals.get(&m.entry_id) {
+                        ui.label(RichText::new(status.describe()).small());
+                    }
+                });
+            }
+            gap_marker(ui, view.messages.len());
+            for (_, text) in &view.provisional {
+                ui.horizontal_wrapped(|ui| {
+                    ui.label(RichText::new(text).italics().color(Color32::GRAY));
+                    ui.label(RichText::new("not yet saved").small().weak());
+                });
+            }
+            if !live && !view.messages.is_empty() {
+                ui.label(
+                    RichText::new("Removal needs the live provider connection; it closed when the recording ended.")
+                        .small()
+                        .weak(),
+                );
+            }
+        });
+}
+
+fn result_row(ui: &mut egui::Ui, row: &ResultRow, query: &str, actions: &mut Vec<Action>) {
+    ui.horizontal_wrapped(|ui| {
+        ui.label(RichText::new(&row.label).strong());
+        if let Some(created) = &row.created {
+            ui.label(RichText::new(short_date(created)).weak());
+        }
+        if row.duplicate_of.is_some() {
+            ui.label(RichText::new("duplicate id").color(ui.visuals().warn_fg_color))
+                .on_hover_text("Another folder holds a session with the same id");
+        }
+        if row.needs_recovery {
+            ui.label(RichText::new("needs recovery").color(ui.visuals().warn_fg_color));
+        } else if let Some(code) = row.diagnostic {
+            ui.label(RichText::new(code).color(ui.visuals().warn_fg_color));
+        }
+    });
+    if let Some(excerpt) = &row.excerpt {
+        ui.label(highlighted(excerpt, query, ui.visuals()));
+    }
+    ui.horizontal(|ui| {
+        if ui.button("Open").clicked() {
+            actions.push(Action::Open(row.clone()));
+        }
+        if row.needs_recovery && ui.button("Recover").clicked() {
+            actions.push(Action::Recover(row.location.clone()));
+        }
+    });
+}
+
+fn opened_session(
+    ui: &mut egui::Ui,
+    opened: &OpenedSession,
+    recording: bool,
+    actions: &mut Vec<Action>,
+) {
+    ui.horizontal(|ui| {
+        if ui.button("Back to results").clicked() {
+            actions.push(Action::CloseOpened);
+        }
+        let all: Vec<&str> = opened
+            .messages
+            .iter()
+            .filter(|m| m.role == "user")
+            .map(|m| m.text.as_str())
+            .collect();
+        if !all.is_empty() && ui.button("Copy all").clicked() {
+            actions.push(Action::Copy(all.join(" ")));
+        }
+        for wav in &opened.retranscribable {
+            if ui
+                .add_enabled(!recording, egui::Button::new("Transcribe again"))
+                .clicked()
+            {
+                actions.push(Action::TranscribeAgain(wav.clone()));
+            }
+        }
+    });
+    ui.label(
+        RichText::new(format!(
+            "{} (read-only, at leaf {})",
+            opened.location.display(),
+            opened.leaf.as_deref().unwrap_or("none")
+        ))
+        .small()
+        .weak(),
+    );
+    if opened.messages.is_empty() {
+        ui.label("No messages.");
+    }
+    egui::ScrollArea::vertical().show(ui, |ui| {
+        for (i, m) in opened.messages.iter().enumerate() {
+            ui.push_id(i, |ui| {
+                ui.horizontal_wrapped(|ui| {
+                    if m.role != "user" {
+                        ui.label(RichText::new(format!("{}:", m.role)).weak());
+                    }
+                    ui.label(&m.text);
+                    if ui.small_button("Copy").clicked() {
+                        actions.push(Action::Copy(m.text.clone()));
+                    }
+                });
+            });
+        }
+    });
+}
+
+/// `2026-11-30T22:30:20.123Z` → `2026-11-30 22:30`.
+fn short_date(created: &str) -> String {
+    match (created.get(..10), created.get(11..16)) {
+        (Some(d), Some(t)) => format!("{d} {t}"),
+        _ => created.to_owned(),
+    }
+}
+
+/// `text` with every case-insensitive occurrence of `query` highlighted.
+pub fn highlighted(text: &str, query: &str, visuals: &egui::Visuals) -> LayoutJob {
+    let mut job = LayoutJob::default();
+    let plain = egui::TextFormat {
+        color: visuals.text_color(),
+        ..Default::default()
+    };
+    let marked = egui::TextFormat {
+        color: visuals.strong_text_color(),
+        background: visuals.selection.bg_fill,
+        ..Default::default()
+    };
+    for (range, hit) in match_ranges(text, query) {
+        job.append(
+            &text[range],
+            0.0,
+            if hit { marked.clone() } else { plain.clone() },
+        );
+    }
+    job
+}
+
+/// Splits `text` into (byte range, is_match) runs for a case-insensitive literal `query`.
+pub fn match_ranges(text: &str, query: &str) -> Vec<(std::ops::Range<usize>, bool)> {
+    let q: Vec<char> = query.chars().flat_map(char::to_lowercase).collect();
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let mut out = Vec::new();
+    let mut plain_start = 0;
+    let mut i = 0;
+    while !q.is_empty() && i < chars.len() {
+        // Compare lowercased chars starting at i.
+        let mut folded = Vec::with_capacity(q.len());
+        let mut j = i;
+        while j < chars.len() && folded.len() < q.len() {
+            folded.extend(chars[j].1.to_lowercase());
+            j += 1;
+        }
+        if folded == q {
+            let start = chars[i].0;
+            let end = chars.get(j).map_or(text.len(), |c| c.0);
+            if plain_start < start {
+                out.push((plain_start..start, false));
+            }
+            out.push((start..end, true));
+            plain_start = end;
+            i = j;
+        } else {
+            i += 1;
+        }
+    }
+    if plain_start < text.len() {
+        out.push((plain_start..text.len(), false));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn match_ranges_are_case_insensitive_and_cover_the_text() {
+        let r = match_ranges("Hello hello HELLO!", "hello");
+        assert_eq!(
+            r,
+            vec![
+                (0..5, true),
+                (5..6, false),
+                (6..11, true),
+                (11..12, false),
+                (12..17, true),
+                (17..18, false)
+            ]
+        );
+        assert_eq!(match_ranges("Straße", "STRASSE"), vec![(0..7, false)]);
+        assert_eq!(
+            match_ranges("ÄBC äbc", "äb"),
+            vec![(0..3, true), (3..5, false), (5..8, true), (8..9, false)]
+        );
+        assert_eq!(match_ranges("abc", ""), vec![(0..3, false)]);
+    }
+
+    #[test]
+    fn settings_form_round_trips_and_keeps_unknown_keys() {
+        let mut s = Settings::default();
+        s.other.insert("future".into(), serde_json::json!({"x": 1}));
+        let form = SettingsForm::from_settings(&s, false);
+        let back = form.to_settings(&s);
+        assert_eq!(back.other, s.other);
+        assert_eq!(back.provider, s.provider);
+        assert_eq!(back.sessions, s.sessions);
+        assert_eq!(back.hotkey.keys.as_deref(), Some("Alt+Space"));
+    }
+}

@@ -1,0 +1,721 @@
+//! The app's window, headless (egui_kittest), against the real backend, the fake realtime
+//! provider on loopback and an in-memory audio source: start → provisional text marked →
+//! canonical text → stop → clipboard; removal acknowledged / rejected / timed out; discard;
+//! search → open at the pinned leaf → recover; settings validation. Widgets are found by
+//! role and label, as a screen reader would.
+#![cfg(feature = "app")]
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use eframe::egui::accesskit::Role;
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+use persyk::app::backend::{BackendConfig, BackendHandle, KeyStore, Microphone};
+use persyk::app::effects::Effects;
+use persyk::app::model::Waker;
+use persyk::app::ui::{Page, PersykUi};
+use persyk::capture::pipeline::{SamplesSource, SourceKind};
+use persyk::capture::source::AudioSource;
+use persyk::realtime::fake::{self, FakeServer, Scenario};
+use persyk::settings::Settings;
+
+// ---------------------------------------------------------------------------------------------
+// Test doubles: the only substitutes are the audio source, the key store and the effects.
+
+/// 24 kHz samples of a 440 Hz tone, delivered in real time.
+struct ToneMic {
+    seconds: f64,
+}
+
+impl Microphone for ToneMic {
+    fn open(
+        &self,
+        _device: Option<&str>,
+        _pre_roll_ms: u32,
+    ) -> Result<(Box<dyn AudioSource>, SourceKind), String> {
+        let n = (self.seconds * 24_000.0) as usize;
+        let samples = (0..n)
+            .map(|i| ((i as f64 * 440.0 * std::f64::consts::TAU / 24_000.0).sin() * 8000.0) as i16)
+            .collect();
+        Ok((
+            Box::new(SamplesSource::new(samples, 1.0)),
+            SourceKind::Replay,
+        ))
+    }
+}
+
+#[derive(Default)]
+struct MemKeys(Mutex<Option<String>>);
+
+impl KeyStore for MemKeys {
+    fn get(&self) -> Result<String, String> {
+        self.0
+            .lock()
+            .unwrap()
+            .clone()
+            .ok_or_else(|| "credentials.no-key".to_owned())
+    }
+    fn set(&self, key: &str) -> Result<(), String> {
+        *self.0.lock().unwrap() = Some(key.to_owned());
+        Ok(())
+    }
+    fn delete(&self) -> Result<(), String> {
+        *self.0.lock().unwrap() = None;
+        Ok(())
+    }
+}
+
+#[derive(Default, Clone)]
+struct Recorded {
+    copies: Arc<Mutex<Vec<String>>>,
+    notes: Arc<Mutex<Vec<(String, String)>>>,
+    /// Make the clipboard fail (a locked or missing clipboard).
+    broken: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Effects for Recorded {
+    fn copy(&mut self, text: &str) -> Result<(), String> {
+        if self.broken.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err("clipboard unavailable".into());
+        }
+        self.copies.lock().unwrap().push(text.to_owned());
+        Ok(())
+    }
+    fn notify(&mut self, title: &str, body: &str) {
+        self.notes
+            .lock()
+            .unwrap()
+            .push((title.to_owned(), body.to_owned()));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fixture: a temp root, a fake provider, the UI in a harness.
+
+struct App {
+    harness: Harness<'static, PersykUi>,
+    effects: Recorded,
+    keys: Arc<MemKeys>,
+    root: PathBuf,
+    config: PathBuf,
+    _dir: tempfile::TempDir,
+    _fake: Option<(tokio::runtime::Runtime, FakeServer)>,
+}
+
+fn scenario(json: &str) -> Scenario {
+    Scenario::from_json(json).expect("scenario")
+}
+
+fn app(fake_scenario: Option<Scenario>, key: Option<&str>, mic_seconds: f64) -> App {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("sessions");
+    std::fs::create_dir_all(&root).unwrap();
+    let config = dir.path().join("settings.json");
+    let mut settings = Settings::default();
+    settings.sessions.directory = Some(root.clone());
+    let fake = fake_scenario.map(|s| {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let server = rt.block_on(fake::spawn(s)).unwrap();
+        (rt, server)
+    });
+    if let Some((_, server)) = &fake {
+        settings.provider.base_url = Some(format!("ws://{}/v1", server.addr));
+    }
+    let keys = Arc::new(MemKeys(Mutex::new(key.map(str::to_owned))));
+    let waker = Waker::new();
+    let backend = BackendHandle::spawn(
+        BackendConfig {
+            settings_path: Some(config.clone()),
+            dev: true,
+            microphone: Arc::new(ToneMic {
+                seconds: mic_seconds,
+            }),
+            keys: keys.clone(),
+            replay_factor: 4.0,
+        },
+        settings.clone(),
+        waker.clone(),
+    )
+    .unwrap();
+    let effects = Recorded::default();
+    let ui = PersykUi::new(
+        backend,
+        Box::new(effects.clone()),
+        waker,
+        settings,
+        key.is_some(),
+    );
+    let harness = Harness::builder()
+        .with_size(eframe::egui::vec2(640.0, 900.0))
+        .build_ui_state(|ui, state: &mut PersykUi| state.ui(ui), ui);
+    App {
+        harness,
+        effects,
+        keys,
+        root,
+        config,
+        _dir: dir,
+        _fake: fake,
+    }
+}
+
+const WAIT: Duration = Duration::from_secs(30);
+
+impl App {
+    /// Steps the UI (other threads are working) until `done` holds.
+    fn wait_until(&mut self, what: &str, done: impl Fn(&Harness<'static, PersykUi>) -> bool) {
+        let start = Instant::now();
+        loop {
+            self.harness.step();
+            if done(&self.harness) {
+                return;
+            }
+            assert!(start.elapsed() < WAIT, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(15));
+        }
+    }
+
+    fn wait_label(&mut self, text: &str) {
+        let t = text.to_owned();
+        self.wait_until(text, move |h| {
+            h.query_all_by_label_contains(&t).next().is_some()
+        });
+    }
+
+    fn has_label(&self, text: &str) -> bool {
+        self.harness
+            .query_all_by_label_contains(text)
+            .next()
+            .is_some()
+    }
+
+    fn buttons(&self, label: &str) -> usize {
+        self.harness
+            .query_all_by_role_and_label(Role::Button, label)
+            .count()
+    }
+
+    fn click(&mut self, label: &str) {
+        self.harness
+            .get_by_role_and_label(Role::Button, label)
+            .click();
+        self.harness.step();
+        self.harness.step();
+    }
+
+    fn click_nth(&mut self, label: &str, n: usize) {
+        self.harness
+            .query_all_by_role_and_label(Role::Button, label)
+            .nth(n)
+            .expect("button")
+            .click();
+        self.harness.step();
+        self.harness.step();
+    }
+
+    fn sessions(&self) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(&self.root)
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.join("session.jsonl").is_file())
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn copies(&self) -> Vec<String> {
+        self.effects.copies.lock().unwrap().clone()
+    }
+
+    fn shutdown(mut self) {
+        assert!(self.harness.state_mut().shutdown(Duration::from_secs(30)));
+    }
+}
+
+fn session_text(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("session.jsonl")).unwrap()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dictation.
+
+#[test]
+fn dictation_shows_provisional_then_canonical_and_copies_on_stop() {
+    let mut app = app(
+        Some(scenario(
+            r#"{"name": "app-dictation", "connections": [{
+                "utterances": [{"end_ms": 600, "item_id": "item_A",
+                                "transcript": "Hello from the app.",
+                                "deltas": ["Hello ", "from ", "the app."], "delay_ms": 2400}],
+                "close_after_commit_ms": 200}]}"#,
+        )),
+        Some("sk-test-app"),
+        30.0,
+    );
+    assert_eq!(app.harness.state().page(), Page::Dictation);
+    app.click("Start dictation");
+    app.wait_label("not yet saved");
+    // Provisional text has no copy or remove control.
+    assert_eq!(app.buttons("Copy"), 0);
+    assert_eq!(app.buttons("Remove"), 0);
+    // The deltas complete the provisional text before the item is canonical: the same
+    // words, first marked and bare, then saved with their controls.
+    app.wait_until("canonical text", |h| {
+        h.query_all_by_role_and_label(Role::Button, "Copy")
+            .next()
+            .is_some()
+    });
+    assert!(app.has_label("Hello from the app."));
+    assert_eq!(app.buttons("Copy"), 1);
+    assert_eq!(app.buttons("Remove"), 1);
+    assert!(!app.has_label("not yet saved"));
+    assert!(app.harness.state().is_recording());
+    app.click("Stop dictation");
+    app.wait_label("Saved:");
+    assert_eq!(app.copies(), vec!["Hello from the app.".to_owned()]);
+    assert_eq!(
+        app.effects.notes.lock().unwrap().clone(),
+        vec![(
+            "Transcription copied".to_owned(),
+            "Hello from the app.".to_owned()
+        )]
+    );
+    assert!(app.has_label("Copied to the clipboard"));
+    assert_eq!(
+        app.harness.state().last_transcript(),
+        Some("Hello from the app.")
+    );
+    let sessions = app.sessions();
+    assert_eq!(sessions.len(), 1);
+    let text = session_text(&sessions[0]);
+    assert!(text.contains("Hello from the app."));
+    assert!(text.contains("\"recording.finished\""));
+    // The provisional deltas were never written as content.
+    assert!(!text.contains("\"text\":\"Hello \""));
+    app.shutdown();
+}
+
+#[test]
+fn a_clipboard_failure_is_shown_and_the_session_is_still_saved() {
+    let mut app = app(
+        Some(scenario(
+            r#"{"name": "app-clipboard", "connections": [{
+                "utterances": [{"end_ms": 400, "transcript": "Saved anyway.", "delay_ms": 50}],
+                "close_after_commit_ms": 200}]}"#,
+        )),
+        Some("sk-test-app"),
+        30.0,
+    );
+    app.effects
+        .broken
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    app.click("Start dictation");
+    app.wait_until("canonical", |h| {
+        h.query_all_by_role_and_label(Role::Button, "Copy")
+            .next()
+            .is_some()
+    });
+    app.click("Stop dictation");
+    app.wait_label("Copying failed (clipboard unavailable); the session is saved");
+    assert!(app.has_label("Saved:"));
+    assert!(
+        app.effects.notes.lock().unwrap().is_empty(),
+        "no 'copied' notification"
+    );
+    let text = session_text(&app.sessions()[0]);
+    assert!(text.contains("Saved anyway."));
+    assert!(text.contains("\"outcome\":\"complete\""));
+    app.shutdown();
+}
+
+fn removal_scenario(delete: &str) -> Scenario {
+    scenario(&format!(
+        r#"{{"name": "app-removal", "connections": [{{
+            "utterances": [
+                {{"end_ms": 500, "item_id": "item_A", "transcript": "Keep this one.", "delay_ms": 50}},
+                {{"end_ms": 1000, "item_id": "item_B", "transcript": "Remove this one.", "delay_ms": 50}}],
+            "delete": {delete},
+            "close_after_commit_ms": 200}}]}}"#
+    ))
+}
+
+fn record_two_messages(app: &mut App) {
+    app.click("Start dictation");
+    app.wait_until("two canonical messages", |h| {
+        h.query_all_by_role_and_label(Role::Button, "Remove")
+            .count()
+            == 2
+    });
+    assert!(app.has_label("Keep this one."));
+    assert!(app.has_label("Remove this one."));
+}
+
+#[test]
+fn removal_acknowledged_strikes_the_message_and_keeps_it_out_of_the_clipboard() {
+    let mut app = app(
+        Some(removal_scenario(r#"{"mode": "ack", "delay_ms": 100}"#)),
+        Some("sk-test-app"),
+        30.0,
+    );
+    record_two_messages(&mut app);
+    app.click_nth("Remove", 1);
+    app.wait_label("Removed");
+    assert!(app.has_label("(removed)"));
+    assert_eq!(app.buttons("Remove"), 1);
+    app.click("Stop dictation");
+    app.wait_label("Saved:");
+    assert_eq!(app.copies(), vec!["Keep this one.".to_owned()]);
+    let text = session_text(&app.sessions()[0]);
+    assert!(text.contains("\"message.removed\""));
+    // Removal excludes; the text stays in the file.
+    assert!(text.contains("Remove this one."));
+    app.shutdown();
+}
+
+#[test]
+fn removal_rejected_leaves_the_message() {
+    let mut app = app(
+        Some(removal_scenario(
+            r#"{"mode": "reject", "delay_ms": 50,
+                "error": {"type": "invalid_request_error", "code": "item_delete_failed",
+                          "message": "nope"}}"#,
+        )),
+        Some("sk-test-app"),
+        30.0,
+    );
+    record_two_messages(&mut app);
+    app.click_nth("Remove", 1);
+    app.wait_label("The provider refused the removal (item_delete_failed)");
+    assert!(!app.has_label("(removed)"));
+    app.click("Stop dictation");
+    app.wait_label("Saved:");
+    assert_eq!(
+        app.copies(),
+        vec!["Keep this one. Remove this one.".to_owned()]
+    );
+    assert!(!session_text(&app.sessions()[0]).contains("\"message.removed\""));
+    app.shutdown();
+}
+
+#[test]
+fn removal_timeout_closes_the_connection_and_stops_the_recording() {
+    let mut app = app(
+        Some(removal_scenario(r#"{"mode": "timeout"}"#)),
+        Some("sk-test-app"),
+        30.0,
+    );
+    record_two_messages(&mut app);
+    app.click_nth("Remove", 1);
+    app.wait_label("Removing… waiting for the provider");
+    // No Stop click: the unanswered removal halts the recording by itself.
+    app.wait_label("Saved:");
+    assert!(app.has_label("No answer in time"));
+    assert!(app.has_label("incomplete"));
+    assert!(!app.harness.state().is_recording());
+    // Local acknowledged history stays: both messages are copied.
+    assert_eq!(
+        app.copies(),
+        vec!["Keep this one. Remove this one.".to_owned()]
+    );
+    let text = session_text(&app.sessions()[0]);
+    assert!(text.contains("\"outcome\":\"incomplete\""));
+    assert!(!text.contains("\"message.removed\""));
+    app.shutdown();
+}
+
+#[test]
+fn discard_asks_first_and_deletes_only_after_confirmation() {
+    let mut app = app(
+        Some(scenario(
+            r#"{"name": "app-discard", "connections": [{
+                "utterances": [{"end_ms": 400, "transcript": "Throwaway words.", "delay_ms": 50}],
+                "close_after_commit_ms": 200}]}"#,
+        )),
+        Some("sk-test-app"),
+        30.0,
+    );
+    app.click("Start dictation");
+    app.wait_until("canonical", |h| {
+        h.query_all_by_role_and_label(Role::Button, "Copy")
+            .next()
+            .is_some()
+    });
+    app.click("Stop dictation");
+    app.wait_label("Saved:");
+    let session = app.sessions().pop().unwrap();
+    app.click("Discard");
+    app.wait_label("Discard this session?");
+    app.click("Keep");
+    assert!(!app.has_label("Discard this session?"));
+    assert!(session.is_dir(), "Keep must not delete");
+    app.click("Discard");
+    app.wait_label("Discard this session?");
+    app.click("Delete session");
+    app.wait_label("This session was deleted.");
+    assert!(!session.exists());
+    assert!(app.sessions().is_empty());
+    assert_eq!(app.harness.state().last_transcript(), None);
+    app.shutdown();
+}
+
+#[test]
+fn transcribe_again_streams_the_saved_wav_into_a_new_session() {
+    let mut app = app(
+        Some(scenario(
+            r#"{"name": "app-again", "connections": [
+                {"utterances": [{"end_ms": 300, "transcript": "Before the drop.", "delay_ms": 20}],
+                 "actions": [{"on": {"append": 8}, "do": "disconnect"}]},
+                {"utterances": [],
+                 "final_utterance": {"transcript": "Transcribed again.", "delay_ms": 50},
+                 "close_after_commit_ms": 200}]}"#,
+        )),
+        Some("sk-test-app"),
+        30.0,
+    );
+    app.click("Start dictation");
+    // The dropped connection ends the recording by itself.
+    app.wait_label("Saved:");
+    assert!(app.has_label("incomplete"));
+    let first = app.sessions();
+    assert_eq!(first.len(), 1);
+    let first_text = session_text(&first[0]);
+    assert!(first_text.contains("\"outcome\":\"incomplete\""));
+    app.click("Transcribe again");
+    app.wait_until("a second, complete session", |h| {
+        h.query_all_by_label_contains(", complete").next().is_some()
+    });
+    assert!(app.has_label("Transcribed again."));
+    let sessions = app.sessions();
+    assert_eq!(sessions.len(), 2);
+    let second = sessions.iter().find(|s| **s != first[0]).unwrap();
+    let text = session_text(second);
+    assert!(text.contains("Transcribed again."));
+    assert!(text.contains("\"outcome\":\"complete\""));
+    // The failed session is left exactly as it was.
+    assert_eq!(session_text(&first[0]), first_text);
+    assert_eq!(
+        app.copies().last().map(String::as_str),
+        Some("Transcribed again.")
+    );
+    app.shutdown();
+}
+
+#[test]
+fn starting_without_a_key_says_so() {
+    let mut app = app(None, None, 5.0);
+    // First run opens on Settings with the explanation.
+    assert_eq!(app.harness.state().page(), Page::Settings);
+    assert!(app.has_label("Persyk needs an OpenAI API key"));
+    app.harness.state_mut().show_page(Page::Dictation);
+    app.harness.step();
+    app.click("Start dictation");
+    app.wait_label("no API key; add one in Settings (credentials.no-key)");
+    assert!(app.sessions().is_empty(), "nothing recorded");
+    app.shutdown();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Search.
+
+fn write_session(root: &Path, name: &str, id: &str, created: &str, texts: &[&str]) -> PathBuf {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut out = format!(
+        "{{\"type\":\"session\",\"version\":1,\"id\":\"{id}\",\"timestamp\":\"{created}\"}}\n"
+    );
+    let mut parent = "null".to_owned();
+    for (i, t) in texts.iter().enumerate() {
+        let mid = format!("{id}-m{i}");
+        out.push_str(&format!(
+            "{{\"type\":\"message\",\"id\":\"{mid}\",\"parentId\":{parent},\"timestamp\":\"{created}\",\
+             \"message\":{{\"role\":\"user\",\"timestamp\":1,\"content\":[{{\"type\":\"text\",\"text\":\"{t}\"}}]}}}}\n"
+        ));
+        parent = format!("\"{mid}\"");
+    }
+    std::fs::write(dir.join("session.jsonl"), out).unwrap();
+    dir
+}
+
+#[test]
+fn search_finds_opens_the_pinned_leaf_and_recovers() {
+    let mut app = app(None, Some("sk-test-app"), 5.0);
+    let root = app.root.clone();
+    let a = write_session(
+        &root,
+        "a",
+        "00000000-0000-4000-8000-00000000000a",
+        "2026-01-01T00:00:00.000Z",
+        &["The first note", "Find the Needle here"],
+    );
+    write_session(
+        &root,
+        "b",
+        "00000000-0000-4000-8000-00000000000b",
+        "2026-01-02T00:00:00.000Z",
+        &["Nothing to see"],
+    );
+    // A copy of `a` elsewhere under the root: same id, a duplicate.
+    let dup = root.join("a-copy");
+    std::fs::create_dir_all(&dup).unwrap();
+    std::fs::copy(a.join("session.jsonl"), dup.join("session.jsonl")).unwrap();
+    // A session whose last record was cut off mid-write.
+    let damaged = write_session(
+        &root,
+        "c",
+        "00000000-0000-4000-8000-00000000000c",
+        "2026-01-03T00:00:00.000Z",
+        &["Needle in a damaged file"],
+    );
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(damaged.join("session.jsonl"))
+            .unwrap();
+        f.write_all(b"{\"type\":\"message\",\"id\":\"cut").unwrap();
+    }
+
+    app.click("Search");
+    // Opening the panel lists recent sessions from the files.
+    app.wait_label("Nothing to see");
+    app.harness.get_by_label("Search history").focus();
+    app.harness
+        .get_by_label("Search history")
+        .type_text("needle");
+    app.wait_until("hits", |h| {
+        h.query_all_by_label("Nothing to see").next().is_none()
+            && h.query_all_by_label_contains("Find the Needle here")
+                .next()
+                .is_some()
+    });
+    assert!(app.has_label("duplicate id"));
+    assert!(app.has_label("needs recovery"));
+    assert_eq!(app.buttons("Recover"), 1);
+
+    // An external append after the search: the result stays pinned to what was found.
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(a.join("session.jsonl"))
+            .unwrap();
+        f.write_all(
+            b"{\"type\":\"message\",\"id\":\"late\",\"parentId\":\"00000000-0000-4000-8000-00000000000a-m1\",\
+              \"timestamp\":\"2026-01-01T00:00:00.000Z\",\"message\":{\"role\":\"user\",\"timestamp\":1,\
+              \"content\":[{\"type\":\"text\",\"text\":\"Appended later\"}]}}\n",
+        )
+        .unwrap();
+    }
+    // Rows are newest first: c (damaged), then a and its copy.
+    let open_index = 1;
+    app.click_nth("Open", open_index);
+    app.wait_label("read-only, at leaf");
+    assert!(app.has_label("The first note"));
+    assert!(app.has_label("Find the Needle here"));
+    assert!(
+        !app.has_label("Appended later"),
+        "pinned leaf, not the new one"
+    );
+    app.click_nth("Copy", 1);
+    assert_eq!(app.copies(), vec!["Find the Needle here".to_owned()]);
+    app.click("Back to results");
+
+    app.click("Recover");
+    app.wait_label("Recovered:");
+    app.wait_until("no more recovery marks", |h| {
+        h.query_all_by_label("needs recovery").next().is_none()
+    });
+    let text = std::fs::read_to_string(damaged.join("session.jsonl")).unwrap();
+    assert!(text.ends_with('\n'));
+    assert!(!text.contains("\"id\":\"cut"));
+    app.shutdown();
+}
+
+#[test]
+fn search_shows_root_problems() {
+    let mut app = app(None, Some("sk-test-app"), 5.0);
+    let missing = app.root.join("not-there");
+    let mut settings = app.harness.state().settings().clone();
+    settings.sessions.additional_directories = vec![missing];
+    app.harness.state_mut().show_page(Page::Settings);
+    app.harness.step();
+    app.harness
+        .get_by_label("Also search (one per line)")
+        .focus();
+    app.harness
+        .get_by_label("Also search (one per line)")
+        .type_text(&app.root.join("not-there").display().to_string());
+    app.click("Save settings");
+    app.wait_label("Settings saved");
+    app.click("Search");
+    app.wait_label("Root problem:");
+    app.shutdown();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Settings.
+
+#[test]
+fn settings_reject_bad_values_and_save_good_ones() {
+    let mut app = app(None, None, 5.0);
+    assert_eq!(app.harness.state().page(), Page::Settings);
+    let type_into = |app: &mut App, label: &str, text: &str| {
+        app.harness.get_by_label(label).focus();
+        app.harness.step();
+        // Select what is there and replace it.
+        app.harness
+            .key_press_modifiers(eframe::egui::Modifiers::COMMAND, eframe::egui::Key::A);
+        app.harness.get_by_label(label).type_text(text);
+        app.harness.step();
+    };
+
+    type_into(&mut app, "Sessions folder", "relative/dir");
+    app.click("Save settings");
+    assert!(app.has_label("settings.root-not-absolute"));
+
+    let abs = app.root.display().to_string();
+    type_into(&mut app, "Sessions folder", &abs);
+    type_into(&mut app, "Provider base URL", "ftp://example.com");
+    app.click("Save settings");
+    assert!(app.has_label("settings.bad-provider-url"));
+
+    type_into(&mut app, "Provider base URL", "wss://example.com/v1");
+    type_into(&mut app, "Language", "english");
+    app.click("Save settings");
+    assert!(app.has_label("settings.bad-language"));
+
+    type_into(&mut app, "Language", "en");
+    type_into(&mut app, "Global hotkey", "alt+");
+    app.click("Save settings");
+    assert!(app.has_label("hotkey.invalid"));
+    assert!(!app.config.exists(), "nothing saved while invalid");
+
+    type_into(&mut app, "Global hotkey", "Ctrl+Shift+D");
+    type_into(&mut app, "API key", "sk-typed-key");
+    app.click("Save settings");
+    app.wait_label("Settings saved");
+    assert_eq!(app.keys.0.lock().unwrap().as_deref(), Some("sk-typed-key"));
+    let saved = Settings::load(&app.config).unwrap();
+    assert_eq!(
+        saved.sessions.directory.as_deref(),
+        Some(app.root.as_path())
+    );
+    assert_eq!(
+        saved.provider.base_url.as_deref(),
+        Some("wss://example.com/v1")
+    );
+    assert_eq!(saved.provider.language.as_deref(), Some("en"));
+    assert_eq!(saved.hotkey.keys.as_deref(), Some("Ctrl+Shift+D"));
+    // The key never reaches the settings file.
+    let file = std::fs::read_to_string(&app.config).unwrap();
+    assert!(!file.contains("sk-typed-key"));
+    // The first-run explanation is gone once a key is stored.
+    assert!(!app.has_label("Persyk needs an OpenAI API key"));
+    app.shutdown();
+}
