@@ -283,3 +283,98 @@ impl Settings {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::realtime::protocol::Mode;
+
+    fn with_provider(p: ProviderSettings) -> Settings {
+        Settings {
+            provider: p,
+            ..Settings::default()
+        }
+    }
+
+    #[test]
+    fn provider_defaults_and_overrides() {
+        let d = Settings::default().provider().unwrap();
+        assert_eq!(d, crate::realtime::protocol::Settings::default());
+        let s = with_provider(ProviderSettings {
+            base_url: Some(" https://proxy.example/v1 ".into()),
+            mode: Some("conversation".into()),
+            transcription_model: Some("gpt-4o-mini-transcribe".into()),
+            language: Some("de".into()),
+        })
+        .provider()
+        .unwrap();
+        assert_eq!(s.base_url, "wss://proxy.example/v1");
+        assert_eq!(s.mode, Mode::Conversation);
+        assert_eq!(s.transcription_model, "gpt-4o-mini-transcribe");
+        assert_eq!(s.language.as_deref(), Some("de"));
+    }
+
+    #[test]
+    fn validation_codes() {
+        let bad = |p: ProviderSettings| with_provider(p).validate().unwrap_err().code();
+        assert_eq!(
+            bad(ProviderSettings {
+                base_url: Some("ftp://x".into()),
+                ..Default::default()
+            }),
+            "settings.bad-provider-url"
+        );
+        assert_eq!(
+            bad(ProviderSettings {
+                base_url: Some("wss://".into()),
+                ..Default::default()
+            }),
+            "settings.bad-provider-url"
+        );
+        assert_eq!(
+            bad(ProviderSettings {
+                mode: Some("chat".into()),
+                ..Default::default()
+            }),
+            "settings.bad-mode"
+        );
+        assert_eq!(
+            bad(ProviderSettings {
+                transcription_model: Some("  ".into()),
+                ..Default::default()
+            }),
+            "settings.empty-model"
+        );
+        assert_eq!(
+            bad(ProviderSettings {
+                language: Some("EN".into()),
+                ..Default::default()
+            }),
+            "settings.bad-language"
+        );
+        let mut s = Settings::default();
+        s.sessions.additional_directories = vec![PathBuf::from("rel")];
+        assert_eq!(
+            s.validate().unwrap_err().code(),
+            "settings.root-not-absolute"
+        );
+        let mut s = Settings::default();
+        s.capture.pre_roll_ms = 501;
+        assert_eq!(
+            s.validate().unwrap_err().code(),
+            "settings.pre-roll-too-long"
+        );
+    }
+
+    #[test]
+    fn new_sections_round_trip_with_unknown_keys() {
+        let text = r#"{"hotkey":{"keys":"Ctrl+Shift+D","mode":"pushToTalk"},
+                       "provider":{"language":"fr"},"future":{"a":[1,2]}}"#;
+        let s: Settings = serde_json::from_str(text).unwrap();
+        assert_eq!(s.hotkey.mode, HotkeyMode::PushToTalk);
+        assert_eq!(s.provider.language.as_deref(), Some("fr"));
+        let back: Settings = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!(back, s);
+        assert!(back.other.contains_key("future"));
+    }
+}

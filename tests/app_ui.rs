@@ -334,6 +334,28 @@ fn a_clipboard_failure_is_shown_and_the_session_is_still_saved() {
     app.shutdown();
 }
 
+#[test]
+fn push_to_talk_released_before_the_recording_shows_itself_still_stops_it() {
+    let mut app = app(
+        Some(scenario(
+            r#"{"name": "app-ptt", "connections": [{"utterances": [],
+                "close_after_commit_ms": 200}]}"#,
+        )),
+        Some("sk-test-app"),
+        30.0,
+    );
+    // What the hotkey does in push-to-talk mode: press, release at once.
+    app.harness.state_mut().start();
+    app.harness.state_mut().stop();
+    app.wait_label("Saved:");
+    assert!(!app.harness.state().is_recording());
+    assert!(app.has_label("Nothing to copy"));
+    assert!(app.copies().is_empty());
+    let text = session_text(&app.sessions()[0]);
+    assert!(text.contains("\"recording.finished\""));
+    app.shutdown();
+}
+
 fn removal_scenario(delete: &str) -> Scenario {
     scenario(&format!(
         r#"{{"name": "app-removal", "connections": [{{

@@ -239,6 +239,8 @@ pub struct PersykUi {
     /// Shown in Settings when the hotkey could not be registered.
     pub hotkey_note: Option<String>,
     pending: Vec<Action>,
+    /// Stop as soon as the starting recording arrives.
+    stop_on_start: bool,
 }
 
 impl PersykUi {
@@ -275,6 +277,7 @@ impl PersykUi {
             tray_note: None,
             hotkey_note: None,
             pending: Vec::new(),
+            stop_on_start: false,
         }
     }
 
@@ -300,6 +303,7 @@ impl PersykUi {
     pub fn start(&mut self) {
         if !self.is_recording() {
             self.send(Command::Start);
+            self.stop_on_start = false;
             self.removals.clear();
             self.confirm_discard = false;
             self.dictation = Dictation::Starting;
@@ -308,11 +312,14 @@ impl PersykUi {
     }
 
     pub fn stop(&mut self) {
-        if let Dictation::Live(l) = &mut self.dictation
-            && !l.stopping
-        {
-            l.stopping = true;
-            self.send(Command::Stop);
+        match &mut self.dictation {
+            Dictation::Live(l) if !l.stopping => {
+                l.stopping = true;
+                self.send(Command::Stop);
+            }
+            // Released before the recording showed itself (push-to-talk): stop on arrival.
+            Dictation::Starting => self.stop_on_start = true,
+            _ => {}
         }
     }
 
@@ -426,8 +433,12 @@ impl PersykUi {
                     started: Instant::now(),
                     stopping: false,
                 });
+                if std::mem::take(&mut self.stop_on_start) {
+                    self.stop();
+                }
             }
             Update::StartFailed { code } => {
+                self.stop_on_start = false;
                 self.dictation = Dictation::Failed(code);
             }
             Update::Ended(finished) => self.finish(*finished),
