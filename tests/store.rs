@@ -1418,3 +1418,123 @@ fn write_new_assets_land_only_inside_assets() {
         .collect();
     assert_eq!(seen.len(), 2);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Refusals: appends to a file that needs a person's decision, and recovery that will not guess
+// ---------------------------------------------------------------------------------------------
+
+/// A session with one committed custom entry, and its file.
+fn session_with_one_entry(store: &Store) -> (SessionHandle, PathBuf) {
+    let h = store.create_session().expect("create session");
+    h.append(&[raw("e1", None, json!({"n": 1}))])
+        .into_result()
+        .expect("append e1");
+    let file = session_file(&h);
+    (h, file)
+}
+
+fn append_bytes(path: &Path, bytes: &[u8]) {
+    let mut f = fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .expect("open for append");
+    f.write_all(bytes).expect("append bytes");
+}
+
+#[test]
+fn appends_are_refused_while_a_tail_needs_recovery_and_after_it_work_again() {
+    let (_dir, root) = temp_root();
+    let store = store_at(&root);
+    let (h, file) = session_with_one_entry(&store);
+    // Another writer died mid-record.
+    append_bytes(&file, br#"{"type":"custom","id":"cut","par"#);
+    let before = fs::read(&file).expect("read");
+    let report = h.append(&[raw("e2", Some("e1"), json!({"n": 2}))]);
+    assert_eq!(err_code(&report), Some("store.needs-recovery"));
+    assert!(report.acks.is_empty());
+    assert_eq!(
+        fs::read(&file).expect("read"),
+        before,
+        "a refused append writes nothing"
+    );
+    // Explicit recovery, then the same append goes through.
+    let name = name_of(&h);
+    drop(h);
+    let outcome = store.recover(0, &name).expect("recover").tail;
+    assert!(matches!(outcome, TailOutcome::PreservedFragment { .. }));
+    let h = store.open_session(0, &name).expect("reopen");
+    h.append(&[raw("e2", Some("e1"), json!({"n": 2}))])
+        .into_result()
+        .expect("append after recovery");
+    assert_valid(&file);
+}
+
+#[test]
+fn appends_are_refused_on_a_file_with_contract_violations() {
+    let (_dir, root) = temp_root();
+    let store = store_at(&root);
+    let (h, file) = session_with_one_entry(&store);
+    // A complete record whose parent does not exist: the file is no longer authoritative.
+    append_bytes(
+        &file,
+        format!("{}\n", raw("bad", Some("nope"), json!({}))).as_bytes(),
+    );
+    let before = fs::read(&file).expect("read");
+    let report = h.append(&[raw("e2", Some("e1"), json!({"n": 2}))]);
+    assert_eq!(err_code(&report), Some("store.not-authoritative"));
+    assert_eq!(fs::read(&file).expect("read"), before);
+    // Recovery does not guess either: interior damage is a person's decision.
+    let name = name_of(&h);
+    drop(h);
+    let err = store.recover(0, &name).expect_err("interior damage");
+    assert_eq!(err.code(), "recover.interior-damage");
+    assert_eq!(
+        fs::read(&file).expect("read"),
+        before,
+        "recovery changed nothing"
+    );
+}
+
+#[test]
+fn recovery_refuses_tails_that_are_not_cut_short_records() {
+    let (_dir, root) = temp_root();
+    let store = store_at(&root);
+    let cases: [(&str, Vec<u8>); 3] = [
+        // Bytes that no JSON record starts with.
+        ("recover.tail-malformed", b"}{ not a record".to_vec()),
+        // More than a record may ever be (1 MiB), still open.
+        (
+            "recover.tail-too-large",
+            [
+                br#"{"type":"custom","id":"big","parentId":"e1","timestamp":"2026-01-01T00:00:00.000Z","customType":"t","data":""#.as_slice(),
+                &vec![b'x'; 1 << 20],
+            ]
+            .concat(),
+        ),
+        // A complete record without its newline, but invalid (unknown parent).
+        (
+            "recover.tail-invalid-record",
+            raw("late", Some("nope"), json!({})).into_bytes(),
+        ),
+    ];
+    for (code, tail) in cases {
+        let (h, file) = session_with_one_entry(&store);
+        append_bytes(&file, &tail);
+        let before = fs::read(&file).expect("read");
+        let name = name_of(&h);
+        drop(h);
+        let err = store.recover(0, &name).expect_err(code);
+        assert_eq!(err.code(), code);
+        assert_eq!(
+            fs::read(&file).expect("read"),
+            before,
+            "{code}: nothing changed"
+        );
+        let leftovers: Vec<_> = fs::read_dir(file.parent().expect("dir"))
+            .expect("list")
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().contains("fragment"))
+            .collect();
+        assert!(leftovers.is_empty(), "{code}: no fragment file");
+    }
+}

@@ -58,6 +58,8 @@ pub struct Shell {
     hotkey_generation: Option<u64>,
     quitting: bool,
     shut_down: bool,
+    /// Input time of the close request already acted on.
+    handled_close: Option<f64>,
 }
 
 impl Shell {
@@ -98,6 +100,7 @@ impl Shell {
             hotkey_generation: None,
             quitting: false,
             shut_down: false,
+            handled_close: None,
         };
         shell.sync_hotkey();
         shell
@@ -185,7 +188,13 @@ impl eframe::App for Shell {
             self.quit(ctx);
             return;
         }
-        if ctx.input(|i| i.viewport().close_requested()) {
+        // While hidden, `logic` sees the last shown frame's input again: act on a close
+        // request once (by its frame time), or showing the window would hide it again.
+        let close = ctx.input(|i| i.viewport().close_requested().then_some(i.time));
+        if let Some(at) = close
+            && self.handled_close != Some(at)
+        {
+            self.handled_close = Some(at);
             if self.tray.is_some() {
                 ctx.send_viewport_cmd(egui::ViewportCommand::CancelClose);
                 ctx.send_viewport_cmd(egui::ViewportCommand::Visible(false));
