@@ -5,91 +5,19 @@
 //! role and label, as a screen reader would.
 #![cfg(feature = "app")]
 
+mod app_support;
+
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use app_support::{MemKeys, Recorded, fixture, scenario};
 use eframe::egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
-use persyk::app::backend::{BackendConfig, BackendHandle, KeyStore, Microphone};
-use persyk::app::effects::Effects;
-use persyk::app::model::Waker;
 use persyk::app::ui::{Page, PersykUi};
-use persyk::capture::pipeline::{SamplesSource, SourceKind};
-use persyk::capture::source::AudioSource;
-use persyk::realtime::fake::{self, FakeServer, Scenario};
+use persyk::realtime::fake::{FakeServer, Scenario};
 use persyk::settings::Settings;
-
-// ---------------------------------------------------------------------------------------------
-// Test doubles: the only substitutes are the audio source, the key store and the effects.
-
-/// 24 kHz samples of a 440 Hz tone, delivered in real time.
-struct ToneMic {
-    seconds: f64,
-}
-
-impl Microphone for ToneMic {
-    fn open(
-        &self,
-        _device: Option<&str>,
-        _pre_roll_ms: u32,
-    ) -> Result<(Box<dyn AudioSource>, SourceKind), String> {
-        let n = (self.seconds * 24_000.0) as usize;
-        let samples = (0..n)
-            .map(|i| ((i as f64 * 440.0 * std::f64::consts::TAU / 24_000.0).sin() * 8000.0) as i16)
-            .collect();
-        Ok((
-            Box::new(SamplesSource::new(samples, 1.0)),
-            SourceKind::Replay,
-        ))
-    }
-}
-
-#[derive(Default)]
-struct MemKeys(Mutex<Option<String>>);
-
-impl KeyStore for MemKeys {
-    fn get(&self) -> Result<String, String> {
-        self.0
-            .lock()
-            .unwrap()
-            .clone()
-            .ok_or_else(|| "credentials.no-key".to_owned())
-    }
-    fn set(&self, key: &str) -> Result<(), String> {
-        *self.0.lock().unwrap() = Some(key.to_owned());
-        Ok(())
-    }
-    fn delete(&self) -> Result<(), String> {
-        *self.0.lock().unwrap() = None;
-        Ok(())
-    }
-}
-
-#[derive(Default, Clone)]
-struct Recorded {
-    copies: Arc<Mutex<Vec<String>>>,
-    notes: Arc<Mutex<Vec<(String, String)>>>,
-    /// Make the clipboard fail (a locked or missing clipboard).
-    broken: Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl Effects for Recorded {
-    fn copy(&mut self, text: &str) -> Result<(), String> {
-        if self.broken.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err("clipboard unavailable".into());
-        }
-        self.copies.lock().unwrap().push(text.to_owned());
-        Ok(())
-    }
-    fn notify(&mut self, title: &str, body: &str) {
-        self.notes
-            .lock()
-            .unwrap()
-            .push((title.to_owned(), body.to_owned()));
-    }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Fixture: a temp root, a fake provider, the UI in a harness.
@@ -104,64 +32,19 @@ struct App {
     _fake: Option<(tokio::runtime::Runtime, FakeServer)>,
 }
 
-fn scenario(json: &str) -> Scenario {
-    Scenario::from_json(json).expect("scenario")
-}
-
 fn app(fake_scenario: Option<Scenario>, key: Option<&str>, mic_seconds: f64) -> App {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("sessions");
-    std::fs::create_dir_all(&root).unwrap();
-    let config = dir.path().join("settings.json");
-    let mut settings = Settings::default();
-    settings.sessions.directory = Some(root.clone());
-    let fake = fake_scenario.map(|s| {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let server = rt.block_on(fake::spawn(s)).unwrap();
-        (rt, server)
-    });
-    if let Some((_, server)) = &fake {
-        settings.provider.base_url = Some(format!("ws://{}/v1", server.addr));
-    }
-    let keys = Arc::new(MemKeys(Mutex::new(key.map(str::to_owned))));
-    let waker = Waker::new();
-    let backend = BackendHandle::spawn(
-        BackendConfig {
-            settings_path: Some(config.clone()),
-            dev: true,
-            microphone: Arc::new(ToneMic {
-                seconds: mic_seconds,
-            }),
-            keys: keys.clone(),
-            replay_factor: 4.0,
-        },
-        settings.clone(),
-        waker.clone(),
-    )
-    .unwrap();
-    let effects = Recorded::default();
-    let ui = PersykUi::new(
-        backend,
-        Box::new(effects.clone()),
-        waker,
-        settings,
-        key.is_some(),
-    );
+    let f = fixture(fake_scenario, key, mic_seconds, |_| {});
     let harness = Harness::builder()
         .with_size(eframe::egui::vec2(640.0, 900.0))
-        .build_ui_state(|ui, state: &mut PersykUi| state.ui(ui), ui);
+        .build_ui_state(|ui, state: &mut PersykUi| state.ui(ui), f.ui);
     App {
         harness,
-        effects,
-        keys,
-        root,
-        config,
-        _dir: dir,
-        _fake: fake,
+        effects: f.effects,
+        keys: f.keys,
+        root: f.root,
+        config: f.config,
+        _dir: f.dir,
+        _fake: f.fake,
     }
 }
 

@@ -17,7 +17,7 @@ use eframe::egui;
 
 use super::backend::SHUTDOWN_DEADLINE;
 use super::hotkey;
-use super::tray::{Tray, TrayError};
+use super::tray::{Tray, TrayError, TrayState};
 use super::ui::{Page, PersykUi};
 use crate::settings::HotkeyMode;
 
@@ -41,19 +41,37 @@ pub enum ShellEvent {
     Hotkey(bool),
 }
 
+/// A function that queues a [`ShellEvent`] and wakes the window (safe from any thread).
+pub type Post = Arc<dyn Fn(ShellEvent) + Send + Sync>;
+
+/// What the shell needs from a tray icon: the real one, or a test double.
+pub trait TrayPort {
+    /// Shows `state`, the toggle's label and whether there is something to copy.
+    fn sync(&mut self, state: TrayState, recording: bool, can_copy: bool);
+}
+
+impl TrayPort for Tray {
+    fn sync(&mut self, state: TrayState, recording: bool, can_copy: bool) {
+        Tray::sync(self, state, recording, can_copy);
+    }
+}
+
 /// How the app starts.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ShellOptions {
     /// Start in the menu bar only (ignored without a tray icon).
     pub hidden: bool,
+    /// Register the global hotkey (tests turn it off: it needs a display server).
+    pub no_hotkey: bool,
 }
 
 /// The running app.
 pub struct Shell {
     ui: PersykUi,
     events: Receiver<ShellEvent>,
-    post: Arc<dyn Fn(ShellEvent) + Send + Sync>,
-    tray: Option<Tray>,
+    post: Post,
+    tray: Option<Box<dyn TrayPort>>,
+    options: ShellOptions,
     hotkey: Option<hotkey::Registered>,
     hotkey_generation: Option<u64>,
     quitting: bool,
@@ -64,16 +82,28 @@ pub struct Shell {
 
 impl Shell {
     /// Builds the shell inside eframe's creation closure (main thread, loop running).
-    pub fn new(ctx: &egui::Context, mut ui: PersykUi, options: ShellOptions) -> Shell {
+    pub fn new(ctx: &egui::Context, ui: PersykUi, options: ShellOptions) -> Shell {
+        Shell::with_tray(ctx, ui, options, |post| {
+            Tray::create(post).map(|t| Box::new(t) as Box<dyn TrayPort>)
+        })
+    }
+
+    /// [`Shell::new`] with the tray made by `make_tray` (given the event poster).
+    pub fn with_tray(
+        ctx: &egui::Context,
+        mut ui: PersykUi,
+        options: ShellOptions,
+        make_tray: impl FnOnce(Post) -> Result<Box<dyn TrayPort>, TrayError>,
+    ) -> Shell {
         let (tx, events): (SyncSender<ShellEvent>, _) = sync_channel(64);
-        let post: Arc<dyn Fn(ShellEvent) + Send + Sync> = {
+        let post: Post = {
             let ctx = ctx.clone();
             Arc::new(move |e| {
                 let _ = tx.try_send(e);
                 ctx.request_repaint();
             })
         };
-        let tray = match Tray::create(post.clone()) {
+        let tray = match make_tray(post.clone()) {
             Ok(t) => Some(t),
             Err(e) => {
                 eprintln!("persyk: {e}");
@@ -96,6 +126,7 @@ impl Shell {
             events,
             post,
             tray,
+            options,
             hotkey: None,
             hotkey_generation: None,
             quitting: false,
@@ -114,6 +145,9 @@ impl Shell {
         self.hotkey_generation = Some(generation);
         self.hotkey = None;
         self.ui.hotkey_note = None;
+        if self.options.no_hotkey {
+            return;
+        }
         match hotkey::parse(&self.ui.settings().hotkey) {
             Ok(None) => {}
             Ok(Some(keys)) => {
@@ -132,6 +166,21 @@ impl Shell {
             }
             Err(e) => self.ui.hotkey_note = Some(e.to_string()),
         }
+    }
+
+    /// The event poster tray, menu and hotkey callbacks use (tests inject events with it).
+    pub fn poster(&self) -> Post {
+        self.post.clone()
+    }
+
+    /// The window's state.
+    pub fn view(&self) -> &PersykUi {
+        &self.ui
+    }
+
+    /// Whether a quit path has run.
+    pub fn is_quitting(&self) -> bool {
+        self.quitting
     }
 
     fn show(&mut self, ctx: &egui::Context, page: Option<Page>) {

@@ -304,7 +304,10 @@ fn app(hidden: bool, bare: bool) -> u8 {
     let result = if bare {
         persyk::app::run_bare()
     } else {
-        persyk::app::run(persyk::app::shell::ShellOptions { hidden })
+        persyk::app::run(persyk::app::shell::ShellOptions {
+            hidden,
+            ..Default::default()
+        })
     };
     match result {
         Ok(()) => 0,

@@ -1,0 +1,289 @@
+//! The eframe shell, headless (egui_kittest's eframe harness runs `logic` and `ui` like the
+//! real loop): closing hides to the tray or quits without one; tray clicks, menu entries and
+//! the push-to-talk hotkey drive dictation through the same event queue the OS callbacks
+//! use; the tray icon follows the recording's state; quitting finishes a running recording.
+//! The tray itself is a recorder standing in for `tray-icon` (Xvfb has no tray host).
+#![cfg(feature = "app")]
+
+mod app_support;
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use app_support::{Fixture, fixture, scenario};
+use eframe::egui::{ViewportCommand, ViewportEvent, ViewportId};
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+use persyk::app::shell::{MenuAction, Post, Shell, ShellEvent, ShellOptions, TrayPort};
+use persyk::app::tray::{TrayError, TrayState};
+use persyk::app::ui::Page;
+use persyk::settings::HotkeyMode;
+
+type Syncs = Arc<Mutex<Vec<(TrayState, bool, bool)>>>;
+
+/// Records what the shell shows, once per change.
+struct FakeTray(Syncs);
+
+impl TrayPort for FakeTray {
+    fn sync(&mut self, state: TrayState, recording: bool, can_copy: bool) {
+        let mut v = self.0.lock().unwrap();
+        if v.last() != Some(&(state, recording, can_copy)) {
+            v.push((state, recording, can_copy));
+        }
+    }
+}
+
+struct ShellApp {
+    harness: Harness<'static, Shell>,
+    post: Post,
+    syncs: Syncs,
+    fixture_rest: (tempfile::TempDir, std::path::PathBuf),
+    _fake: Option<(tokio::runtime::Runtime, persyk::realtime::fake::FakeServer)>,
+    copies: Arc<Mutex<Vec<String>>>,
+}
+
+fn shell(f: Fixture, with_tray: bool) -> ShellApp {
+    let syncs: Syncs = Arc::default();
+    let Fixture {
+        ui,
+        effects,
+        root,
+        dir,
+        fake,
+        ..
+    } = f;
+    let tray_syncs = syncs.clone();
+    let harness = Harness::builder()
+        .with_size(eframe::egui::vec2(640.0, 900.0))
+        .build_eframe(move |cc| {
+            Shell::with_tray(
+                &cc.egui_ctx,
+                ui,
+                ShellOptions {
+                    hidden: false,
+                    no_hotkey: true,
+                },
+                move |_post| {
+                    if with_tray {
+                        Ok(Box::new(FakeTray(tray_syncs)) as Box<dyn TrayPort>)
+                    } else {
+                        Err(TrayError::NoHost)
+                    }
+                },
+            )
+        });
+    let post = harness.state().poster();
+    ShellApp {
+        harness,
+        post,
+        syncs,
+        fixture_rest: (dir, root),
+        _fake: fake,
+        copies: effects.copies,
+    }
+}
+
+impl ShellApp {
+    fn step(&mut self) {
+        self.harness.step();
+    }
+
+    fn wait_until(&mut self, what: &str, done: impl Fn(&ShellApp) -> bool) {
+        let start = Instant::now();
+        loop {
+            self.step();
+            if done(self) {
+                return;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "timed out waiting for {what}; tray saw {:?}",
+                self.syncs.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(15));
+        }
+    }
+
+    /// The viewport commands of the last frame.
+    fn commands(&self) -> Vec<ViewportCommand> {
+        self.harness
+            .output()
+            .viewport_output
+            .get(&ViewportId::ROOT)
+            .map(|v| v.commands.clone())
+            .unwrap_or_default()
+    }
+
+    fn close_window(&mut self) {
+        self.harness
+            .input_mut()
+            .viewports
+            .entry(ViewportId::ROOT)
+            .or_default()
+            .events
+            .push(ViewportEvent::Close);
+        self.step();
+    }
+
+    fn last_sync(&self) -> Option<(TrayState, bool, bool)> {
+        self.syncs.lock().unwrap().last().copied()
+    }
+
+    fn saw(&self, state: TrayState) -> bool {
+        self.syncs.lock().unwrap().iter().any(|s| s.0 == state)
+    }
+
+    fn root(&self) -> &Path {
+        &self.fixture_rest.1
+    }
+}
+
+fn dictation_scenario() -> persyk::realtime::fake::Scenario {
+    scenario(
+        r#"{"name": "shell", "connections": [{
+            "utterances": [{"end_ms": 400, "transcript": "Said through the tray.", "delay_ms": 50}],
+            "close_after_commit_ms": 200}]}"#,
+    )
+}
+
+fn session_files(root: &Path) -> Vec<String> {
+    std::fs::read_dir(root)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read_to_string(e.path().join("session.jsonl")).ok())
+        .collect()
+}
+
+#[test]
+fn closing_hides_to_the_tray_and_the_menu_brings_the_window_back() {
+    let mut app = shell(fixture(None, Some("sk-test"), 5.0, |_| {}), true);
+    app.step();
+    assert_eq!(app.last_sync(), Some((TrayState::Idle, false, false)));
+    app.close_window();
+    let commands = app.commands();
+    assert!(
+        commands.contains(&ViewportCommand::CancelClose),
+        "{commands:?}"
+    );
+    assert!(commands.contains(&ViewportCommand::Visible(false)));
+    assert!(!app.harness.state().is_quitting());
+    (app.post)(ShellEvent::Menu(MenuAction::Open));
+    app.step();
+    let commands = app.commands();
+    assert!(
+        commands.contains(&ViewportCommand::Visible(true)),
+        "{commands:?}"
+    );
+    assert!(commands.contains(&ViewportCommand::Focus));
+    assert!(!commands.contains(&ViewportCommand::Visible(false)));
+    (app.post)(ShellEvent::Menu(MenuAction::Settings));
+    app.step();
+    assert_eq!(app.harness.state().view().page(), Page::Settings);
+    (app.post)(ShellEvent::Menu(MenuAction::Search));
+    app.step();
+    assert_eq!(app.harness.state().view().page(), Page::Search);
+}
+
+#[test]
+fn without_a_tray_the_window_says_so_and_closing_quits() {
+    let mut app = shell(fixture(None, Some("sk-test"), 5.0, |_| {}), false);
+    app.step();
+    assert!(
+        app.harness
+            .query_all_by_label_contains("No menu-bar/tray icon on this desktop")
+            .next()
+            .is_some()
+    );
+    app.close_window();
+    assert!(app.harness.state().is_quitting());
+    assert!(!app.commands().contains(&ViewportCommand::CancelClose));
+}
+
+#[test]
+fn tray_clicks_toggle_dictation_and_the_icon_follows() {
+    let mut app = shell(
+        fixture(Some(dictation_scenario()), Some("sk-test"), 30.0, |_| {}),
+        true,
+    );
+    app.step();
+    (app.post)(ShellEvent::TrayClick);
+    app.wait_until("recording", |a| {
+        a.last_sync() == Some((TrayState::Recording, true, false))
+    });
+    assert!(app.saw(TrayState::Connecting));
+    app.wait_until("a canonical message", |a| {
+        a.harness
+            .query_all_by_label("Said through the tray.")
+            .next()
+            .is_some()
+    });
+    (app.post)(ShellEvent::TrayClick);
+    app.wait_until("idle with something to copy", |a| {
+        a.last_sync() == Some((TrayState::Idle, false, true))
+    });
+    assert!(app.saw(TrayState::Finishing));
+    assert_eq!(
+        app.harness.state().view().last_transcript(),
+        Some("Said through the tray.")
+    );
+    (app.post)(ShellEvent::Menu(MenuAction::CopyLast));
+    app.step();
+    assert_eq!(
+        app.copies.lock().unwrap().clone(),
+        vec!["Said through the tray.".to_owned(); 2]
+    );
+}
+
+#[test]
+fn push_to_talk_records_while_the_hotkey_is_held() {
+    let mut app = shell(
+        fixture(Some(dictation_scenario()), Some("sk-test"), 30.0, |s| {
+            s.hotkey.mode = HotkeyMode::PushToTalk;
+        }),
+        true,
+    );
+    app.step();
+    (app.post)(ShellEvent::Hotkey(true));
+    app.wait_until("recording", |a| {
+        a.last_sync() == Some((TrayState::Recording, true, false))
+    });
+    // A repeated press while held does not toggle.
+    (app.post)(ShellEvent::Hotkey(true));
+    app.step();
+    assert!(app.harness.state().view().is_recording());
+    app.wait_until("a canonical message", |a| {
+        a.harness
+            .query_all_by_label("Said through the tray.")
+            .next()
+            .is_some()
+    });
+    (app.post)(ShellEvent::Hotkey(false));
+    app.wait_until("stopped", |a| !a.harness.state().view().is_recording());
+    assert_eq!(session_files(app.root()).len(), 1);
+}
+
+#[test]
+fn quitting_from_the_menu_finishes_a_running_recording_first() {
+    let mut app = shell(
+        fixture(Some(dictation_scenario()), Some("sk-test"), 30.0, |_| {}),
+        true,
+    );
+    app.step();
+    (app.post)(ShellEvent::TrayClick);
+    app.wait_until("a canonical message", |a| {
+        a.harness
+            .query_all_by_label("Said through the tray.")
+            .next()
+            .is_some()
+    });
+    (app.post)(ShellEvent::Menu(MenuAction::Quit));
+    app.step();
+    assert!(app.harness.state().is_quitting());
+    assert!(app.commands().contains(&ViewportCommand::Close));
+    // Quit returned only after the session was finished on disk.
+    let files = session_files(app.root());
+    assert_eq!(files.len(), 1);
+    assert!(files[0].contains("\"recording.finished\""));
+    assert!(files[0].contains("Said through the tray."));
+}

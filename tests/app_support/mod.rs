@@ -1,0 +1,163 @@
+//! Shared by the app's headless tests: the test doubles (audio source, key store, effects)
+//! and a fixture with a temp root, the fake provider on loopback and the real backend.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use persyk::app::backend::{BackendConfig, BackendHandle, KeyStore, Microphone};
+use persyk::app::effects::Effects;
+use persyk::app::model::Waker;
+use persyk::app::ui::PersykUi;
+use persyk::capture::pipeline::{SamplesSource, SourceKind};
+use persyk::capture::source::AudioSource;
+use persyk::realtime::fake::{self, FakeServer, Scenario};
+use persyk::settings::Settings;
+
+// ---------------------------------------------------------------------------------------------
+// Test doubles: the only substitutes are the audio source, the key store and the effects.
+
+/// 24 kHz samples of a 440 Hz tone, delivered in real time.
+pub struct ToneMic {
+    pub seconds: f64,
+}
+
+impl Microphone for ToneMic {
+    fn open(
+        &self,
+        _device: Option<&str>,
+        _pre_roll_ms: u32,
+    ) -> Result<(Box<dyn AudioSource>, SourceKind), String> {
+        let n = (self.seconds * 24_000.0) as usize;
+        let samples = (0..n)
+            .map(|i| ((i as f64 * 440.0 * std::f64::consts::TAU / 24_000.0).sin() * 8000.0) as i16)
+            .collect();
+        Ok((
+            Box::new(SamplesSource::new(samples, 1.0)),
+            SourceKind::Replay,
+        ))
+    }
+}
+
+#[derive(Default)]
+pub struct MemKeys(pub Mutex<Option<String>>);
+
+impl KeyStore for MemKeys {
+    fn get(&self) -> Result<String, String> {
+        self.0
+            .lock()
+            .unwrap()
+            .clone()
+            .ok_or_else(|| "credentials.no-key".to_owned())
+    }
+    fn set(&self, key: &str) -> Result<(), String> {
+        *self.0.lock().unwrap() = Some(key.to_owned());
+        Ok(())
+    }
+    fn delete(&self) -> Result<(), String> {
+        *self.0.lock().unwrap() = None;
+        Ok(())
+    }
+}
+
+#[derive(Default, Clone)]
+pub struct Recorded {
+    pub copies: Arc<Mutex<Vec<String>>>,
+    pub notes: Arc<Mutex<Vec<(String, String)>>>,
+    /// Make the clipboard fail (a locked or missing clipboard).
+    pub broken: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Effects for Recorded {
+    fn copy(&mut self, text: &str) -> Result<(), String> {
+        if self.broken.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err("clipboard unavailable".into());
+        }
+        self.copies.lock().unwrap().push(text.to_owned());
+        Ok(())
+    }
+    fn notify(&mut self, title: &str, body: &str) {
+        self.notes
+            .lock()
+            .unwrap()
+            .push((title.to_owned(), body.to_owned()));
+    }
+}
+
+pub fn scenario(json: &str) -> Scenario {
+    Scenario::from_json(json).expect("scenario")
+}
+
+/// Everything a test needs around one `PersykUi`.
+pub struct Fixture {
+    pub ui: PersykUi,
+    pub effects: Recorded,
+    pub keys: Arc<MemKeys>,
+    pub root: PathBuf,
+    pub config: PathBuf,
+    pub dir: tempfile::TempDir,
+    pub fake: Option<(tokio::runtime::Runtime, FakeServer)>,
+}
+
+/// A UI over the real backend: sessions in a temp root, the provider `fake_scenario` (if any)
+/// on loopback, `key` in the key store, a tone of `mic_seconds` as the microphone; `edit`
+/// adjusts the settings before start.
+pub fn fixture(
+    fake_scenario: Option<Scenario>,
+    key: Option<&str>,
+    mic_seconds: f64,
+    edit: impl FnOnce(&mut Settings),
+) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("sessions");
+    std::fs::create_dir_all(&root).unwrap();
+    let config = dir.path().join("settings.json");
+    let mut settings = Settings::default();
+    settings.sessions.directory = Some(root.clone());
+    let fake = fake_scenario.map(|s| {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let server = rt.block_on(fake::spawn(s)).unwrap();
+        (rt, server)
+    });
+    if let Some((_, server)) = &fake {
+        settings.provider.base_url = Some(format!("ws://{}/v1", server.addr));
+    }
+    edit(&mut settings);
+    let keys = Arc::new(MemKeys(Mutex::new(key.map(str::to_owned))));
+    let waker = Waker::new();
+    let backend = BackendHandle::spawn(
+        BackendConfig {
+            settings_path: Some(config.clone()),
+            dev: true,
+            microphone: Arc::new(ToneMic {
+                seconds: mic_seconds,
+            }),
+            keys: keys.clone(),
+            replay_factor: 4.0,
+        },
+        settings.clone(),
+        waker.clone(),
+    )
+    .unwrap();
+    let effects = Recorded::default();
+    let ui = PersykUi::new(
+        backend,
+        Box::new(effects.clone()),
+        waker,
+        settings,
+        key.is_some(),
+    );
+    Fixture {
+        ui,
+        effects,
+        keys,
+        root,
+        config,
+        dir,
+        fake,
+    }
+}
