@@ -601,6 +601,17 @@ fn settings_reject_bad_values_and_save_good_ones() {
     assert!(app.has_label("hotkey.invalid"));
     assert!(!app.config.exists(), "nothing saved while invalid");
 
+    // The microphone is picked from the devices the backend lists.
+    app.harness.get_by_label("Microphone").click();
+    app.harness.step();
+    app.wait_until("the device list", |h| {
+        h.query_all_by_role_and_label(Role::Button, "USB Mic")
+            .next()
+            .is_some()
+    });
+    assert_eq!(app.buttons("Tone A"), 1);
+    app.click("USB Mic");
+
     type_into(&mut app, "Global hotkey", "Ctrl+Shift+D");
     type_into(&mut app, "API key", "sk-typed-key");
     app.click("Save settings");
@@ -616,6 +627,7 @@ fn settings_reject_bad_values_and_save_good_ones() {
         Some("wss://example.com/v1")
     );
     assert_eq!(saved.provider.language.as_deref(), Some("en"));
+    assert_eq!(saved.capture.device.as_deref(), Some("USB Mic"));
     assert_eq!(saved.hotkey.keys.as_deref(), Some("Ctrl+Shift+D"));
     // The key never reaches the settings file.
     let file = std::fs::read_to_string(&app.config).unwrap();

@@ -55,6 +55,11 @@ pub trait Microphone: Send + Sync {
         device: Option<&str>,
         pre_roll_ms: u32,
     ) -> Result<(Box<dyn AudioSource>, SourceKind), String>;
+
+    /// The input devices the user can choose from, by the names `open` accepts.
+    fn devices(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Where the API key lives.
@@ -124,6 +129,10 @@ impl Microphone for SystemMicrophone {
             Some((_, _, w)) => Ok((Box::new(w.recording_source()), SourceKind::Live)),
             None => Err("capture.no-device".into()),
         }
+    }
+
+    fn devices(&self) -> Vec<String> {
+        crate::capture::source::input_devices()
     }
 }
 
@@ -444,6 +453,15 @@ impl Backend {
                             Err(code) => Update::RecoverFailed { location, code },
                         })
                         .await;
+                });
+            }
+            Command::ListDevices => {
+                let mic = self.config.microphone.clone();
+                tokio::spawn(async move {
+                    let devices = tokio::task::spawn_blocking(move || mic.devices())
+                        .await
+                        .unwrap_or_default();
+                    notify.send(Update::Devices(devices)).await;
                 });
             }
             Command::SaveSettings { settings, api_key } => {

@@ -40,6 +40,8 @@ pub enum Command {
     },
     /// Explicit recovery of a damaged session.
     Recover { location: PathBuf },
+    /// List the input devices (for Settings).
+    ListDevices,
     /// Persist settings; `api_key` replaces the stored key when `Some` (empty: delete it).
     SaveSettings {
         settings: Box<Settings>,
@@ -171,6 +173,8 @@ pub enum Update {
         location: PathBuf,
         code: String,
     },
+    /// The input devices, by name.
+    Devices(Vec<String>),
     SettingsSaved,
     SettingsFailed {
         code: String,

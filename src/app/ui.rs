@@ -241,6 +241,9 @@ pub struct PersykUi {
     pending: Vec<Action>,
     /// Stop as soon as the starting recording arrives.
     stop_on_start: bool,
+    /// Input devices for the Settings page (asked for once, when the page first shows).
+    devices: Option<Vec<String>>,
+    devices_asked: bool,
 }
 
 impl PersykUi {
@@ -278,6 +281,8 @@ impl PersykUi {
             hotkey_note: None,
             pending: Vec::new(),
             stop_on_start: false,
+            devices: None,
+            devices_asked: false,
         }
     }
 
@@ -482,6 +487,7 @@ impl PersykUi {
             Update::RecoverFailed { code, .. } => {
                 self.search.message = Some((format!("Recovery failed ({code})"), true));
             }
+            Update::Devices(list) => self.devices = Some(list),
             Update::SettingsSaved => {
                 self.settings = self.form.to_settings(&self.settings);
                 if !self.form.api_key.trim().is_empty() {
@@ -833,6 +839,11 @@ impl PersykUi {
         let default_root = crate::settings::default_root(crate::settings::is_dev())
             .map(|p| p.display().to_string())
             .unwrap_or_default();
+        if self.devices.is_none() && !self.devices_asked {
+            self.devices_asked = true;
+            self.send(Command::ListDevices);
+        }
+        let devices = self.devices.as_ref();
         let f = &mut self.form;
         let before = f.clone();
         egui::Grid::new("settings").num_columns(2).show(ui, |ui| {
@@ -867,7 +878,30 @@ impl PersykUi {
                 ui.add(egui::TextEdit::singleline(&mut f.language).hint_text("auto (or en, de, …)"))
             });
             field(ui, "Microphone", |ui| {
-                ui.add(egui::TextEdit::singleline(&mut f.device).hint_text("system default"))
+                let selected = if f.device.is_empty() {
+                    "System default".to_owned()
+                } else if devices.is_some_and(|d| !d.contains(&f.device)) {
+                    format!("{} (not connected)", f.device)
+                } else {
+                    f.device.clone()
+                };
+                egui::ComboBox::from_id_salt("microphone")
+                    .selected_text(selected)
+                    .width(280.0)
+                    .show_ui(ui, |ui| {
+                        ui.selectable_value(&mut f.device, String::new(), "System default");
+                        match devices {
+                            Some(list) => {
+                                for d in list {
+                                    ui.selectable_value(&mut f.device, d.clone(), d);
+                                }
+                            }
+                            None => {
+                                ui.label("Looking for microphones…");
+                            }
+                        }
+                    })
+                    .response
             });
             field(ui, "Sessions folder", |ui| {
                 ui.add(egui::TextEdit::singleline(&mut f.directory).hint_text(&default_root))

@@ -37,6 +37,10 @@ impl Microphone for ToneMic {
             SourceKind::Replay,
         ))
     }
+
+    fn devices(&self) -> Vec<String> {
+        vec!["Tone A".into(), "USB Mic".into()]
+    }
 }
 
 #[derive(Default)]
