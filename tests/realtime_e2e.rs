@@ -1796,6 +1796,13 @@ fn cli(name: &str, mode: &str, ms: u64) -> CliRun {
         .unwrap_or_else(|| panic!("no address in {first:?}"));
 
     let root = tmp.path().join("sessions");
+    // The settings file's provider section applies to the CLI too (the flags win).
+    let config = tmp.path().join("settings.json");
+    std::fs::write(
+        &config,
+        r#"{"provider":{"language":"de","transcriptionModel":"gpt-4o-mini-transcribe","baseUrl":"wss://not-used.example/v1"}}"#,
+    )
+    .expect("write settings");
     let out = Command::new(bin)
         .arg("transcribe")
         .arg(&input)
@@ -1803,6 +1810,7 @@ fn cli(name: &str, mode: &str, ms: u64) -> CliRun {
         .args(["--realtime-factor", "0", "--root"])
         .arg(&root)
         .env("OPENAI_API_KEY", KEY)
+        .env("PERSYK_CONFIG", &config)
         .stdin(Stdio::null())
         .output()
         .expect("run persyk transcribe");
@@ -1922,6 +1930,14 @@ fn cli_normal_dictation() {
     check_cli_media(&run, &s);
     assert_no_secret_bytes(&s.dir);
     assert_no_secret_output(&run);
+    // The configured model and language reached the provider.
+    let dump = std::fs::read_to_string(&run.dump).expect("read the fake's dump");
+    let update = dump
+        .lines()
+        .find(|l| l.contains("session.update"))
+        .expect("a session.update in the dump");
+    assert!(update.contains(r#""language":"de""#), "{update}");
+    assert!(update.contains("gpt-4o-mini-transcribe"), "{update}");
     assert!(
         run.fake_lines
             .iter()

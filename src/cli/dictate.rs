@@ -8,7 +8,7 @@ use std::time::Duration;
 use persyk::capture::pipeline::{self, SourceKind};
 use persyk::capture::preroll::WarmInput;
 use persyk::capture::source::{AudioSource, CpalSource, input_devices};
-use persyk::realtime::protocol::{Mode, Settings};
+use persyk::realtime::protocol::Mode;
 use persyk::session::{LeafSelector, Store};
 use persyk::settings::{self, Settings as UserSettings};
 
@@ -70,13 +70,13 @@ pub fn run(args: Args<'_>) -> u8 {
         }
     };
     eprintln!("persyk: session {}", continuation.handle().dir().display());
-    let mut provider = Settings {
-        mode: args.mode,
-        ..Settings::default()
+    let provider = match super::transcribe::provider_settings(args.mode, args.provider_url) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("persyk: {e}");
+            return EXIT_CANNOT_RUN;
+        }
     };
-    if let Some(url) = args.provider_url {
-        provider.base_url = url.to_owned();
-    }
     let Ok(runtime) = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -58,13 +58,13 @@ pub fn run(args: Args<'_>) -> u8 {
             return EXIT_CANNOT_RUN;
         }
     };
-    let mut provider = Settings {
-        mode: args.mode,
-        ..Settings::default()
+    let provider = match provider_settings(args.mode, args.provider_url) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("persyk: {e}");
+            return EXIT_CANNOT_RUN;
+        }
     };
-    if let Some(url) = args.provider_url {
-        provider.base_url = url.to_owned();
-    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -128,4 +128,19 @@ pub fn roots(root: Option<&Path>) -> Result<Roots, String> {
             .and_then(|s| s.roots(settings::is_dev()))
             .map_err(|e| e.to_string()),
     }
+}
+
+/// The provider settings of the settings file (model, language, base URL), with `mode` and
+/// `--provider-url` from the command line on top.
+pub fn provider_settings(mode: Mode, url: Option<&str>) -> Result<Settings, String> {
+    let configured = match settings::settings_path() {
+        Some(p) => UserSettings::load(&p).map_err(|e| e.to_string())?,
+        None => UserSettings::default(),
+    };
+    let mut provider = configured.provider().map_err(|e| e.to_string())?;
+    provider.mode = mode;
+    if let Some(url) = url {
+        provider.base_url = url.to_owned();
+    }
+    Ok(provider)
 }
