@@ -525,3 +525,65 @@ fn fixture_counts_and_code_coverage() {
         "codes without a reject fixture: {missing:?}"
     );
 }
+
+/// Effective history of a golden at its default leaf.
+fn golden_history(name: &str) -> Vec<persyk::session::history::HistoryItem> {
+    let bytes =
+        fs::read(fixtures_dir().join("golden").join(format!("{name}.jsonl"))).expect("read golden");
+    let index = persyk::session::scan_bytes(&bytes);
+    let projection =
+        persyk::session::project(&index, &persyk::session::LeafSelector::Default).expect("project");
+    persyk::session::history::effective_history(
+        &mut std::io::Cursor::new(&bytes),
+        &index,
+        &projection,
+    )
+    .expect("history")
+}
+
+#[test]
+fn generic_context_drops_orphan_tool_results_and_target_checks_only_report() {
+    use persyk::session::context::to_context;
+    use persyk::session::target::{TargetCaps, check_target};
+
+    let history = golden_history("tool-result");
+    let ids: Vec<&str> = history.iter().map(|h| &*h.id).collect();
+    // History keeps the orphan tool result (tr2 answers a call nobody made).
+    assert_eq!(ids, ["u1", "a1", "tr1", "a2", "tr2", "tr3"]);
+    let ctx = to_context(&history);
+    let sources: Vec<&str> = ctx.messages.iter().map(|m| &*m.source_id).collect();
+    assert_eq!(sources, ["u1", "a1", "tr1", "a2", "tr3"]);
+    assert_eq!(ctx.dropped_orphan_tool_results, 1);
+    assert_eq!(ctx.skipped_unknown_blocks, 0);
+
+    // A text-only API cannot carry reasoning, tool calls or tool results: reported, per
+    // message, never an error.
+    let issues = check_target(&ctx, &TargetCaps::TEXT_ONLY);
+    let at = |i: usize| -> Vec<&str> {
+        issues
+            .iter()
+            .filter(|x| x.message == i)
+            .map(|x| x.block_type)
+            .collect()
+    };
+    assert!(at(0).is_empty(), "plain user text is fine");
+    assert!(at(1).contains(&"thinking") && at(1).contains(&"toolCall"));
+    assert_eq!(at(2), ["toolResult"]);
+    assert_eq!(at(4), ["toolResult"]);
+    // The Realtime API carries tool calls but no reasoning blocks.
+    let realtime = check_target(&ctx, &TargetCaps::OPENAI_REALTIME);
+    assert!(realtime.iter().all(|x| x.block_type == "thinking"));
+    assert!(!realtime.is_empty());
+    // Checking changed nothing the history read produced.
+    assert_eq!(golden_history("tool-result").len(), history.len());
+}
+
+#[test]
+fn generic_context_skips_unknown_blocks_that_history_keeps() {
+    let history = golden_history("unknown-blocks-and-keys");
+    let ctx = persyk::session::context::to_context(&history);
+    assert_eq!(ctx.messages.len(), history.len());
+    // transcript_segment, hologram, citation, refusal, input_audio_transcript
+    assert_eq!(ctx.skipped_unknown_blocks, 5);
+    assert!(history.iter().any(|h| h.raw.get().contains("hologram")));
+}
