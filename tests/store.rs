@@ -1538,3 +1538,24 @@ fn recovery_refuses_tails_that_are_not_cut_short_records() {
         assert!(leftovers.is_empty(), "{code}: no fragment file");
     }
 }
+
+#[test]
+fn the_first_session_creates_a_missing_write_root_and_other_roots_stay_untouched() {
+    let (_dir, base) = temp_root();
+    let write = base.join("Documents").join("persyk").join("sessions");
+    let other = base.join("elsewhere");
+    fs::create_dir_all(&other).expect("other root");
+    fs::write(other.join("keep.txt"), b"untouched").expect("file");
+    assert!(!write.exists());
+    let store = Store::new(Roots::new(write.clone(), vec![other.clone()]).expect("roots"));
+    assert!(!write.exists(), "opening a store creates nothing");
+    let h = store.create_session().expect("create");
+    assert!(h.dir().starts_with(write.canonicalize().expect("created")));
+    assert_valid(&session_file(&h));
+    // The discovery-only root is never written to.
+    let names: Vec<_> = fs::read_dir(&other)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(names, ["keep.txt"]);
+}
