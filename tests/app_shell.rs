@@ -1,5 +1,5 @@
-//! The eframe shell, headless (egui_kittest's eframe harness runs `logic` and `ui` like the
-//! real loop): closing hides to the tray or quits without one; tray clicks, menu entries and
+//! The eframe shell, headless (egui_kittest runs `Shell::tick` then `Shell::draw`, what
+//! eframe's `logic` and `ui` call): closing hides to the tray or quits without one; tray clicks, menu entries and
 //! the push-to-talk hotkey drive dictation through the same event queue the OS callbacks
 //! use; the tray icon follows the recording's state; quitting finishes a running recording.
 //! The tray itself is a recorder standing in for `tray-icon` (Xvfb has no tray host).
@@ -54,26 +54,33 @@ fn shell(f: Fixture, with_tray: bool) -> ShellApp {
         ..
     } = f;
     let tray_syncs = syncs.clone();
+    // The shell's own wake-ups go to a context of their own; the test steps the harness.
+    let shell = Shell::with_tray(
+        &eframe::egui::Context::default(),
+        ui,
+        ShellOptions {
+            hidden: false,
+            no_hotkey: true,
+        },
+        move |_post| {
+            if with_tray {
+                Ok(Box::new(FakeTray(tray_syncs)) as Box<dyn TrayPort>)
+            } else {
+                Err(TrayError::NoHost)
+            }
+        },
+    );
+    let post = shell.poster();
+    // What eframe does each frame: `logic`, then `ui`.
     let harness = Harness::builder()
         .with_size(eframe::egui::vec2(640.0, 900.0))
-        .build_eframe(move |cc| {
-            Shell::with_tray(
-                &cc.egui_ctx,
-                ui,
-                ShellOptions {
-                    hidden: false,
-                    no_hotkey: true,
-                },
-                move |_post| {
-                    if with_tray {
-                        Ok(Box::new(FakeTray(tray_syncs)) as Box<dyn TrayPort>)
-                    } else {
-                        Err(TrayError::NoHost)
-                    }
-                },
-            )
-        });
-    let post = harness.state().poster();
+        .build_ui_state(
+            |ui, shell: &mut Shell| {
+                shell.tick(ui.ctx());
+                shell.draw(ui);
+            },
+            shell,
+        );
     ShellApp {
         harness,
         post,

@@ -224,8 +224,10 @@ impl Shell {
     }
 }
 
-impl eframe::App for Shell {
-    fn logic(&mut self, ctx: &egui::Context, _frame: &mut eframe::Frame) {
+impl Shell {
+    /// What runs before every frame and, while the window is hidden, on every wake-up:
+    /// backend updates, queued OS events, close/quit rules, hotkey and tray state.
+    pub fn tick(&mut self, ctx: &egui::Context) {
         self.ui.process(ctx);
         while let Ok(e) = self.events.try_recv() {
             self.handle(ctx, e);
@@ -266,8 +268,19 @@ impl eframe::App for Shell {
         }
     }
 
-    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+    /// Draws the window's content.
+    pub fn draw(&mut self, ui: &mut egui::Ui) {
         self.ui.ui(ui);
+    }
+}
+
+impl eframe::App for Shell {
+    fn logic(&mut self, ctx: &egui::Context, _frame: &mut eframe::Frame) {
+        self.tick(ctx);
+    }
+
+    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        self.draw(ui);
     }
 
     fn on_exit(&mut self) {
