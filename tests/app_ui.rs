@@ -33,9 +33,19 @@ struct App {
 }
 
 fn app(fake_scenario: Option<Scenario>, key: Option<&str>, mic_seconds: f64) -> App {
+    app_sized(fake_scenario, key, mic_seconds, 900.0)
+}
+
+/// `app` in a window `height` points tall (everything on screen without scrolling).
+fn app_sized(
+    fake_scenario: Option<Scenario>,
+    key: Option<&str>,
+    mic_seconds: f64,
+    height: f32,
+) -> App {
     let f = fixture(fake_scenario, key, mic_seconds, |_| {});
     let harness = Harness::builder()
-        .with_size(eframe::egui::vec2(640.0, 900.0))
+        .with_size(eframe::egui::vec2(640.0, height))
         .build_ui_state(|ui, state: &mut PersykUi| state.ui(ui), f.ui);
     App {
         harness,
@@ -539,6 +549,35 @@ fn search_finds_opens_the_pinned_leaf_and_recovers() {
     let text = std::fs::read_to_string(damaged.join("session.jsonl")).unwrap();
     assert!(text.ends_with('\n'));
     assert!(!text.contains("\"id\":\"cut"));
+    app.shutdown();
+}
+
+#[test]
+fn search_pages_through_more_than_one_screenful() {
+    let mut app = app_sized(None, Some("sk-test-app"), 5.0, 12_000.0);
+    let root = app.root.clone();
+    for i in 0..63 {
+        write_session(
+            &root,
+            &format!("s{i:02}"),
+            &format!("00000000-0000-4000-8000-0000000000{i:02}"),
+            &format!("2026-02-01T{:02}:{:02}:00.000Z", i / 60, i % 60),
+            &[&format!("Session number {i}")],
+        );
+    }
+    app.click("Search");
+    app.wait_until("the first page", |h| {
+        h.query_all_by_role_and_label(Role::Button, "Open").count() == 50
+    });
+    // Newest first: 62 … 13 on the first page.
+    assert!(app.has_label("Session number 62"));
+    assert!(!app.has_label("Session number 12"));
+    app.click("More results");
+    app.wait_until("the rest", |h| {
+        h.query_all_by_role_and_label(Role::Button, "Open").count() == 63
+    });
+    assert!(app.has_label("Session number 0"));
+    assert_eq!(app.buttons("More results"), 0);
     app.shutdown();
 }
 

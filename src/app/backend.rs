@@ -397,7 +397,11 @@ impl Backend {
                 let update = self.discard(&session).await;
                 notify.send(update).await;
             }
-            Command::Search { query, generation } => {
+            Command::Search {
+                query,
+                generation,
+                after,
+            } => {
                 self.latest_search.store(generation, Ordering::SeqCst);
                 let latest = self.latest_search.clone();
                 let settings = self.settings.clone();
@@ -412,7 +416,7 @@ impl Backend {
                             store.as_deref(),
                             live.as_deref(),
                             &query,
-                            generation,
+                            (generation, after),
                             &latest,
                         )
                     })
@@ -652,12 +656,13 @@ fn run_search(
     store: Option<&Store>,
     live: Option<&Path>,
     query: &str,
-    generation: u64,
+    (generation, after): (u64, Option<search::Cursor>),
     latest: &AtomicU64,
 ) -> Option<SearchResults> {
     let stale = || latest.load(Ordering::SeqCst) != generation;
     let mut results = SearchResults {
         generation,
+        continued: after.is_some(),
         ..SearchResults::default()
     };
     let roots = match settings.roots(dev) {
@@ -682,7 +687,7 @@ fn run_search(
     }
     let request = PageRequest {
         limit: SEARCH_LIMIT,
-        cursor: None,
+        cursor: after,
     };
     let query = query.trim();
     let page = if query.is_empty() {
@@ -699,6 +704,7 @@ fn run_search(
     if stale() {
         return None;
     }
+    results.next = page.next.clone();
     results.skipped = page
         .skipped
         .iter()

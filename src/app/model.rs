@@ -16,6 +16,7 @@ use eframe::egui;
 use tokio::sync::watch;
 
 use crate::realtime::engine::{EngineView, RemovalOutcome};
+use crate::session::search::Cursor;
 use crate::settings::Settings;
 
 /// What the UI asks the backend to do.
@@ -31,8 +32,13 @@ pub enum Command {
     Remove { entry_id: String },
     /// Delete the session the app just created (the user confirmed).
     Discard { session: PathBuf },
-    /// Search the configured roots (an empty query lists recent sessions).
-    Search { query: String, generation: u64 },
+    /// Search the configured roots (an empty query lists recent sessions); `after` asks
+    /// for the page that follows an earlier answer of the same generation.
+    Search {
+        query: String,
+        generation: u64,
+        after: Option<Cursor>,
+    },
     /// Read a session's conversation at a pinned leaf (`None`: the default leaf).
     Open {
         location: PathBuf,
@@ -116,6 +122,10 @@ pub struct SearchResults {
     pub skipped: Vec<(PathBuf, &'static str)>,
     /// The query was not valid (a stable code).
     pub error: Option<&'static str>,
+    /// More rows follow: ask again with this cursor.
+    pub next: Option<Cursor>,
+    /// This answer continues the rows already shown (it was asked with a cursor).
+    pub continued: bool,
 }
 
 /// A message of an opened session.

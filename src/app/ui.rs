@@ -210,6 +210,7 @@ enum Action {
     TranscribeAgain(PathBuf),
     Open(ResultRow),
     CloseOpened,
+    MoreResults,
     Recover(PathBuf),
     SaveSettings,
 }
@@ -468,7 +469,14 @@ impl PersykUi {
             }
             Update::Results(results) => {
                 if results.generation == self.search.generation {
-                    self.search.results = Some(*results);
+                    match (&mut self.search.results, results.continued) {
+                        (Some(shown), true) => {
+                            shown.rows.extend(results.rows);
+                            shown.skipped.extend(results.skipped);
+                            shown.next = results.next;
+                        }
+                        _ => self.search.results = Some(*results),
+                    }
                     self.search.waiting = false;
                 }
             }
@@ -543,6 +551,20 @@ impl PersykUi {
         let command = Command::Search {
             query: self.search.query.clone(),
             generation: self.search.generation,
+            after: None,
+        };
+        self.send(command);
+    }
+
+    fn more_results(&mut self) {
+        let Some(after) = self.search.results.as_ref().and_then(|r| r.next.clone()) else {
+            return;
+        };
+        self.search.waiting = true;
+        let command = Command::Search {
+            query: self.search.query.clone(),
+            generation: self.search.generation,
+            after: Some(after),
         };
         self.send(command);
     }
@@ -619,6 +641,7 @@ impl PersykUi {
                 });
             }
             Action::CloseOpened => self.search.opened = None,
+            Action::MoreResults => self.more_results(),
             Action::Recover(location) => {
                 self.search.message = Some(("Recovering…".into(), false));
                 self.send(Command::Recover { location });
@@ -823,6 +846,13 @@ impl PersykUi {
             for (i, row) in results.rows.iter().enumerate() {
                 ui.push_id(i, |ui| result_row(ui, row, &query, &mut actions));
                 ui.separator();
+            }
+            if results.next.is_some()
+                && ui
+                    .add_enabled(!self.search.waiting, egui::Button::new("More results"))
+                    .clicked()
+            {
+                actions.push(Action::MoreResults);
             }
         });
         self.pending.extend(actions);
