@@ -14,15 +14,13 @@
 //! - Discard deletes only a session this backend created, and never while it records.
 //! - A search result is dropped when a newer query has been asked meanwhile.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::model::{
@@ -37,7 +35,7 @@ use crate::session::discover::{RootSpec, discover};
 use crate::session::format::{Block, CustomContent, EntryBody, Role};
 use crate::session::search::{self, PageRequest, Query};
 use crate::session::store::Roots;
-use crate::session::{self, LeafSelector, SessionHandle, Store};
+use crate::session::{self, LeafSelector, SessionHandle, Store, recover};
 use crate::settings::Settings;
 
 /// Rows the search panel asks for.
@@ -737,7 +735,7 @@ fn has_unfinished_recording(store: &Store, location: &Path) -> bool {
     store
         .open_path(location)
         .ok()
-        .and_then(|h: SessionHandle| crate::session::recover::unfinished_recordings(&h).ok())
+        .and_then(|h: SessionHandle| recover::unfinished_recordings(&h).ok())
         .is_some_and(|u| !u.is_empty())
 }
 
@@ -787,56 +785,27 @@ pub fn open_session(location: &Path, leaf: Option<String>) -> Result<OpenedSessi
             })
         })
         .collect();
+    // Recordings that failed or are incomplete, from the same open file and index.
+    let lifecycle =
+        session::history::read_entries(&mut file, &index, &recover::recording_positions(&index))
+            .map_err(|e| e.code().to_owned())?;
+    let retranscribable = recover::recording_states(lifecycle.iter().map(|h| &h.entry.body))
+        .into_iter()
+        .filter(|r| r.end != Some(recover::RecordingEnd::Complete))
+        .map(|r| location.join(session::ASSETS_DIR).join(r.asset))
+        .filter(|p| p.is_file())
+        .collect();
     Ok(OpenedSession {
         location: location.to_path_buf(),
         leaf: projection.leaf.map(|p| index.id(p).to_owned()),
         messages,
-        retranscribable: retranscribable(location),
+        retranscribable,
     })
-}
-
-/// WAVs of recordings that ended incomplete, were interrupted, or never finished.
-fn retranscribable(location: &Path) -> Vec<PathBuf> {
-    let Ok(file) = File::open(session::session_file(location)) else {
-        return Vec::new();
-    };
-    let mut assets: Vec<(String, String)> = Vec::new();
-    let mut ok: HashMap<String, bool> = HashMap::new();
-    for line in BufReader::new(file).lines() {
-        let Ok(line) = line else { break };
-        if !line.contains("\"recording.") {
-            continue;
-        }
-        let Ok(v) = serde_json::from_str::<Value>(&line) else {
-            continue;
-        };
-        let id = v["recordingId"].as_str().unwrap_or_default().to_owned();
-        match v["type"].as_str() {
-            Some("recording.started") => {
-                if let Some(a) = v["asset"].as_str() {
-                    assets.push((id, a.to_owned()));
-                }
-            }
-            Some("recording.finished") => {
-                ok.insert(id, v["outcome"] == "complete");
-            }
-            Some("recording.interrupted") => {
-                ok.insert(id, false);
-            }
-            _ => {}
-        }
-    }
-    assets
-        .into_iter()
-        .filter(|(id, _)| !ok.get(id).copied().unwrap_or(false))
-        .map(|(_, asset)| location.join(asset))
-        .filter(|p| p.is_file())
-        .collect()
 }
 
 /// Explicit recovery of one session folder, then reconciliation of confirmed removals.
 fn recover_session(location: &Path) -> Result<String, String> {
-    use crate::session::recover::{RecordingOutcome, TailOutcome};
+    use recover::{RecordingOutcome, TailOutcome};
     let name = location
         .file_name()
         .and_then(|n| n.to_str())

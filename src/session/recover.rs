@@ -16,7 +16,8 @@
 //! entry with the recovered `durationMs`. The asset lock is taken before the session lock and
 //! held until the entry is committed. Messages are never reconstructed from events.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry as MapEntry;
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -25,9 +26,9 @@ use serde::de::IgnoredAny;
 use time::OffsetDateTime;
 
 use super::diag::{Code, Diagnostic};
-use super::format::{Entry, EntryBody, RecordingInterrupted};
+use super::format::{Entry, EntryBody, Outcome, RecordingInterrupted};
 use super::fsio::Storage;
-use super::index::EntryKind;
+use super::index::{EntryKind, SessionIndex};
 use super::record::{self, MAX_RECORD_BYTES};
 use super::store::{SessionHandle, Store, StoreError, new_id, now_iso, write_new_file};
 use super::validate::Scanner;
@@ -206,50 +207,100 @@ fn fragment_stamp() -> String {
     )
 }
 
-/// `(recordingId, asset name)` of every recording that has started but not finished or been
-/// interrupted, in file order.
-pub fn unfinished_recordings(handle: &SessionHandle) -> Result<Vec<(String, String)>, StoreError> {
-    let positions = handle.with_index(|index| {
-        let positions: Vec<u32> = (0..index.len() as u32)
-            .filter(|&p| {
-                matches!(
-                    index.entry(p).kind,
-                    EntryKind::RecordingStarted
-                        | EntryKind::RecordingFinished
-                        | EntryKind::RecordingInterrupted
-                )
-            })
-            .collect();
-        positions
-    });
-    let mut started: Vec<(String, String)> = Vec::new();
-    let mut closed: HashSet<String> = HashSet::new();
-    for chunk in positions.chunks(256) {
-        let entries = handle.read_positions(chunk)?;
-        for e in entries {
-            match e.entry.body {
-                EntryBody::RecordingStarted(s) => {
+/// How a recording ended, as its latest lifecycle entry says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordingEnd {
+    Complete,
+    Incomplete,
+    Interrupted,
+}
+
+/// One recording of a session, from its lifecycle entries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordingState {
+    pub recording_id: String,
+    /// The capture WAV's name inside `assets/`.
+    pub asset: String,
+    /// `None`: started and never finished or interrupted.
+    pub end: Option<RecordingEnd>,
+}
+
+/// Positions of every `recording.*` lifecycle entry, in file order.
+pub fn recording_positions(index: &SessionIndex) -> Vec<u32> {
+    (0..index.len() as u32)
+        .filter(|&p| {
+            matches!(
+                index.entry(p).kind,
+                EntryKind::RecordingStarted
+                    | EntryKind::RecordingFinished
+                    | EntryKind::RecordingInterrupted
+            )
+        })
+        .collect()
+}
+
+/// Folds lifecycle entries (in file order) into one state per recording, in the order the
+/// recordings started; the latest finished/interrupted entry of a recording decides its end.
+pub fn recording_states<'a>(
+    bodies: impl IntoIterator<Item = &'a EntryBody>,
+) -> Vec<RecordingState> {
+    let mut states: Vec<RecordingState> = Vec::new();
+    let mut by_id: HashMap<&str, usize> = HashMap::new();
+    let mut ends: Vec<(&str, RecordingEnd)> = Vec::new();
+    for body in bodies {
+        match body {
+            EntryBody::RecordingStarted(s) => {
+                if let MapEntry::Vacant(slot) = by_id.entry(&s.recording_id) {
+                    slot.insert(states.len());
                     let name = s
                         .asset
                         .strip_prefix(&format!("{ASSETS_DIR}/"))
-                        .unwrap_or(&s.asset)
-                        .to_owned();
-                    started.push((s.recording_id, name));
+                        .unwrap_or(&s.asset);
+                    states.push(RecordingState {
+                        recording_id: s.recording_id.clone(),
+                        asset: name.to_owned(),
+                        end: None,
+                    });
                 }
-                EntryBody::RecordingFinished(f) => {
-                    closed.insert(f.recording_id);
-                }
-                EntryBody::RecordingInterrupted(i) => {
-                    closed.insert(i.recording_id);
-                }
-                _ => {}
             }
+            EntryBody::RecordingFinished(f) => ends.push((
+                &f.recording_id,
+                match f.outcome {
+                    Outcome::Complete => RecordingEnd::Complete,
+                    Outcome::Incomplete => RecordingEnd::Incomplete,
+                },
+            )),
+            EntryBody::RecordingInterrupted(i) => {
+                ends.push((&i.recording_id, RecordingEnd::Interrupted));
+            }
+            _ => {}
         }
     }
-    let mut seen = HashSet::new();
-    Ok(started
+    for (id, end) in ends {
+        if let Some(&at) = by_id.get(id) {
+            states[at].end = Some(end);
+        }
+    }
+    states
+}
+
+/// `(recordingId, asset name)` of every recording that has started but not finished or been
+/// interrupted, in file order.
+pub fn unfinished_recordings(handle: &SessionHandle) -> Result<Vec<(String, String)>, StoreError> {
+    let positions = handle.with_index(recording_positions);
+    let mut bodies = Vec::with_capacity(positions.len());
+    for chunk in positions.chunks(256) {
+        bodies.extend(
+            handle
+                .read_positions(chunk)?
+                .into_iter()
+                .map(|e| e.entry.body),
+        );
+    }
+    Ok(recording_states(&bodies)
         .into_iter()
-        .filter(|(id, _)| !closed.contains(id) && seen.insert(id.clone()))
+        .filter(|r| r.end.is_none())
+        .map(|r| (r.recording_id, r.asset))
         .collect())
 }
 
@@ -399,4 +450,60 @@ pub fn fix_wav(file: &File, storage: &dyn Storage) -> io::Result<Option<WavFix>>
         pos = body + size + (size & 1);
     }
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::format::{RecordingFinished, RecordingStarted};
+
+    fn started(id: &str) -> EntryBody {
+        EntryBody::RecordingStarted(RecordingStarted {
+            recording_id: id.into(),
+            asset: format!("assets/{id}.wav"),
+        })
+    }
+
+    fn finished(id: &str, outcome: Outcome) -> EntryBody {
+        EntryBody::RecordingFinished(RecordingFinished {
+            recording_id: id.into(),
+            duration_ms: 1,
+            outcome,
+            gaps: None,
+        })
+    }
+
+    #[test]
+    fn recording_states_fold_lifecycle_entries() {
+        let bodies = [
+            started("a"),
+            started("b"),
+            started("c"),
+            started("d"),
+            finished("a", Outcome::Complete),
+            finished("b", Outcome::Incomplete),
+            EntryBody::RecordingInterrupted(RecordingInterrupted {
+                recording_id: "c".into(),
+                reason: "crash".into(),
+                duration_ms: None,
+            }),
+            // A later entry for the same recording decides; a repeated start changes nothing.
+            finished("b", Outcome::Complete),
+            started("a"),
+        ];
+        let states = recording_states(&bodies);
+        let summary: Vec<(&str, &str, Option<RecordingEnd>)> = states
+            .iter()
+            .map(|r| (r.recording_id.as_str(), r.asset.as_str(), r.end))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("a", "a.wav", Some(RecordingEnd::Complete)),
+                ("b", "b.wav", Some(RecordingEnd::Complete)),
+                ("c", "c.wav", Some(RecordingEnd::Interrupted)),
+                ("d", "d.wav", None),
+            ]
+        );
+    }
 }
