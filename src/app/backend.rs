@@ -32,7 +32,7 @@ use crate::capture::preroll::WarmInput;
 use crate::capture::source::{AudioSource, FileSource};
 use crate::realtime::protocol::Settings as ProviderSettings;
 use crate::session::discover::{RootSpec, discover};
-use crate::session::format::{Block, CustomContent, EntryBody, Role};
+use crate::session::format::{EntryBody, Role, display_text};
 use crate::session::search::{self, PageRequest, Query};
 use crate::session::store::Roots;
 use crate::session::{self, LeafSelector, SessionHandle, Store, recover};
@@ -754,35 +754,19 @@ pub fn open_session(location: &Path, leaf: Option<String>) -> Result<OpenedSessi
     let messages = items
         .iter()
         .filter_map(|item| {
-            let (role, blocks) = match &item.entry.body {
+            let (role, text) = match &item.entry.body {
                 EntryBody::Message(m) => (
                     match m.role {
                         Role::User => "user",
                         Role::Assistant => "assistant",
                         Role::ToolResult => "tool",
                     },
-                    m.content.clone(),
+                    display_text(&m.content),
                 ),
-                EntryBody::CustomMessage(cm) => (
-                    "note",
-                    match &cm.content {
-                        CustomContent::Text(t) => vec![Block::text(t.clone())],
-                        CustomContent::Blocks(b) => b.clone(),
-                    },
-                ),
+                EntryBody::CustomMessage(cm) => ("note", display_text(&cm.content.to_blocks())),
                 _ => return None,
             };
-            let text: Vec<String> = blocks
-                .iter()
-                .map(|b| match b {
-                    Block::Text { text } => text.clone(),
-                    other => format!("[{}]", other.type_name()),
-                })
-                .collect();
-            Some(OpenedMessage {
-                role,
-                text: text.join(" "),
-            })
+            Some(OpenedMessage { role, text })
         })
         .collect();
     // Recordings that failed or are incomplete, from the same open file and index.

@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::Path;
 
-use persyk::session::format::{Block, CustomContent, EntryBody, Role};
+use persyk::session::format::{EntryBody, Role, display_text};
 use persyk::session::history::{self, HistoryItem};
 use persyk::session::{self, LeafSelector, ProjectError};
 use serde::Serialize;
@@ -96,30 +96,17 @@ pub fn run(session_path: &Path, leaf: Option<&str>, json: bool) -> u8 {
 }
 
 fn human_line(item: &HistoryItem) -> String {
-    let (role, blocks): (&str, Vec<Block>) = match &item.entry.body {
+    let (role, text) = match &item.entry.body {
         EntryBody::Message(m) => (
             match m.role {
                 Role::User => "user",
                 Role::Assistant => "assistant",
                 Role::ToolResult => "toolResult",
             },
-            m.content.clone(),
+            display_text(&m.content),
         ),
-        EntryBody::CustomMessage(cm) => (
-            "custom",
-            match &cm.content {
-                CustomContent::Text(t) => vec![Block::text(t.clone())],
-                CustomContent::Blocks(b) => b.clone(),
-            },
-        ),
-        _ => ("other", Vec::new()),
+        EntryBody::CustomMessage(cm) => ("custom", display_text(&cm.content.to_blocks())),
+        _ => ("other", String::new()),
     };
-    let text: Vec<String> = blocks
-        .iter()
-        .map(|b| match b {
-            Block::Text { text } => text.clone(),
-            other => format!("[{}]", other.type_name()),
-        })
-        .collect();
-    format!("{} {role}: {}", item.id, text.join(" "))
+    format!("{} {role}: {text}", item.id)
 }

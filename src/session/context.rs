@@ -11,7 +11,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::format::{Block, CustomContent, EntryBody, Role};
+use super::format::{Block, EntryBody, Role};
 use super::history::HistoryItem;
 
 /// One message of generic context.
@@ -45,13 +45,7 @@ pub fn to_context(history: &[HistoryItem]) -> Context {
                 m.content.clone(),
                 m.tool_result.as_ref().map(|t| t.tool_call_id.clone()),
             ),
-            EntryBody::CustomMessage(cm) => {
-                let blocks = match &cm.content {
-                    CustomContent::Text(t) => vec![Block::text(t.clone())],
-                    CustomContent::Blocks(b) => b.clone(),
-                };
-                (Role::User, blocks, None)
-            }
+            EntryBody::CustomMessage(cm) => (Role::User, cm.content.to_blocks(), None),
             _ => continue,
         };
         if role == Role::ToolResult && !tool_call_id.as_ref().is_some_and(|id| calls.contains(id)) {

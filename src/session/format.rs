@@ -143,6 +143,16 @@ pub enum CustomContent {
     Blocks(Vec<Block>),
 }
 
+impl CustomContent {
+    /// The content as blocks (a plain string is one text block).
+    pub fn to_blocks(&self) -> Vec<Block> {
+        match self {
+            CustomContent::Text(t) => vec![Block::text(t.clone())],
+            CustomContent::Blocks(b) => b.clone(),
+        }
+    }
+}
+
 impl<'de> Deserialize<'de> for CustomContent {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<CustomContent, D::Error> {
         // Blocks keep raw JSON, which needs the text itself: decide on the raw value.
@@ -642,6 +652,19 @@ impl Block {
     pub fn text(text: impl Into<String>) -> Block {
         Block::Text { text: text.into() }
     }
+}
+
+/// Blocks as one line for people: text blocks as written, every other block as `[type]`,
+/// separated by spaces.
+pub fn display_text(blocks: &[Block]) -> String {
+    let parts: Vec<Cow<'_, str>> = blocks
+        .iter()
+        .map(|b| match b {
+            Block::Text { text } => Cow::Borrowed(text.as_str()),
+            other => Cow::Owned(format!("[{}]", other.type_name())),
+        })
+        .collect();
+    parts.join(" ")
 }
 
 impl Serialize for Block {
