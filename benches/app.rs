@@ -12,6 +12,8 @@
 //!
 //! Run: `cargo bench --bench app`. Nothing is asserted.
 
+mod support;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU32;
@@ -54,57 +56,6 @@ impl Effects for NoEffects {
         Ok(())
     }
     fn notify(&mut self, _: &str, _: &str) {}
-}
-
-const WORDS: &[&str] = &[
-    "the",
-    "meeting",
-    "tomorrow",
-    "should",
-    "cover",
-    "quarterly",
-    "numbers",
-    "and",
-    "we",
-    "need",
-    "to",
-    "ship",
-    "the",
-    "draft",
-    "before",
-    "Friday",
-    "so",
-    "that",
-    "everyone",
-    "can",
-    "review",
-    "it",
-    "résumé",
-    "café",
-    "naïve",
-    "über",
-    "budget",
-    "plan",
-    "notes",
-    "idea",
-];
-
-fn transcript(messages: usize, words_per_message: usize) -> Vec<String> {
-    let mut n = 0usize;
-    (0..messages)
-        .map(|_| {
-            let mut s = String::new();
-            for w in 0..words_per_message {
-                if w > 0 {
-                    s.push(' ');
-                }
-                s.push_str(WORDS[(n * 7 + w * 3) % WORDS.len()]);
-                n += 1;
-            }
-            s.push('.');
-            s
-        })
-        .collect()
 }
 
 fn new_ui() -> PersykUi {
@@ -162,7 +113,7 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(300);
-    let texts = transcript(125, 12);
+    let texts = support::sentences(125, 12, 0x5eed);
     let words: usize = texts.iter().map(|t| t.split_whitespace().count()).sum();
     let view = EngineView {
         state: EngineState::Streaming,

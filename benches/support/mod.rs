@@ -93,6 +93,13 @@ fn sentence(rng: &mut Rng, words: usize) -> String {
     s
 }
 
+/// `count` sentences of `words` words each from the shared word list (with accents, emoji and
+/// quotes), the same for the same `seed`.
+pub fn sentences(count: usize, words: usize, seed: u64) -> Vec<String> {
+    let mut rng = Rng(seed.max(1));
+    (0..count).map(|_| sentence(&mut rng, words)).collect()
+}
+
 fn ts(i: u64) -> String {
     format!(
         "2026-03-{:02}T{:02}:{:02}:{:02}.{:03}Z",
