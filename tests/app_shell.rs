@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use app_support::{Fixture, fixture, scenario};
+use app_support::{Fixture, fixture, one_utterance};
 use eframe::egui::{ViewportCommand, ViewportEvent, ViewportId};
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
@@ -147,11 +147,7 @@ impl ShellApp {
 }
 
 fn dictation_scenario() -> persyk::realtime::fake::Scenario {
-    scenario(
-        r#"{"name": "shell", "connections": [{
-            "utterances": [{"end_ms": 400, "transcript": "Said through the tray.", "delay_ms": 50}],
-            "close_after_commit_ms": 200}]}"#,
-    )
+    one_utterance("shell", "Said through the tray.")
 }
 
 fn session_files(root: &Path) -> Vec<String> {

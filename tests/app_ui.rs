@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use app_support::{MemKeys, Recorded, fixture, scenario};
+use app_support::{MemKeys, Recorded, fixture, one_utterance, scenario};
 use eframe::egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
@@ -112,6 +112,17 @@ impl App {
         self.harness.step();
     }
 
+    /// Start, wait for the first canonical message (its Copy control), stop.
+    fn dictate_until_first_message_then_stop(&mut self) {
+        self.click("Start dictation");
+        self.wait_until("a canonical message", |h| {
+            h.query_all_by_role_and_label(Role::Button, "Copy")
+                .next()
+                .is_some()
+        });
+        self.click("Stop dictation");
+    }
+
     fn sessions(&self) -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = std::fs::read_dir(&self.root)
             .unwrap()
@@ -197,24 +208,14 @@ fn dictation_shows_provisional_then_canonical_and_copies_on_stop() {
 #[test]
 fn a_clipboard_failure_is_shown_and_the_session_is_still_saved() {
     let mut app = app(
-        Some(scenario(
-            r#"{"name": "app-clipboard", "connections": [{
-                "utterances": [{"end_ms": 400, "transcript": "Saved anyway.", "delay_ms": 50}],
-                "close_after_commit_ms": 200}]}"#,
-        )),
+        Some(one_utterance("app-clipboard", "Saved anyway.")),
         Some("sk-test-app"),
         30.0,
     );
     app.effects
         .broken
         .store(true, std::sync::atomic::Ordering::SeqCst);
-    app.click("Start dictation");
-    app.wait_until("canonical", |h| {
-        h.query_all_by_role_and_label(Role::Button, "Copy")
-            .next()
-            .is_some()
-    });
-    app.click("Stop dictation");
+    app.dictate_until_first_message_then_stop();
     app.wait_label("Copying failed (clipboard unavailable); the session is saved");
     assert!(app.has_label("Saved:"));
     assert!(
@@ -347,21 +348,11 @@ fn removal_timeout_closes_the_connection_and_stops_the_recording() {
 #[test]
 fn discard_asks_first_and_deletes_only_after_confirmation() {
     let mut app = app(
-        Some(scenario(
-            r#"{"name": "app-discard", "connections": [{
-                "utterances": [{"end_ms": 400, "transcript": "Throwaway words.", "delay_ms": 50}],
-                "close_after_commit_ms": 200}]}"#,
-        )),
+        Some(one_utterance("app-discard", "Throwaway words.")),
         Some("sk-test-app"),
         30.0,
     );
-    app.click("Start dictation");
-    app.wait_until("canonical", |h| {
-        h.query_all_by_role_and_label(Role::Button, "Copy")
-            .next()
-            .is_some()
-    });
-    app.click("Stop dictation");
+    app.dictate_until_first_message_then_stop();
     app.wait_label("Saved:");
     let session = app.sessions().pop().unwrap();
     app.click("Discard");

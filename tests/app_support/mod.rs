@@ -92,6 +92,15 @@ pub fn scenario(json: &str) -> Scenario {
     Scenario::from_json(json).expect("scenario")
 }
 
+/// One connection that transcribes one utterance (ending 400 ms into the audio) as `text`.
+pub fn one_utterance(name: &str, text: &str) -> Scenario {
+    scenario(&format!(
+        r#"{{"name": "{name}", "connections": [{{
+            "utterances": [{{"end_ms": 400, "transcript": "{text}", "delay_ms": 50}}],
+            "close_after_commit_ms": 200}}]}}"#
+    ))
+}
+
 /// Everything a test needs around one `PersykUi`.
 pub struct Fixture {
     pub ui: PersykUi,
