@@ -1,10 +1,13 @@
 //! kill -9 during capture: the recording is reported unfinished after restart, explicit
 //! recovery fixes the WAV, and every sample up to the last fsync is there, byte for byte.
 
-use std::io::{BufRead, BufReader};
+mod fake_cli;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
+
+use fake_cli::FakeProvider;
 
 fn persyk() -> Command {
     Command::new(env!("CARGO_BIN_EXE_persyk"))
@@ -54,24 +57,8 @@ fn kill_during_capture_then_recover_keeps_every_fsynced_sample() {
     let root = tmp.path().join("root");
     std::fs::create_dir_all(&root).expect("root");
 
-    let mut fake = persyk()
-        .args(["fake-provider", "--scenario"])
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/normal-dictation.json"))
-        .args(["--port", "0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("fake");
-    let mut line = String::new();
-    BufReader::new(fake.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("fake address");
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("ws://"))
-        .expect("ws url")
-        .trim_end_matches("/realtime")
-        .to_owned();
+    let fake = FakeProvider::start("normal-dictation");
+    let url = fake.url.clone();
 
     let mut child = persyk()
         .arg("transcribe")
@@ -87,8 +74,7 @@ fn kill_during_capture_then_recover_keeps_every_fsynced_sample() {
     std::thread::sleep(Duration::from_millis(2500));
     child.kill().expect("SIGKILL");
     let _ = child.wait();
-    let _ = fake.kill();
-    let _ = fake.wait();
+    drop(fake);
 
     let session = session_dir(&root);
     let status = persyk()

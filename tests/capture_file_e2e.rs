@@ -3,10 +3,11 @@
 //! and `sox --i`, its samples equal the converter's output for the same input, and every
 //! media reference's byte range holds exactly the bytes that were sent for that append.
 
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Command, Stdio};
+mod fake_cli;
 
+use std::process::Command;
+
+use fake_cli::FakeProvider;
 use persyk::capture::convert::Converter;
 use serde_json::Value;
 
@@ -41,24 +42,8 @@ fn resampled_file_capture_matches_the_converter_and_its_media_ranges() {
     conv.push(&interleaved, &mut expected);
     conv.flush(&mut expected);
 
-    let mut fake = persyk()
-        .args(["fake-provider", "--scenario"])
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/normal-dictation.json"))
-        .args(["--port", "0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("fake");
-    let mut line = String::new();
-    BufReader::new(fake.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("address");
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("ws://"))
-        .expect("url")
-        .trim_end_matches("/realtime")
-        .to_owned();
+    let fake = FakeProvider::start("normal-dictation");
+    let url = fake.url.clone();
     let root = tmp.path().join("root");
     let out = persyk()
         .arg("transcribe")
@@ -69,8 +54,7 @@ fn resampled_file_capture_matches_the_converter_and_its_media_ranges() {
         .env("OPENAI_API_KEY", "sk-test-file-0123456789abcdef")
         .output()
         .expect("transcribe");
-    let _ = fake.kill();
-    let _ = fake.wait();
+    drop(fake);
     assert!(
         out.status.success(),
         "{}",
