@@ -1,0 +1,1 @@
+//! Regressions in the capture side of Persyk.

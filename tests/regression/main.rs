@@ -1,0 +1,8 @@
+//! One named regression test per defect found in Persyk, in the manner of ripgrep's
+//! `tests/regression.rs`: each test reproduces a bug that once shipped and fails if it comes
+//! back. Tests are grouped by the part of Persyk the defect lived in; each names the issue and
+//! item it came from (`issue16_07_…` = issue #16, item 7).
+
+mod capture;
+mod realtime;
+mod store;

@@ -1,0 +1,1 @@
+//! Regressions in the realtime side of Persyk.

@@ -1,0 +1,1 @@
+//! Regressions in the store side of Persyk.
