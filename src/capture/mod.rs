@@ -8,6 +8,9 @@
 //! continuously with a bounded fsync cadence and a current header, each chunk sent with its
 //! WAV byte offset, then `recording.finished` with the real duration, outcome and gaps.
 //!
+//! [`segment`] is the voice-activity rule that cuts a recording into utterances, shared by
+//! client-side turn commits and on-device recognition.
+//!
 //! Invariants:
 //! - The bytes sent to the provider are exactly the bytes written to the WAV data chunk
 //!   (PCM16 LE mono 24 kHz), so media references can point at WAV ranges.
@@ -18,6 +21,7 @@
 pub mod convert;
 pub mod pipeline;
 pub mod preroll;
+pub mod segment;
 pub mod source;
 
 use std::time::Duration;
