@@ -2,7 +2,8 @@
 //!
 //! This library is everything but the shell: the session file format v1 ([`session`]) —
 //! validation, projection, the durable store, discovery and search ([`session`]), the
-//! realtime engine ([`realtime`]), capture ([`capture`]) and, with the `app` feature, the
+//! realtime engine ([`realtime`]), capture ([`capture`]), on-device recognition ([`local`],
+//! whisper.cpp with the `local` feature) and, with the `app` feature, the
 //! desktop shell (`app`). The core modules never import `app`; the binary (`src/main.rs`)
 //! adds the CLI and launches the app.
 //!
@@ -24,6 +25,7 @@
 pub mod app;
 pub mod capture;
 pub mod credentials;
+pub mod local;
 pub mod realtime;
 pub mod session;
 pub mod settings;

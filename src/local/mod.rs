@@ -1,0 +1,304 @@
+//! On-device recognition: Whisper through whisper.cpp, beside the Realtime provider.
+//!
+//! This module owns what recognizing one utterance on the device means: the model file
+//! ([`check_model_file`] before whisper.cpp ever sees it), the options (threads, language),
+//! the result ([`Recognition`]) and the guard that keeps Whisper's inventions on silence
+//! ("Thank you.", "[BLANK_AUDIO]") out of a transcript ([`judge`]). The engine itself,
+//! [`whisper::LocalModel`], sits behind the `local` cargo feature (on by default), because it
+//! builds whisper.cpp from source.
+//!
+//! Invariants:
+//! - A file is handed to whisper.cpp only after its header says it is a ggml Whisper model;
+//!   anything else is `local.model-invalid`, never a crash.
+//! - An utterance becomes text only if the guard accepts it: no speech, a blank result or a
+//!   high no-speech probability is [`Verdict::NoSpeech`], never a message.
+//! - Recognition never runs on the UI thread or a tokio worker: callers run it on a thread of
+//!   their own (inference blocks for as long as the utterance takes).
+
+#[cfg(feature = "local")]
+pub mod whisper;
+
+use std::io::Read;
+use std::path::Path;
+
+/// The magic number at the start of a ggml Whisper model (`"ggml"` as a little-endian u32).
+pub const GGML_MAGIC: u32 = 0x6767_6d6c;
+
+/// The rate whisper.cpp takes audio at.
+pub const WHISPER_RATE_HZ: u32 = 16_000;
+
+/// Why on-device recognition could not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LocalError {
+    #[error("local.model-missing: the model file does not exist")]
+    ModelMissing,
+    #[error("local.model-unreadable: the model file cannot be read")]
+    ModelUnreadable,
+    #[error("local.model-invalid: the file is not a Whisper model whisper.cpp can load")]
+    ModelInvalid,
+    #[error("local.unavailable: this build of Persyk has no on-device recognition")]
+    Unavailable,
+    #[error("local.inference-failed: recognizing the utterance failed")]
+    InferenceFailed,
+    #[error("local.resample-failed: the audio could not be prepared for the model")]
+    ResampleFailed,
+}
+
+impl LocalError {
+    /// The stable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            LocalError::ModelMissing => "local.model-missing",
+            LocalError::ModelUnreadable => "local.model-unreadable",
+            LocalError::ModelInvalid => "local.model-invalid",
+            LocalError::Unavailable => "local.unavailable",
+            LocalError::InferenceFailed => "local.inference-failed",
+            LocalError::ResampleFailed => "local.resample-failed",
+        }
+    }
+}
+
+/// Checks that `path` is a regular file that starts like a ggml Whisper model.
+pub fn check_model_file(path: &Path) -> Result<(), LocalError> {
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => LocalError::ModelMissing,
+        _ => LocalError::ModelUnreadable,
+    })?;
+    if !meta.is_file() {
+        return Err(LocalError::ModelInvalid);
+    }
+    let mut magic = [0u8; 4];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => LocalError::ModelInvalid,
+            _ => LocalError::ModelUnreadable,
+        })?;
+    if u32::from_le_bytes(magic) == GGML_MAGIC {
+        Ok(())
+    } else {
+        Err(LocalError::ModelInvalid)
+    }
+}
+
+/// How to recognize.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LocalOptions {
+    /// Inference threads.
+    pub threads: usize,
+    /// A language hint (`"en"`); `None` lets a multilingual model detect it.
+    pub language: Option<String>,
+}
+
+/// The most threads recognition uses by default.
+pub const MAX_DEFAULT_THREADS: usize = 8;
+
+impl Default for LocalOptions {
+    fn default() -> LocalOptions {
+        LocalOptions {
+            threads: std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .clamp(1, MAX_DEFAULT_THREADS),
+            language: None,
+        }
+    }
+}
+
+/// What whisper.cpp made of one utterance, before the guard.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recognition {
+    pub text: String,
+    /// The highest no-speech probability among the result's segments (0 when none).
+    pub no_speech_probability: f32,
+}
+
+/// The guard's decision about a recognition.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// Speech: this text becomes the message.
+    Text(String),
+    /// Nothing was said; no message.
+    NoSpeech,
+}
+
+/// Above this no-speech probability a result is taken for silence.
+pub const NO_SPEECH_THRESHOLD: f32 = 0.6;
+
+/// Utterances with less voiced audio than this are never sent to the model.
+pub const MIN_VOICED_MS: u64 = 120;
+
+/// Whether an utterance with `voiced_ms` of voiced audio is worth recognizing at all
+/// (the energy gate; the segmenter already measured it).
+pub fn worth_recognizing(voiced_ms: u64) -> bool {
+    voiced_ms >= MIN_VOICED_MS
+}
+
+/// The voiced audio in `pcm_24k` by the segmenter's rule (the energy gate for audio that did
+/// not come through a live segmenter, and a second look at audio that did).
+pub fn voiced_ms(pcm_24k: &[i16]) -> u64 {
+    use crate::capture::segment::{SegmentEvent, Segmenter, SegmenterConfig};
+    let mut segmenter = Segmenter::new(SegmenterConfig::for_rate(24_000));
+    let mut events = Vec::new();
+    segmenter.push(pcm_24k, &mut events);
+    segmenter.finish(&mut events);
+    events
+        .iter()
+        .map(|e| match e {
+            SegmentEvent::Ended(u) => u.voiced_ms,
+            SegmentEvent::Started { .. } => 0,
+        })
+        .sum()
+}
+
+/// Keeps Whisper's inventions out: blank results, annotations (`[BLANK_AUDIO]`, `(silence)`,
+/// `[Music]`, `*cough*`) and results the model itself rated as probably not speech.
+pub fn judge(recognition: &Recognition) -> Verdict {
+    let text = strip_annotations(&recognition.text);
+    let text = text.trim();
+    if text.is_empty() || !text.chars().any(char::is_alphanumeric) {
+        return Verdict::NoSpeech;
+    }
+    if recognition.no_speech_probability > NO_SPEECH_THRESHOLD {
+        return Verdict::NoSpeech;
+    }
+    Verdict::Text(text.to_owned())
+}
+
+/// Removes bracketed, parenthesized and starred annotations and collapses whitespace.
+fn strip_annotations(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut close: Option<char> = None;
+    for c in text.chars() {
+        match close {
+            Some(end) if c == end => close = None,
+            Some(_) => {}
+            None => match c {
+                '[' => close = Some(']'),
+                '(' => close = Some(')'),
+                '*' => close = Some('*'),
+                _ => out.push(c),
+            },
+        }
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// 24 kHz mono PCM16 (what Persyk records) to 16 kHz `f32` (what whisper.cpp takes).
+pub fn to_whisper_rate(pcm_24k: &[i16]) -> Result<Vec<f32>, LocalError> {
+    use rubato::audioadapter_buffers::direct::InterleavedSlice;
+    use rubato::{Fft, FixedSync, Resampler};
+
+    if pcm_24k.is_empty() {
+        return Ok(Vec::new());
+    }
+    let input: Vec<f32> = pcm_24k
+        .iter()
+        .map(|&s| crate::capture::convert::i16_to_f32(s))
+        .collect();
+    let mut fft = Fft::<f32>::new(24_000, WHISPER_RATE_HZ as usize, 2_400, 1, FixedSync::Both)
+        .map_err(|_| LocalError::ResampleFailed)?;
+    let needed = fft.process_all_needed_output_len(input.len());
+    let mut output = vec![0.0f32; needed];
+    let inp =
+        InterleavedSlice::new(&input, 1, input.len()).map_err(|_| LocalError::ResampleFailed)?;
+    let mut outp = InterleavedSlice::new_mut(&mut output, 1, needed)
+        .map_err(|_| LocalError::ResampleFailed)?;
+    let (_, written) = fft
+        .process_all_into_buffer(&inp, &mut outp, input.len(), None)
+        .map_err(|_| LocalError::ResampleFailed)?;
+    output.truncate(written);
+    Ok(output)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(text: &str, p: f32) -> Recognition {
+        Recognition {
+            text: text.into(),
+            no_speech_probability: p,
+        }
+    }
+
+    #[test]
+    fn the_guard_keeps_speech_and_drops_inventions() {
+        assert_eq!(
+            judge(&rec(" Ask not what your country can do for you.", 0.01)),
+            Verdict::Text("Ask not what your country can do for you.".into())
+        );
+        for blank in [
+            "",
+            "   ",
+            "[BLANK_AUDIO]",
+            " (silence) ",
+            "[Music]",
+            "*cough*",
+            " ... ",
+        ] {
+            assert_eq!(judge(&rec(blank, 0.0)), Verdict::NoSpeech, "{blank:?}");
+        }
+        assert_eq!(judge(&rec(" Thank you.", 0.9)), Verdict::NoSpeech);
+        assert_eq!(
+            judge(&rec("[BLANK_AUDIO] Hello there.", 0.1)),
+            Verdict::Text("Hello there.".into())
+        );
+    }
+
+    #[test]
+    fn the_energy_gate_needs_voiced_audio() {
+        assert!(!worth_recognizing(60));
+        assert!(worth_recognizing(120));
+    }
+
+    #[test]
+    fn resampling_keeps_the_duration_and_the_tone() {
+        // 1 s of a 440 Hz tone at 24 kHz becomes 1 s at 16 kHz with the same frequency.
+        let pcm: Vec<i16> = (0..24_000)
+            .map(|i| {
+                let t = f64::from(i) / 24_000.0;
+                ((2.0 * std::f64::consts::PI * 440.0 * t).sin() * 16_000.0) as i16
+            })
+            .collect();
+        let out = to_whisper_rate(&pcm).expect("resample");
+        assert!((out.len() as i64 - 16_000).abs() <= 2, "{}", out.len());
+        // Count zero crossings in the middle half: 440 Hz → 2 × 440 × 0.5 s = 440.
+        let mid = &out[4_000..12_000];
+        let crossings = mid
+            .windows(2)
+            .filter(|w| (w[0] < 0.0) != (w[1] < 0.0))
+            .count();
+        assert!((crossings as i64 - 440).abs() <= 2, "{crossings}");
+        assert!(to_whisper_rate(&[]).expect("empty").is_empty());
+    }
+
+    #[test]
+    fn only_ggml_files_are_models() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let missing = dir.path().join("none.bin");
+        assert_eq!(
+            check_model_file(&missing).map_err(|e| e.code()),
+            Err("local.model-missing")
+        );
+        let short = dir.path().join("short.bin");
+        std::fs::write(&short, b"gg").expect("write");
+        assert_eq!(
+            check_model_file(&short).map_err(|e| e.code()),
+            Err("local.model-invalid")
+        );
+        let html = dir.path().join("page.bin");
+        std::fs::write(&html, b"<html>not a model</html>").expect("write");
+        assert_eq!(
+            check_model_file(&html).map_err(|e| e.code()),
+            Err("local.model-invalid")
+        );
+        assert_eq!(
+            check_model_file(dir.path()).map_err(|e| e.code()),
+            Err("local.model-invalid")
+        );
+        let good = dir.path().join("model.bin");
+        std::fs::write(&good, GGML_MAGIC.to_le_bytes()).expect("write");
+        assert!(check_model_file(&good).is_ok());
+    }
+}
