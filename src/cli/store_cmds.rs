@@ -143,7 +143,9 @@ fn complete_record(
         Ok(Value::Object(obj)) => obj,
         _ => return Err(()),
     };
-    let stable_id = obj.get("id").map(|v| v.as_str().unwrap_or_default().to_owned());
+    let stable_id = obj
+        .get("id")
+        .map(|v| v.as_str().unwrap_or_default().to_owned());
     let id = stable_id.clone().unwrap_or_else(new_id);
     if ["id", "timestamp", "parentId"]
         .iter()

@@ -11,6 +11,13 @@
 //! - A failed write or fsync poisons the handle's writer: every later call fails with
 //!   `store.previous-io`; a fresh open (after explicit recovery, if needed) is the way on.
 //! - Open and read never repair or write anything.
+//! - One lock order everywhere: capture asset locks → a session's writer mutex → its capture
+//!   list → the store's handle registry. The registry is held for map operations only: no
+//!   scan, no I/O and no other lock under it, so opening a session can never deadlock with
+//!   a deletion revoking it.
+//! - Only the default write root is created by [`Store::create_session`]; an explicit one
+//!   ([`Roots::explicit`]) that is missing is `store.root-missing`. What the store creates is
+//!   private (folders 0700, files 0600; see `fsio`).
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
@@ -845,10 +852,7 @@ impl SessionHandle {
         self.check_live()?;
         self.revalidate(&guard)?;
         self.lock_file(&guard.file)?;
-        if let Err(e) = self
-            .check_live()
-            .and_then(|()| self.revalidate(&guard))
-        {
+        if let Err(e) = self.check_live().and_then(|()| self.revalidate(&guard)) {
             let _ = guard.file.unlock();
             return Err(e.into());
         }
@@ -1039,9 +1043,9 @@ pub(crate) fn write_new_file(
     bytes: &[u8],
 ) -> Result<(), StoreError> {
     let mut f = create_private_file(&dir.join(name)).map_err(|e| match e.kind() {
-            io::ErrorKind::AlreadyExists => StoreError::AssetExists,
-            _ => StoreError::io("create file")(e),
-        })?;
+        io::ErrorKind::AlreadyExists => StoreError::AssetExists,
+        _ => StoreError::io("create file")(e),
+    })?;
     storage
         .append(&mut f, bytes)
         .map_err(StoreError::io("write file"))?;

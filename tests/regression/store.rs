@@ -279,7 +279,10 @@ fn issue16_08_private_modes_body() {
     store.delete(&h).expect("delete");
     modes.push((
         ".persyk-trash",
-        spy.trash_mode.lock().expect("spy").expect("trash was created"),
+        spy.trash_mode
+            .lock()
+            .expect("spy")
+            .expect("trash was created"),
     ));
     // The settings file, and the config folder it creates.
     let config = base.join("config").join("persyk");
@@ -422,9 +425,8 @@ fn issue16_14_deleting_a_recording_session_stops_its_capture() {
         .enable_all()
         .build()
         .expect("runtime");
-    let scenario =
-        Scenario::from_json(r#"{"name": "long", "connections": [{"utterances": []}]}"#)
-            .expect("scenario");
+    let scenario = Scenario::from_json(r#"{"name": "long", "connections": [{"utterances": []}]}"#)
+        .expect("scenario");
     let server = rt.block_on(fake::spawn(scenario)).expect("fake provider");
     let store = store_at(&root);
     let handle = store.create_session().expect("session");
@@ -471,9 +473,8 @@ fn issue16_14_deleting_a_recording_session_stops_its_capture() {
     assert_eq!(deleted, Ok(()), "deletion stops the local capture");
     assert!(!handle.dir().exists());
     // The recording ends too (its session is gone, so it may end in an error).
-    let ended = rt.block_on(async {
-        tokio::time::timeout(Duration::from_secs(30), recording).await
-    });
+    let ended =
+        rt.block_on(async { tokio::time::timeout(Duration::from_secs(30), recording).await });
     assert!(
         matches!(ended, Ok(Ok(_))),
         "the recording task ended after the deletion: {ended:?}"
@@ -608,7 +609,9 @@ fn issue16_history_read_of_a_line_replaced_by_a_too_deep_one_is_history_changed(
         .stack_size(256 << 10)
         .spawn(move || {
             let mut f = fs::File::open(&file).expect("open");
-            history::read_entries(&mut f, &index, &[0]).map(|_| ()).map_err(|e| e.code())
+            history::read_entries(&mut f, &index, &[0])
+                .map(|_| ())
+                .map_err(|e| e.code())
         })
         .expect("spawn")
         .join()
