@@ -50,9 +50,10 @@ fn explicit_store(session: &Path) -> Result<(Store, String), String> {
 
 fn exit_for(e: &StoreError) -> u8 {
     match e {
-        StoreError::Io { .. } | StoreError::NotASession | StoreError::InvalidName => {
-            EXIT_CANNOT_RUN
-        }
+        StoreError::Io { .. }
+        | StoreError::NotASession
+        | StoreError::InvalidName
+        | StoreError::RootMissing => EXIT_CANNOT_RUN,
         StoreError::LeafNotFound => EXIT_LEAF_NOT_FOUND,
         _ => EXIT_VIOLATION,
     }

@@ -56,9 +56,16 @@ pub struct AssetWriter {
 }
 
 /// `<session_dir>/assets` if it is a real folder; `None` if it does not exist. A symlink (to
-/// anywhere) or any other kind of file there is `store.escapes-root`: nothing under it
-/// belongs to the session.
+/// anywhere) or any other kind of file there, or in place of the session folder itself, is
+/// `store.escapes-root`: nothing under it belongs to the session. A session folder that is
+/// gone is `store.stale-handle`.
 pub(crate) fn assets_dir_of(session_dir: &Path) -> Result<Option<PathBuf>, StoreError> {
+    // The handle's folder path is canonical when opened; a symlink there now is a swap.
+    match fs::symlink_metadata(session_dir) {
+        Ok(m) if m.file_type().is_dir() => {}
+        Ok(_) => return Err(StoreError::EscapesRoot),
+        Err(_) => return Err(StoreError::StaleHandle),
+    }
     let dir = session_dir.join(ASSETS_DIR);
     match fs::symlink_metadata(&dir) {
         Ok(m) if m.file_type().is_dir() => Ok(Some(dir)),

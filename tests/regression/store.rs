@@ -506,7 +506,7 @@ fn issue16_15_a_missing_configured_write_root_is_refused_not_created() {
     // `persyk new --root <missing>` is explicit too.
     let missing = base.join("not-mounted");
     let out = persyk_with_input(&["new", "--root", missing.to_str().expect("UTF-8")], "");
-    assert_ne!(out.status.code(), Some(0));
+    assert_eq!(out.status.code(), Some(2), "cannot run: {out:?}");
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("store.root-missing"),
         "{out:?}"
