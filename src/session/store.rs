@@ -237,7 +237,9 @@ pub struct Store {
 ///
 /// Lock order (never the reverse): capture asset locks → `writer` → `captures` →
 /// `Store::registry`. `registry` is only ever held for map operations: no scan, no file I/O
-/// and no other lock is taken under it, so it can sit at the end of every chain.
+/// and no other lock is taken under it, so it can sit at the end of every chain. Asset locks
+/// are only ever *tried* (`try_lock`, never waited for), which is why `start_capture` may
+/// lock its brand-new file while it holds `captures`.
 #[derive(Debug)]
 struct Shared {
     root: PathBuf,
