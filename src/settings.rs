@@ -5,15 +5,20 @@
 //! - Unknown keys survive a load → save round trip (a newer Persyk's settings are not lost).
 //! - Saving is atomic: write a temporary file, fsync, rename over, fsync the directory.
 //! - Secrets (the API key) never live here; they go to the OS secret store.
-//! - Changing roots moves nothing.
+//! - Changing roots moves nothing. Only the default root is created by the first
+//!   recording; a configured `sessions.directory` that is missing stays missing
+//!   ([`Roots::explicit`]: `store.root-missing`).
+//! - The settings file is 0600 and a config folder it creates is 0700, whatever the umask.
 
-use std::fs::{self, File};
+use std::fs::{self, OpenOptions, Permissions};
 use std::io::{self, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::session::fsio::{PRIVATE_FILE_MODE, create_private_dir_all};
 use crate::session::store::{Roots, StoreError};
 
 /// Why settings could not be read or written.
@@ -196,9 +201,19 @@ impl Settings {
     pub fn save(&self, path: &Path) -> Result<(), SettingsError> {
         let io = |op| move |source| SettingsError::Io { op, source };
         let dir = path.parent().unwrap_or(Path::new("."));
-        fs::create_dir_all(dir).map_err(io("create config dir"))?;
+        create_private_dir_all(dir).map_err(io("create config dir"))?;
         let tmp = path.with_extension("json.tmp");
-        let mut f = File::create(&tmp).map_err(io("write settings"))?;
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(PRIVATE_FILE_MODE)
+            .open(&tmp)
+            .map_err(io("write settings"))?;
+        // A temporary file left by an older version may be world-readable: narrow it
+        // before anything is written into it.
+        f.set_permissions(Permissions::from_mode(PRIVATE_FILE_MODE))
+            .map_err(io("write settings"))?;
         let text = serde_json::to_vec_pretty(self).map_err(|_| SettingsError::Invalid)?;
         f.write_all(&text).map_err(io("write settings"))?;
         f.sync_all().map_err(io("sync settings"))?;
@@ -271,13 +286,16 @@ impl Settings {
         self.provider().map(drop)
     }
 
-    /// The configured roots (write root first). `dev` picks the development default.
+    /// The configured roots (write root first). `dev` picks the development default. Only
+    /// the default write root is created by the first recording; a configured
+    /// `sessions.directory` is [`Roots::explicit`].
     pub fn roots(&self, dev: bool) -> Result<Roots, SettingsError> {
-        let write = match &self.sessions.directory {
-            Some(d) => d.clone(),
-            None => default_root(dev)?,
+        let additional = self.sessions.additional_directories.clone();
+        let roots = match &self.sessions.directory {
+            Some(d) => Roots::explicit(d.clone(), additional),
+            None => Roots::new(default_root(dev)?, additional),
         };
-        Roots::new(write, self.sessions.additional_directories.clone()).map_err(|e| match e {
+        roots.map_err(|e| match e {
             StoreError::RootNotAbsolute => SettingsError::RootNotAbsolute,
             _ => SettingsError::Invalid,
         })

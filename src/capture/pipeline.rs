@@ -350,7 +350,9 @@ fn capture_loop(mut c: CaptureLoop<'_>) -> CaptureEnd {
     let mut converted = Vec::new();
     let mut stopping = false;
     while failure.is_none() {
-        if !stopping && c.stop.load(Ordering::SeqCst) {
+        // The caller's stop, or a confirmed deletion of the session asking its local
+        // captures to stop (`CaptureAsset::stop_requested`).
+        if !stopping && (c.stop.load(Ordering::SeqCst) || c.capture.stop_requested()) {
             // Stop: keep what the source already delivered, then end.
             stopping = true;
         }

@@ -3,6 +3,7 @@
 //! Naming a session on the command line is the user's explicit authorization for it: these
 //! commands open it through a store whose only root is the folder that contains it.
 
+use std::collections::HashMap;
 use std::io::{self, BufRead, Write};
 
 use std::path::{Path, PathBuf};
@@ -49,9 +50,10 @@ fn explicit_store(session: &Path) -> Result<(Store, String), String> {
 
 fn exit_for(e: &StoreError) -> u8 {
     match e {
-        StoreError::Io { .. } | StoreError::NotASession | StoreError::InvalidName => {
-            EXIT_CANNOT_RUN
-        }
+        StoreError::Io { .. }
+        | StoreError::NotASession
+        | StoreError::InvalidName
+        | StoreError::RootMissing => EXIT_CANNOT_RUN,
         StoreError::LeafNotFound => EXIT_LEAF_NOT_FOUND,
         _ => EXIT_VIOLATION,
     }
@@ -77,9 +79,11 @@ fn report_record_error(e: &StoreError, record: Option<usize>) {
 
 pub fn new(root: Option<&Path>) -> u8 {
     let roots = match root {
+        // A root named on the command line is explicit: a missing one is refused
+        // (`store.root-missing`), never created with its parents.
         Some(r) => match absolute(r)
             .map_err(|e| e.to_string())
-            .and_then(|r| Roots::new(r, Vec::new()).map_err(|e| e.to_string()))
+            .and_then(|r| Roots::explicit(r, Vec::new()).map_err(|e| e.to_string()))
         {
             Ok(r) => r,
             Err(e) => {
@@ -115,19 +119,48 @@ pub fn new(root: Option<&Path>) -> u8 {
 
 /// Fills in what a record may leave out: `id` (a new UUIDv7), `timestamp` (now) and
 /// `parentId` (the command's continuation leaf). Records that name all three are passed on
-/// byte for byte.
-fn complete_record(line: &str, leaf: &Option<String>) -> Result<(String, String), ()> {
-    let obj: Map<String, Value> = serde_json::from_str(line).map_err(|_| ())?;
-    let id = match obj.get("id") {
-        Some(v) => v.as_str().unwrap_or_default().to_owned(),
-        None => new_id(),
+/// byte for byte, and so are records that are not within the record limits (the store then
+/// refuses them with the validator's code).
+///
+/// A retry must not conflict with itself: when a record with a stable `id` leaves out
+/// `timestamp` or `parentId` and that id is already committed (`committed` finds it) or was
+/// completed earlier in this batch (`memo`), the values filled in then are filled in again,
+/// so an identical input line is acknowledged as already committed, while a line that
+/// differs in anything it does say still conflicts.
+fn complete_record(
+    line: &str,
+    leaf: &Option<String>,
+    committed: &dyn Fn(&str) -> Option<Map<String, Value>>,
+    memo: &mut HashMap<String, String>,
+) -> Result<(String, String), ()> {
+    if persyk::session::record::prescan(line.as_bytes()).is_err() {
+        let id = serde_json::from_str::<Map<String, Value>>(line)
+            .ok()
+            .and_then(|o| o.get("id").and_then(Value::as_str).map(str::to_owned))
+            .unwrap_or_default();
+        return Ok((id, line.to_owned()));
+    }
+    let obj = match persyk::session::record::parse_value(line.as_bytes()) {
+        Ok(Value::Object(obj)) => obj,
+        _ => return Err(()),
     };
+    let stable_id = obj
+        .get("id")
+        .map(|v| v.as_str().unwrap_or_default().to_owned());
+    let id = stable_id.clone().unwrap_or_else(new_id);
     if ["id", "timestamp", "parentId"]
         .iter()
         .all(|k| obj.contains_key(*k))
     {
         return Ok((id, line.to_owned()));
     }
+    if stable_id.is_some()
+        && let Some(done) = memo.get(line)
+    {
+        return Ok((id, done.clone()));
+    }
+    let earlier = stable_id.as_deref().and_then(committed);
+    let from_earlier = |key: &str| earlier.as_ref().and_then(|e| e.get(key)).cloned();
     // Envelope first, in the order the format documents, then the record's own fields.
     let mut out = Map::new();
     if let Some(t) = obj.get("type") {
@@ -137,11 +170,13 @@ fn complete_record(line: &str, leaf: &Option<String>) -> Result<(String, String)
     let parent = obj
         .get("parentId")
         .cloned()
+        .or_else(|| from_earlier("parentId"))
         .unwrap_or_else(|| leaf.clone().map_or(Value::Null, Value::String));
     out.insert("parentId".into(), parent);
     let ts = obj
         .get("timestamp")
         .cloned()
+        .or_else(|| from_earlier("timestamp"))
         .unwrap_or_else(|| Value::String(now_iso()));
     out.insert("timestamp".into(), ts);
     for (k, v) in obj {
@@ -150,7 +185,28 @@ fn complete_record(line: &str, leaf: &Option<String>) -> Result<(String, String)
         }
     }
     let text = serde_json::to_string(&out).map_err(|_| ())?;
+    if stable_id.is_some() {
+        memo.insert(line.to_owned(), text.clone());
+    }
     Ok((id, text))
+}
+
+/// The committed record with `id`, as a JSON object, catching up with other writers first
+/// if this handle has not seen it yet.
+fn committed_record(handle: &SessionHandle, id: &str) -> Option<Map<String, Value>> {
+    let position = |h: &SessionHandle| h.with_index(|i| i.position(id));
+    let pos = match position(handle) {
+        Some(p) => p,
+        None => {
+            handle.refresh().ok()?;
+            position(handle)?
+        }
+    };
+    let item = handle.read_positions(&[pos]).ok()?.pop()?;
+    match persyk::session::record::parse_value(item.raw.get().as_bytes()) {
+        Ok(Value::Object(obj)) => Some(obj),
+        _ => None,
+    }
 }
 
 pub fn append(session: &Path, leaf: Option<&str>) -> u8 {
@@ -189,6 +245,9 @@ pub fn append(session: &Path, leaf: Option<&str>) -> u8 {
     let mut line = String::new();
     let mut record_no = 0usize;
     let mut batch_first = 1usize;
+    // Completions of stable-id records in the batch being built (see `complete_record`).
+    let mut memo: HashMap<String, String> = HashMap::new();
+    let committed = |id: &str| committed_record(&handle, id);
     loop {
         line.clear();
         let eof = match input.read_line(&mut line) {
@@ -205,7 +264,7 @@ pub fn append(session: &Path, leaf: Option<&str>) -> u8 {
             if batch.is_empty() {
                 batch_first = record_no;
             }
-            match complete_record(text, &pending_leaf) {
+            match complete_record(text, &pending_leaf, &committed, &mut memo) {
                 Ok((id, rec)) => {
                     pending_leaf = Some(id);
                     batch_bytes += rec.len() + 1;
@@ -228,6 +287,7 @@ pub fn append(session: &Path, leaf: Option<&str>) -> u8 {
         if !batch.is_empty() && (eof || full || memchr::memchr(b'\n', input.buffer()).is_none()) {
             let code = flush(&handle, &mut batch, &mut out, &mut leaf, batch_first);
             batch_bytes = 0;
+            memo.clear();
             pending_leaf = leaf.clone();
             if code != 0 {
                 return code;

@@ -10,9 +10,17 @@
 //! - A [`CaptureAsset`] holds an exclusive advisory lock on its file until dropped: a lock that
 //!   is held means "live capture", which recovery and deletion must not touch. Code that needs
 //!   both locks takes the asset lock first, then the session lock.
+//! - Every path from the session folder to an asset is checked the same way
+//!   ([`assets_dir_of`], [`open_existing_asset`]): `assets/` must be a real folder, never a
+//!   symlink, and an existing asset must be a regular file that is still the file that was
+//!   checked when it was opened. Writing, recovery and deletion all go through these.
+//! - New asset files are 0600 and a new `assets/` is 0700 (`fsio::create_private_*`).
+//! - A capture asks to be stopped through [`CaptureAsset::stop_requested`]; the capture loop
+//!   polls it and ends the recording promptly, which is how deletion stops a local capture.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Seek, SeekFrom, Write};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,7 +29,7 @@ use sha2::{Digest, Sha256};
 
 use super::ASSETS_DIR;
 use super::format::{AssetRef, ByteRange};
-use super::fsio::Storage;
+use super::fsio::{Storage, create_private_dir, create_private_file};
 use super::store::{SessionHandle, StoreError, lock};
 use super::validate::is_id;
 
@@ -47,21 +55,76 @@ pub struct AssetWriter {
     storage: Arc<dyn Storage>,
 }
 
+/// `<session_dir>/assets` if it is a real folder; `None` if it does not exist. A symlink (to
+/// anywhere) or any other kind of file there, or in place of the session folder itself, is
+/// `store.escapes-root`: nothing under it belongs to the session. A session folder that is
+/// gone is `store.stale-handle`.
+pub(crate) fn assets_dir_of(session_dir: &Path) -> Result<Option<PathBuf>, StoreError> {
+    // The handle's folder path is canonical when opened; a symlink there now is a swap.
+    match fs::symlink_metadata(session_dir) {
+        Ok(m) if m.file_type().is_dir() => {}
+        Ok(_) => return Err(StoreError::EscapesRoot),
+        Err(_) => return Err(StoreError::StaleHandle),
+    }
+    let dir = session_dir.join(ASSETS_DIR);
+    match fs::symlink_metadata(&dir) {
+        Ok(m) if m.file_type().is_dir() => Ok(Some(dir)),
+        Ok(_) => Err(StoreError::EscapesRoot),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(StoreError::io("stat assets dir")(e)),
+    }
+}
+
+/// Opens the existing asset `assets/<name>` of `session_dir` (read and write when `write`) if
+/// `assets/` is a real folder and the asset a regular file. `Ok(None)`: no such file, or not
+/// a regular file (nothing the store may touch). A symlinked `assets/`, or a folder or file
+/// swapped while opening, is `store.escapes-root`.
+pub(crate) fn open_existing_asset(
+    session_dir: &Path,
+    name: &str,
+    write: bool,
+) -> Result<Option<File>, StoreError> {
+    if !is_id(name) {
+        return Err(StoreError::InvalidName);
+    }
+    let Some(dir) = assets_dir_of(session_dir)? else {
+        return Ok(None);
+    };
+    let dir_before = fs::symlink_metadata(&dir).map_err(StoreError::io("stat assets dir"))?;
+    let path = dir.join(name);
+    let meta = match fs::symlink_metadata(&path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(StoreError::io("stat asset")(e)),
+    };
+    if !meta.file_type().is_file() {
+        return Ok(None);
+    }
+    let f = match OpenOptions::new().read(true).write(write).open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(StoreError::io("open asset")(e)),
+    };
+    let opened = f.metadata().map_err(StoreError::io("stat asset"))?;
+    let dir_after = fs::symlink_metadata(&dir).map_err(StoreError::io("stat assets dir"))?;
+    let same = |a: &fs::Metadata, b: &fs::Metadata| a.dev() == b.dev() && a.ino() == b.ino();
+    if !same(&opened, &meta) || !same(&dir_before, &dir_after) || !dir_after.is_dir() {
+        return Err(StoreError::EscapesRoot);
+    }
+    Ok(Some(f))
+}
+
 impl SessionHandle {
     fn assets_dir(&self) -> Result<PathBuf, StoreError> {
-        let dir = self.dir().join(ASSETS_DIR);
-        match fs::symlink_metadata(&dir) {
-            Ok(m) if m.file_type().is_dir() => Ok(dir),
-            Ok(_) => Err(StoreError::EscapesRoot),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                fs::create_dir(&dir).map_err(StoreError::io("create assets dir"))?;
-                self.storage()
-                    .sync_dir(self.dir())
-                    .map_err(StoreError::io("sync session dir"))?;
-                Ok(dir)
-            }
-            Err(e) => Err(StoreError::io("stat assets dir")(e)),
+        if let Some(dir) = assets_dir_of(self.dir())? {
+            return Ok(dir);
         }
+        let dir = self.dir().join(ASSETS_DIR);
+        create_private_dir(&dir).map_err(StoreError::io("create assets dir"))?;
+        self.storage()
+            .sync_dir(self.dir())
+            .map_err(StoreError::io("sync session dir"))?;
+        Ok(dir)
     }
 
     fn create_asset_file(&self, name: &str) -> Result<(File, PathBuf), StoreError> {
@@ -72,15 +135,14 @@ impl SessionHandle {
             return Err(StoreError::InvalidName);
         }
         let dir = self.assets_dir()?;
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(dir.join(name))
-            .map_err(|e| match e.kind() {
-                io::ErrorKind::AlreadyExists => StoreError::AssetExists,
-                _ => StoreError::io("create asset")(e),
-            })?;
+        let file = create_private_file(&dir.join(name)).map_err(|e| match e.kind() {
+            io::ErrorKind::AlreadyExists => StoreError::AssetExists,
+            _ => StoreError::io("create asset")(e),
+        })?;
+        // `assets/` may have been swapped for a symlink between the check and the creation.
+        if assets_dir_of(self.dir())?.is_none() {
+            return Err(StoreError::EscapesRoot);
+        }
         Ok((file, dir))
     }
 
@@ -112,7 +174,12 @@ impl SessionHandle {
     }
 
     /// Creates a capture asset and takes its exclusive lock for the capture's life.
+    ///
+    /// Runs under the session's capture registry lock, so a deletion (which holds that lock
+    /// while it checks the assets and stages the folder) sees either this capture's locked
+    /// file or a revoked handle here, never a capture that slipped in between.
     pub fn start_capture(&self, name: &str) -> Result<CaptureAsset, StoreError> {
+        let mut captures = lock(self.captures());
         let (file, dir) = self.create_asset_file(name)?;
         match file.try_lock() {
             Ok(()) => {}
@@ -120,7 +187,8 @@ impl SessionHandle {
             Err(fs::TryLockError::Error(e)) => return Err(StoreError::io("lock asset")(e)),
         }
         let stop = Arc::new(AtomicBool::new(false));
-        lock(self.captures()).push((name.to_owned(), stop.clone()));
+        captures.push((name.to_owned(), stop.clone()));
+        drop(captures);
         Ok(CaptureAsset {
             file,
             path: dir.join(name),
@@ -132,26 +200,25 @@ impl SessionHandle {
 
     /// Probes whether a capture holds `assets/<name>`.
     pub fn asset_lock_state(&self, name: &str) -> Result<AssetLockState, StoreError> {
-        if !is_id(name) {
-            return Err(StoreError::InvalidName);
+        let Some(f) = open_existing_asset(self.dir(), name, false)? else {
+            return Ok(AssetLockState::Missing);
+        };
+        match try_lock_asset(f)? {
+            Some(f) => {
+                let _ = f.unlock();
+                Ok(AssetLockState::Free)
+            }
+            None => Ok(AssetLockState::Held),
         }
-        probe_lock(&self.dir().join(ASSETS_DIR).join(name))
     }
 }
 
-/// Probes the advisory lock of the file at `path` without keeping it.
-pub(crate) fn probe_lock(path: &Path) -> Result<AssetLockState, StoreError> {
-    let f = match OpenOptions::new().read(true).open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(AssetLockState::Missing),
-        Err(e) => return Err(StoreError::io("open asset")(e)),
-    };
+/// Takes the exclusive lock of an opened asset without waiting: `Some(file)` holding the lock
+/// (released by `unlock` or when the file is closed), `None` when a capture holds it.
+pub(crate) fn try_lock_asset(f: File) -> Result<Option<File>, StoreError> {
     match f.try_lock() {
-        Ok(()) => {
-            let _ = f.unlock();
-            Ok(AssetLockState::Free)
-        }
-        Err(fs::TryLockError::WouldBlock) => Ok(AssetLockState::Held),
+        Ok(()) => Ok(Some(f)),
+        Err(fs::TryLockError::WouldBlock) => Ok(None),
         Err(fs::TryLockError::Error(e)) => Err(StoreError::io("lock asset")(e)),
     }
 }

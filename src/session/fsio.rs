@@ -9,10 +9,44 @@
 //! - Creating or renaming a directory entry is followed by `sync_dir` of its parent.
 //! - On macOS, `File::sync_all`/`sync_data` issue `F_FULLFSYNC` (Rust's std does), so an
 //!   acknowledged record survives power loss, not only a process crash.
+//! - Everything the store creates is private to the user whatever the process umask:
+//!   folders 0700, files 0600. Every creation goes through [`create_private_dir`],
+//!   [`create_private_dir_all`] or [`create_private_file`]; existing files keep their mode.
 
-use std::fs::{File, OpenOptions};
+use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
+
+/// Mode of every folder the store creates (before the umask, which can only narrow it).
+pub const PRIVATE_DIR_MODE: u32 = 0o700;
+/// Mode of every file the store creates.
+pub const PRIVATE_FILE_MODE: u32 = 0o600;
+
+/// Creates one folder, readable only by the user (0700).
+pub fn create_private_dir(path: &Path) -> io::Result<()> {
+    DirBuilder::new().mode(PRIVATE_DIR_MODE).create(path)
+}
+
+/// Creates a folder and any missing parents, each new one 0700. Existing folders are left
+/// as they are.
+pub fn create_private_dir_all(path: &Path) -> io::Result<()> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(PRIVATE_DIR_MODE)
+        .create(path)
+}
+
+/// Creates a new file exclusively (`create_new`, which also refuses a planted symlink),
+/// readable and writable only by the user (0600), opened for reading and writing.
+pub fn create_private_file(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(PRIVATE_FILE_MODE)
+        .open(path)
+}
 
 /// File-system operations whose failure or reordering matters for durability.
 pub trait Storage: Send + Sync + std::fmt::Debug {

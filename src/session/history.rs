@@ -5,6 +5,9 @@
 //! - If the bytes at an offset no longer parse as the entry the index expects (the file was
 //!   replaced or rewritten behind our back), the read fails with a named error instead of
 //!   returning something else.
+//! - A line read back is re-checked against the record limits before anything parses it
+//!   (`Entry::from_line` runs `record::prescan`): a line replaced after the scan by one
+//!   nested too deep is `history.changed`, never a deep recursion.
 
 use std::io::{self, Read, Seek, SeekFrom};
 use std::sync::Arc;

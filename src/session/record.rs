@@ -222,6 +222,19 @@ pub fn parse_record(bytes: &[u8]) -> Result<Vec<(Cow<'_, str>, Json<'_>)>, Code>
     }
 }
 
+/// Parses one record into a `serde_json::Value` after [`prescan`], with the full
+/// [`MAX_DEPTH`] levels (serde_json alone stops at 127). For code that needs an owned value
+/// of a record that may legitimately be 128 containers deep.
+pub fn parse_value(bytes: &[u8]) -> Result<serde_json::Value, Code> {
+    use serde::Deserialize;
+    prescan(bytes)?;
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    de.disable_recursion_limit();
+    serde_json::Value::deserialize(&mut de)
+        .and_then(|v| de.end().map(|()| v))
+        .map_err(|_| Code::RecordSyntax)
+}
+
 /// Parses JSON bytes into a [`Json`], refusing repeated object keys. The caller has already
 /// bounded the depth with [`prescan`], so the recursion limit is lifted to allow exactly
 /// [`MAX_DEPTH`] levels.

@@ -15,16 +15,22 @@
 //! complete sample (a trailing partial sample is dropped), and then a `recording.interrupted`
 //! entry with the recovered `durationMs`. The asset lock is taken before the session lock and
 //! held until the entry is committed. Messages are never reconstructed from events.
+//!
+//! Recovery writes only inside the session: a symlinked `assets/` (or a swapped WAV) is
+//! refused with `store.escapes-root` before any recording is touched, and a WAV is repaired
+//! only if its `fmt ` chunk is exactly what Persyk writes (PCM, mono, 24 kHz, 16-bit); any
+//! other header is left as it is and the recording is reported without usable audio.
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry as MapEntry;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io;
 use std::os::unix::fs::FileExt;
 
 use serde::de::IgnoredAny;
 use time::OffsetDateTime;
 
+use super::assets::{assets_dir_of, open_existing_asset};
 use super::diag::{Code, Diagnostic};
 use super::format::{Entry, EntryBody, Outcome, RecordingInterrupted};
 use super::fsio::Storage;
@@ -306,10 +312,19 @@ pub fn unfinished_recordings(handle: &SessionHandle) -> Result<Vec<(String, Stri
 
 fn recover_recordings(handle: &SessionHandle) -> Result<Vec<RecordingOutcome>, RecoverError> {
     let mut out = Vec::new();
-    for (recording_id, asset) in unfinished_recordings(handle)? {
-        let path = handle.dir().join(ASSETS_DIR).join(&asset);
-        // Asset lock first, then (inside append) the session lock.
-        let wav = open_regular(&path).map_err(StoreError::io("open recording"))?;
+    let unfinished = unfinished_recordings(handle)?;
+    if !unfinished.is_empty() {
+        // Refuse before touching any recording: a symlinked `assets/` leads outside.
+        assets_dir_of(handle.dir())?;
+    }
+    for (recording_id, asset) in unfinished {
+        // Asset lock first, then (inside append) the session lock. An asset name outside
+        // the grammar cannot be a Persyk capture: there is no audio to touch.
+        let wav = match open_existing_asset(handle.dir(), &asset, true) {
+            Ok(f) => f,
+            Err(StoreError::InvalidName) => None,
+            Err(e) => return Err(e.into()),
+        };
         if let Some(f) = &wav {
             match f.try_lock() {
                 Ok(()) => {}
@@ -359,27 +374,6 @@ fn recover_recordings(handle: &SessionHandle) -> Result<Vec<RecordingOutcome>, R
     Ok(out)
 }
 
-/// Opens `path` for repair only if it is a regular file (not a symlink that could lead
-/// outside the session) and is the same file that was checked. `None` when missing or not
-/// a regular file: there is no audio recovery can safely touch.
-fn open_regular(path: &std::path::Path) -> io::Result<Option<File>> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = match fs::symlink_metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    if !meta.file_type().is_file() {
-        return Ok(None);
-    }
-    let f = OpenOptions::new().read(true).write(true).open(path)?;
-    let opened = f.metadata()?;
-    if opened.dev() != meta.dev() || opened.ino() != meta.ino() {
-        return Ok(None);
-    }
-    Ok(Some(f))
-}
-
 /// The result of fixing a WAV file's sizes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WavFix {
@@ -389,9 +383,24 @@ pub struct WavFix {
     pub header_rewritten: bool,
 }
 
+/// The only `fmt ` chunk recovery repairs: what Persyk's capture writes (PCM, mono, 24 kHz,
+/// 16-bit; so 48,000 bytes per second and 2-byte frames).
+const PERSYK_WAV_FMT: [u8; 16] = [
+    1, 0, // format tag: PCM
+    1, 0, // channels: 1
+    0xC0, 0x5D, 0, 0, // sample rate: 24,000 Hz
+    0x80, 0xBB, 0, 0, // byte rate: 48,000
+    2, 0, // block align: 2 bytes
+    16, 0, // bits per sample: 16
+];
+const PERSYK_WAV_BLOCK_ALIGN: u64 = 2;
+const PERSYK_WAV_BYTE_RATE: u64 = 48_000;
+
 /// Fixes the RIFF and `data` chunk sizes of a WAV whose writer stopped mid-stream. Keeps every
 /// complete sample frame, drops a trailing partial one. `None` when the file has no complete
-/// `fmt ` chunk or `data` chunk header (there is no audio to keep); the file is then untouched.
+/// `fmt ` chunk or `data` chunk header (there is no audio to keep), or when its format is not
+/// exactly the one Persyk writes (frame size and rate are never taken from the file); the
+/// file is then untouched.
 pub fn fix_wav(file: &File, storage: &dyn Storage) -> io::Result<Option<WavFix>> {
     let len = file.metadata()?.len();
     if len < 12 {
@@ -403,8 +412,7 @@ pub fn fix_wav(file: &File, storage: &dyn Storage) -> io::Result<Option<WavFix>>
         return Ok(None);
     }
     let mut pos = 12u64;
-    let mut block_align = 0u64;
-    let mut byte_rate = 0u64;
+    let mut format_ok = false;
     while pos + 8 <= len {
         let mut ch = [0u8; 8];
         file.read_exact_at(&mut ch, pos)?;
@@ -416,12 +424,12 @@ pub fn fix_wav(file: &File, storage: &dyn Storage) -> io::Result<Option<WavFix>>
             }
             let mut fmt = [0u8; 16];
             file.read_exact_at(&mut fmt, body)?;
-            byte_rate = u64::from(u32::from_le_bytes([fmt[8], fmt[9], fmt[10], fmt[11]]));
-            block_align = u64::from(u16::from_le_bytes([fmt[12], fmt[13]]));
+            format_ok = size == 16 && fmt == PERSYK_WAV_FMT;
         } else if &ch[0..4] == b"data" {
-            if block_align == 0 || byte_rate == 0 {
+            if !format_ok {
                 return Ok(None);
             }
+            let (block_align, byte_rate) = (PERSYK_WAV_BLOCK_ALIGN, PERSYK_WAV_BYTE_RATE);
             let available = len - body;
             let keep = available - available % block_align;
             let dropped = available - keep;

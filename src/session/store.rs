@@ -11,6 +11,13 @@
 //! - A failed write or fsync poisons the handle's writer: every later call fails with
 //!   `store.previous-io`; a fresh open (after explicit recovery, if needed) is the way on.
 //! - Open and read never repair or write anything.
+//! - One lock order everywhere: capture asset locks → a session's writer mutex → its capture
+//!   list → the store's handle registry. The registry is held for map operations only: no
+//!   scan, no I/O and no other lock under it, so opening a session can never deadlock with
+//!   a deletion revoking it.
+//! - Only the default write root is created by [`Store::create_session`]; an explicit one
+//!   ([`Roots::explicit`]) that is missing is `store.root-missing`. What the store creates is
+//!   private (folders 0700, files 0600; see `fsio`).
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
@@ -21,15 +28,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use time::OffsetDateTime;
 
 use super::diag::{Code, Diagnostic};
 use super::format::{Entry, EntryBody, Header};
-use super::fsio::{RealStorage, Storage};
+use super::fsio::{
+    RealStorage, Storage, create_private_dir, create_private_dir_all, create_private_file,
+};
 use super::history::{self, HistoryItem};
 use super::index::SessionIndex;
 use super::project::LeafSelector;
+use super::record;
 use super::validate::{Scanner, feed_lines};
 use super::{ASSETS_DIR, SESSION_FILE};
 
@@ -95,6 +104,10 @@ pub enum StoreError {
     AssetExists,
     #[error("store.leaf-not-found: the selected leaf is not an entry of this session")]
     LeafNotFound,
+    #[error(
+        "store.root-missing: the configured sessions folder does not exist (an unmounted drive?); nothing was created"
+    )]
+    RootMissing,
 }
 
 fn first_code(d: &[Diagnostic]) -> &'static str {
@@ -122,6 +135,7 @@ impl StoreError {
             StoreError::CaptureLive => "store.capture-live",
             StoreError::AssetExists => "store.asset-exists",
             StoreError::LeafNotFound => "store.leaf-not-found",
+            StoreError::RootMissing => "store.root-missing",
         }
     }
 
@@ -134,11 +148,15 @@ impl StoreError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Roots {
     roots: Vec<PathBuf>,
+    /// Whether the first session may create a missing write root (the default root only).
+    create_write_root: bool,
 }
 
 impl Roots {
     /// `write` is where new sessions go; `additional` are discovery-only roots. All must be
-    /// absolute. Nothing is created or moved.
+    /// absolute. Nothing is created or moved now; the first new session creates a missing
+    /// write root, as the contract wants for the *default* root (use [`Roots::explicit`] for
+    /// a root the user configured).
     pub fn new(write: PathBuf, additional: Vec<PathBuf>) -> Result<Roots, StoreError> {
         let mut roots = vec![write];
         for r in additional {
@@ -149,7 +167,25 @@ impl Roots {
         if roots.iter().any(|r| !r.is_absolute()) {
             return Err(StoreError::RootNotAbsolute);
         }
-        Ok(Roots { roots })
+        Ok(Roots {
+            roots,
+            create_write_root: true,
+        })
+    }
+
+    /// Like [`Roots::new`], but the write root is one the user named (`sessions.directory`,
+    /// `--root`): if it is missing (an unmounted drive, a typo) creating a session fails with
+    /// `store.root-missing` instead of re-creating the folder and its parents.
+    pub fn explicit(write: PathBuf, additional: Vec<PathBuf>) -> Result<Roots, StoreError> {
+        Ok(Roots {
+            create_write_root: false,
+            ..Roots::new(write, additional)?
+        })
+    }
+
+    /// Whether a missing write root is created by the first new session (only the default).
+    pub fn creates_write_root(&self) -> bool {
+        self.create_write_root
     }
 
     /// The root new sessions are created in.
@@ -197,6 +233,13 @@ pub struct Store {
     registry: Mutex<HashMap<FileId, Weak<Shared>>>,
 }
 
+/// One open session, shared by its handles.
+///
+/// Lock order (never the reverse): capture asset locks → `writer` → `captures` →
+/// `Store::registry`. `registry` is only ever held for map operations: no scan, no file I/O
+/// and no other lock is taken under it, so it can sit at the end of every chain. Asset locks
+/// are only ever *tried* (`try_lock`, never waited for), which is why `start_capture` may
+/// lock its brand-new file while it holds `captures`.
 #[derive(Debug)]
 struct Shared {
     root: PathBuf,
@@ -205,6 +248,10 @@ struct Shared {
     file_id: FileId,
     header_id: String,
     revoked: AtomicBool,
+    /// A write or fsync failed (or a rescan after recovery did): the writer is unusable.
+    /// An atomic rather than a `Writer` field so that `open_session` can see it without
+    /// taking the writer lock.
+    poisoned: AtomicBool,
     writer: Mutex<Writer>,
     /// Asset names with a live capture in this process.
     pub(crate) captures: Mutex<Vec<(String, Arc<AtomicBool>)>>,
@@ -214,7 +261,6 @@ struct Shared {
 struct Writer {
     file: File,
     scanner: Scanner,
-    poisoned: bool,
 }
 
 /// An opaque, revocable authorization to read and append one session.
@@ -327,11 +373,15 @@ impl Store {
     }
 
     /// Creates a new, empty session in the write root: its header is durable (file and
-    /// directories fsynced) before this returns. Creates the write root if it is missing.
+    /// directories fsynced) before this returns. A missing write root is created (0700) only
+    /// when it is the default root; a missing explicit root is `store.root-missing`.
     pub fn create_session(&self) -> Result<SessionHandle, StoreError> {
         let root = self.roots.write_root();
         if !root.exists() {
-            fs::create_dir_all(root).map_err(StoreError::io("create root"))?;
+            if !self.roots.creates_write_root() {
+                return Err(StoreError::RootMissing);
+            }
+            create_private_dir_all(root).map_err(StoreError::io("create root"))?;
             if let Some(parent) = root.parent() {
                 self.storage
                     .sync_dir(parent)
@@ -340,18 +390,16 @@ impl Store {
         }
         let id = new_id();
         let staging = root.join(format!("{NEW_PREFIX}{id}"));
-        fs::create_dir(&staging).map_err(StoreError::io("create session dir"))?;
-        fs::create_dir(staging.join(ASSETS_DIR)).map_err(StoreError::io("create assets dir"))?;
+        create_private_dir(&staging).map_err(StoreError::io("create session dir"))?;
+        create_private_dir(&staging.join(ASSETS_DIR))
+            .map_err(StoreError::io("create assets dir"))?;
         let header = Header {
             id: id.clone(),
             timestamp: now_iso(),
         };
         let mut line = header.to_line();
         line.push('\n');
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(staging.join(SESSION_FILE))
+        let mut file = create_private_file(&staging.join(SESSION_FILE))
             .map_err(StoreError::io("create session file"))?;
         self.storage
             .append(&mut file, line.as_bytes())
@@ -430,12 +478,10 @@ impl Store {
         }
         let file_id = FileId::of(&opened);
 
-        let mut registry = lock(&self.registry);
-        // Reuse a live, healthy writer; a poisoned one is replaced by a fresh open.
-        if let Some(shared) = registry.get(&file_id).and_then(Weak::upgrade)
-            && !shared.revoked.load(Ordering::SeqCst)
-            && !lock(&shared.writer).poisoned
-        {
+        // Reuse a live, healthy writer; a poisoned one is replaced by a fresh open. The
+        // registry lock is held for the lookup only (see the lock order on `Shared`): no
+        // writer lock and no scan under it.
+        if let Some(shared) = self.live_shared(file_id) {
             return Ok(self.handle(shared));
         }
         let scanner = scan_file(&mut file)?;
@@ -451,16 +497,30 @@ impl Store {
             file_id,
             header_id,
             revoked: AtomicBool::new(false),
-            writer: Mutex::new(Writer {
-                file,
-                scanner,
-                poisoned: false,
-            }),
+            poisoned: AtomicBool::new(false),
+            writer: Mutex::new(Writer { file, scanner }),
             captures: Mutex::new(Vec::new()),
         });
+        let mut registry = lock(&self.registry);
+        // Another thread may have opened the same session while we scanned: share its
+        // writer, so that one process has one writer per session.
+        if let Some(existing) = registry.get(&file_id).and_then(Weak::upgrade)
+            && is_healthy(&existing)
+        {
+            return Ok(self.handle(existing));
+        }
         registry.retain(|_, w| w.strong_count() > 0);
         registry.insert(file_id, Arc::downgrade(&shared));
+        drop(registry);
         Ok(self.handle(shared))
+    }
+
+    /// The registered, healthy (not revoked, not poisoned) session with `file_id`, if any.
+    fn live_shared(&self, file_id: FileId) -> Option<Arc<Shared>> {
+        lock(&self.registry)
+            .get(&file_id)
+            .and_then(Weak::upgrade)
+            .filter(|s| is_healthy(s))
     }
 
     /// Opens the session at `path` if it is a direct child of one of the configured roots.
@@ -499,12 +559,18 @@ impl Store {
         }
     }
 
-    /// Revokes every live handle to the session (used by deletion).
+    /// Revokes every live handle to the session (used by deletion). Takes only the registry
+    /// lock, last in the lock order, so callers may hold a session's writer lock.
     pub(crate) fn revoke(&self, file_id: FileId) {
-        if let Some(shared) = lock(&self.registry).get(&file_id).and_then(Weak::upgrade) {
+        let shared = lock(&self.registry).get(&file_id).and_then(Weak::upgrade);
+        if let Some(shared) = shared {
             shared.revoked.store(true, Ordering::SeqCst);
         }
     }
+}
+
+fn is_healthy(shared: &Shared) -> bool {
+    !shared.revoked.load(Ordering::SeqCst) && !shared.poisoned.load(Ordering::SeqCst)
 }
 
 /// Removes `.persyk-new-*` folders a crash left behind during `create_session`. Only folders
@@ -574,15 +640,15 @@ impl SessionHandle {
     /// Re-reads anything other writers appended since the last look.
     pub fn refresh(&self) -> Result<(), StoreError> {
         let mut w = lock(&self.shared.writer);
-        self.check_live(&w)?;
+        self.check_live()?;
         catch_up(&mut w).map(|_| ())
     }
 
-    fn check_live(&self, w: &Writer) -> Result<(), StoreError> {
+    fn check_live(&self) -> Result<(), StoreError> {
         if self.shared.revoked.load(Ordering::SeqCst) {
             return Err(StoreError::StaleHandle);
         }
-        if w.poisoned {
+        if self.shared.poisoned.load(Ordering::SeqCst) {
             return Err(StoreError::PreviousIo);
         }
         Ok(())
@@ -632,14 +698,14 @@ impl SessionHandle {
             return AppendReport::failed(StoreError::BatchTooLarge);
         }
         let mut w = lock(&self.shared.writer);
-        if let Err(e) = self.check_live(&w).and_then(|()| self.revalidate(&w)) {
+        if let Err(e) = self.check_live().and_then(|()| self.revalidate(&w)) {
             return AppendReport::failed(e);
         }
         if let Err(e) = self.lock_file(&w.file) {
             return AppendReport::failed(e);
         }
         // The session may have been deleted or replaced while we waited for the lock.
-        if let Err(e) = self.check_live(&w).and_then(|()| self.revalidate(&w)) {
+        if let Err(e) = self.check_live().and_then(|()| self.revalidate(&w)) {
             let _ = w.file.unlock();
             return AppendReport::failed(e);
         }
@@ -725,7 +791,7 @@ impl SessionHandle {
                         .map_err(StoreError::io("fsync"))
                 });
             if let Err(e) = written {
-                w.poisoned = true;
+                self.shared.poisoned.store(true, Ordering::SeqCst);
                 // Nothing of this batch's new records is acknowledged.
                 let first_new = new_acks.first().copied().unwrap_or(acks.len());
                 acks.truncate(first_new);
@@ -785,13 +851,10 @@ impl SessionHandle {
         f: impl FnOnce(&mut File, &mut Scanner, &dyn Storage) -> Result<T, E>,
     ) -> Result<T, E> {
         let mut guard = lock(&self.shared.writer);
-        self.check_live(&guard)?;
+        self.check_live()?;
         self.revalidate(&guard)?;
         self.lock_file(&guard.file)?;
-        if let Err(e) = self
-            .check_live(&guard)
-            .and_then(|()| self.revalidate(&guard))
-        {
+        if let Err(e) = self.check_live().and_then(|()| self.revalidate(&guard)) {
             let _ = guard.file.unlock();
             return Err(e.into());
         }
@@ -805,7 +868,7 @@ impl SessionHandle {
         };
         match scan_file(&mut w.file) {
             Ok(scanner) => w.scanner = scanner,
-            Err(_) => w.poisoned = true,
+            Err(_) => self.shared.poisoned.store(true, Ordering::SeqCst),
         }
         let _ = w.file.unlock();
         result
@@ -899,11 +962,11 @@ fn read_committed(file: &File, index: &SessionIndex, id: &str) -> Result<Vec<u8>
     Ok(buf)
 }
 
+/// Whether two records are the same JSON value (key order and insignificant whitespace
+/// aside). Both are parsed within the record limits, so a record 128 containers deep
+/// compares like any other.
 fn same_json(a: &[u8], b: &[u8]) -> bool {
-    match (
-        serde_json::from_slice::<Value>(a),
-        serde_json::from_slice::<Value>(b),
-    ) {
+    match (record::parse_value(a), record::parse_value(b)) {
         (Ok(a), Ok(b)) => a == b,
         _ => false,
     }
@@ -981,14 +1044,10 @@ pub(crate) fn write_new_file(
     name: &str,
     bytes: &[u8],
 ) -> Result<(), StoreError> {
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(dir.join(name))
-        .map_err(|e| match e.kind() {
-            io::ErrorKind::AlreadyExists => StoreError::AssetExists,
-            _ => StoreError::io("create file")(e),
-        })?;
+    let mut f = create_private_file(&dir.join(name)).map_err(|e| match e.kind() {
+        io::ErrorKind::AlreadyExists => StoreError::AssetExists,
+        _ => StoreError::io("create file")(e),
+    })?;
     storage
         .append(&mut f, bytes)
         .map_err(StoreError::io("write file"))?;
