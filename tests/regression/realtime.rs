@@ -669,3 +669,81 @@ fn issue16_status_reports_pending_items_and_responses() {
         "{out}"
     );
 }
+
+/// The real file system, except that an append carrying a `message.removed` fails.
+#[derive(Debug, Default)]
+struct FailRemoved;
+
+impl Storage for FailRemoved {
+    fn append(&self, file: &mut std::fs::File, buf: &[u8]) -> std::io::Result<()> {
+        if buf
+            .windows(b"\"message.removed\"".len())
+            .any(|w| w == b"\"message.removed\"")
+        {
+            return Err(std::io::Error::other("injected write failure"));
+        }
+        std::io::Write::write_all(file, buf)
+    }
+}
+
+/// #16 (removal): the provider's `conversation.item.deleted` (the proof of the remote
+/// deletion) could share one append with `message.removed`; when that append failed the
+/// proof went with it and the removal could never be applied locally.
+#[test]
+fn issue16_removal_proof_survives_a_failed_message_removed() {
+    use persyk::realtime::engine::RemovalOutcome;
+    use persyk::realtime::removal::{Reconciled, pending_intents, reconcile};
+    let rt = runtime();
+    let tmp = tempfile::tempdir().expect("tmp");
+    let root = tmp.path().canonicalize().expect("root");
+    let store = Store::with_storage(
+        Roots::new(root.clone(), Vec::new()).expect("roots"),
+        Arc::new(FailRemoved),
+    );
+    let handle = store.create_session().expect("session");
+    let name = handle
+        .dir()
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned();
+    let continuation = handle
+        .continuation(&LeafSelector::Default)
+        .expect("continuation");
+    let scenario = Scenario::from_file(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/delete-ack.json"),
+    )
+    .expect("scenario");
+    let (target, outcome) = rt.block_on(async {
+        let server = fake::spawn(scenario).await.expect("fake");
+        let engine = engine::start(
+            settings(&server, Mode::Transcription),
+            KEY.into(),
+            continuation,
+            None,
+        );
+        stream(&engine, 11, 100, Duration::from_millis(10)).await;
+        wait_view(&engine, "the first message", |v| !v.messages.is_empty()).await;
+        let target = engine.view().borrow().messages[0].entry_id.clone();
+        let outcome = engine.remove(&target).await;
+        let _ = engine.stop().await;
+        server.shutdown();
+        (target, outcome)
+    });
+    assert_eq!(outcome, RemovalOutcome::PendingLocal);
+    drop(handle);
+    drop(store);
+    // A later run (a fresh store on the real file system) finds the proof and applies it.
+    let store = Store::new(Roots::new(root, Vec::new()).expect("roots"));
+    let handle = store.open_session(0, &name).expect("reopen");
+    let pending = pending_intents(&handle).expect("intents");
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert!(
+        pending[0].remote_deleted,
+        "the proof of the remote deletion was lost with message.removed"
+    );
+    assert_eq!(
+        reconcile(&handle).expect("reconcile"),
+        [Reconciled::Applied { target_id: target }]
+    );
+}
