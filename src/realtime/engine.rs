@@ -561,17 +561,17 @@ fn append_split(
     bodies: Vec<EntryBody>,
 ) -> (Vec<String>, Option<&'static str>) {
     let mut parent = continuation.leaf().map(str::to_owned);
-    let lines: Vec<(String, String)> = bodies
+    let lines: Vec<String> = bodies
         .into_iter()
         .map(|body| {
             let id = new_id();
-            let entry = Entry {
+            Entry {
                 id: id.clone(),
-                parent_id: parent.replace(id.clone()),
+                parent_id: parent.replace(id),
                 timestamp: now_iso(),
                 body,
-            };
-            (id, entry.to_line())
+            }
+            .to_line()
         })
         .collect();
     let mut acked = Vec::with_capacity(lines.len());
@@ -580,15 +580,14 @@ fn append_split(
         let mut end = start;
         let mut size = 0;
         while end < lines.len() && end - start < MAX_BATCH_RECORDS {
-            let next = lines[end].1.len() + 1;
+            let next = lines[end].len() + 1;
             if end > start && size + next > MAX_BATCH_BYTES {
                 break;
             }
             size += next;
             end += 1;
         }
-        let group: Vec<String> = lines[start..end].iter().map(|(_, l)| l.clone()).collect();
-        let report = continuation.handle().append(&group);
+        let report = continuation.handle().append(&lines[start..end]);
         for ack in &report.acks {
             acked.push(ack.id.clone());
         }
@@ -968,12 +967,9 @@ async fn run(
                             set_state(EngineState::Finishing);
                         }
                         drain_deadline = drain_by(drain_deadline, Instant::now() + DRAIN_DEADLINE);
-                        if let Some(w) = ws.as_mut().filter(|_| !limit_entered) {
-                            if send(w, &mut conn, protocol::commit(), None).await {
-                                commit_pending = true;
-                            } else {
-                                ws = None;
-                            }
+                        // Past an ordering limit the commit was sent already.
+                        if !limit_entered {
+                            commit_pending |= send_commit(&mut ws, &mut conn).await;
                         }
                     }
                     None => {
@@ -1101,14 +1097,8 @@ async fn run(
                             complete = false;
                             set_state(EngineState::Halted(ORDERING_LIMIT.into()));
                             drain_deadline = drain_by(drain_deadline, Instant::now() + DRAIN_DEADLINE);
-                            if stop_reply.is_none()
-                                && let Some(w) = ws.as_mut()
-                            {
-                                if send(w, &mut conn, protocol::commit(), None).await {
-                                    commit_pending = true;
-                                } else {
-                                    ws = None;
-                                }
+                            if stop_reply.is_none() {
+                                commit_pending |= send_commit(&mut ws, &mut conn).await;
                             }
                         }
                         publish(&mut conn, &connection_id, published, &mut messages, (&mut gaps, &mut gap_at)).await;
@@ -1309,6 +1299,19 @@ async fn send(
         .await;
     }
     written
+}
+
+/// Sends `input_audio_buffer.commit`; returns whether its answer is now awaited. A failed
+/// write drops the connection.
+async fn send_commit(ws: &mut Option<Ws>, conn: &mut Conn) -> bool {
+    let Some(w) = ws.as_mut() else {
+        return false;
+    };
+    let sent = send(w, conn, protocol::commit(), None).await;
+    if !sent {
+        *ws = None;
+    }
+    sent
 }
 
 async fn publish(
