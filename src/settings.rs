@@ -41,6 +41,10 @@ pub enum SettingsError {
         "settings.bad-provider-url: the provider base URL must start with ws://, wss://, http:// or https://"
     )]
     BadProviderUrl,
+    #[error(
+        "settings.insecure-provider-url: ws:// and http:// provider URLs are allowed only for loopback hosts; use wss:// or https://"
+    )]
+    InsecureProviderUrl,
     #[error("settings.bad-mode: the mode must be \"dictation\" or \"conversation\"")]
     BadMode,
     #[error("settings.empty-model: the transcription model must not be empty")]
@@ -61,6 +65,7 @@ impl SettingsError {
             SettingsError::RootNotAbsolute => "settings.root-not-absolute",
             SettingsError::NoDocumentsDir => "settings.no-documents-dir",
             SettingsError::BadProviderUrl => "settings.bad-provider-url",
+            SettingsError::InsecureProviderUrl => "settings.insecure-provider-url",
             SettingsError::BadMode => "settings.bad-mode",
             SettingsError::EmptyModel => "settings.empty-model",
             SettingsError::BadLanguage => "settings.bad-language",
@@ -241,6 +246,13 @@ impl Settings {
             out.base_url = url
                 .replacen("https://", "wss://", 1)
                 .replacen("http://", "ws://", 1);
+            // The key goes in the upgrade request: never unencrypted to a remote host.
+            crate::realtime::endpoint::check_provider_url(&out.base_url).map_err(|e| match e {
+                crate::realtime::endpoint::EndpointError::Insecure => {
+                    SettingsError::InsecureProviderUrl
+                }
+                _ => SettingsError::BadProviderUrl,
+            })?;
         }
         match p.mode.as_deref() {
             None | Some("dictation") => out.mode = Mode::Transcription,

@@ -37,9 +37,9 @@ fn confirmed_intents_apply_locally_and_unconfirmed_stay() {
     let text = |t: &str| EntryBody::Message(Message::new(Role::User, vec![Block::text(t)], 1));
     let a = c.append_one(text("keep me out")).expect("a");
     let b = c.append_one(text("unconfirmed")).expect("b");
-    c.append_one(removal::intent_body(&a, "item_a", "conn1"))
+    c.append_one(removal::intent_body(&a, "item_a", "conn1", "evt_a"))
         .expect("intent a");
-    c.append_one(removal::intent_body(&b, "item_b", "conn1"))
+    c.append_one(removal::intent_body(&b, "item_b", "conn1", "evt_b"))
         .expect("intent b");
     c.append_one(deleted_event("conn1", "item_a", 1))
         .expect("evidence");

@@ -31,6 +31,14 @@ pub fn run(args: Args<'_>) -> u8 {
         }
         return 0;
     }
+    // Before the microphone opens or a session exists: an insecure provider URL stops here.
+    let provider = match super::transcribe::provider_settings(args.mode, args.provider_url) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("persyk: {e}");
+            return EXIT_CANNOT_RUN;
+        }
+    };
     let api_key = match persyk::credentials::api_key() {
         Ok((key, _)) => key,
         Err(e) => {
@@ -70,13 +78,6 @@ pub fn run(args: Args<'_>) -> u8 {
         }
     };
     eprintln!("persyk: session {}", continuation.handle().dir().display());
-    let provider = match super::transcribe::provider_settings(args.mode, args.provider_url) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("persyk: {e}");
-            return EXIT_CANNOT_RUN;
-        }
-    };
     let Ok(runtime) = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -488,6 +488,9 @@ pub fn status(session: &Path) -> u8 {
             for (conn, item) in &w.pending_items {
                 println!("provider item never transcribed: {item} (connection {conn})");
             }
+            for (conn, response) in &w.pending_responses {
+                println!("requested response never finished: {response} (connection {conn})");
+            }
             for i in &w.removal_intents {
                 println!(
                     "removal requested for {}: {}",

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use persyk::capture::pipeline::{self, SourceKind};
 use persyk::capture::source::{AudioSource, FileSource};
+use persyk::realtime::endpoint::check_provider_url;
 use persyk::realtime::protocol::{Mode, Settings};
 use persyk::session::store::Roots;
 use persyk::session::{LeafSelector, Store};
@@ -22,6 +23,14 @@ pub struct Args<'a> {
 pub fn run(args: Args<'_>) -> u8 {
     let api_key = match persyk::credentials::api_key() {
         Ok((key, _)) => key,
+        Err(e) => {
+            eprintln!("persyk: {e}");
+            return EXIT_CANNOT_RUN;
+        }
+    };
+    // Before anything is created: an unusable or insecure provider URL stops here.
+    let provider = match provider_settings(args.mode, args.provider_url) {
+        Ok(p) => p,
         Err(e) => {
             eprintln!("persyk: {e}");
             return EXIT_CANNOT_RUN;
@@ -53,13 +62,6 @@ pub fn run(args: Args<'_>) -> u8 {
     eprintln!("persyk: session {}", handle.dir().display());
     let continuation = match handle.continuation(&LeafSelector::Default) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("persyk: {e}");
-            return EXIT_CANNOT_RUN;
-        }
-    };
-    let provider = match provider_settings(args.mode, args.provider_url) {
-        Ok(p) => p,
         Err(e) => {
             eprintln!("persyk: {e}");
             return EXIT_CANNOT_RUN;
@@ -131,7 +133,8 @@ pub fn roots(root: Option<&Path>) -> Result<Roots, String> {
 }
 
 /// The provider settings of the settings file (model, language, base URL), with `mode` and
-/// `--provider-url` from the command line on top.
+/// `--provider-url` from the command line on top; refused (`provider.insecure-url`) when it
+/// would send the key unencrypted to a remote host.
 pub fn provider_settings(mode: Mode, url: Option<&str>) -> Result<Settings, String> {
     let configured = match settings::settings_path() {
         Some(p) => UserSettings::load(&p).map_err(|e| e.to_string())?,
@@ -142,5 +145,7 @@ pub fn provider_settings(mode: Mode, url: Option<&str>) -> Result<Settings, Stri
     if let Some(url) = url {
         provider.base_url = url.to_owned();
     }
+    // The key travels in the upgrade request: never unencrypted to a remote host.
+    check_provider_url(&provider.url()).map_err(|e| e.to_string())?;
     Ok(provider)
 }

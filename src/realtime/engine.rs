@@ -11,14 +11,33 @@
 //! Invariants:
 //! - Every event sent or received becomes a `realtime_event` (send_attempt before the write,
 //!   send_failed if the write fails, received on arrival), sanitized before it is queued.
-//! - The observation queue is bounded (512 jobs, 8 MiB); if it is full or persistence fails the
-//!   engine halts visibly ([`EngineState::Halted`]) — it never drops an observation silently.
+//! - The observation queue is bounded (512 jobs, 8 MiB counting payload and media bytes). A
+//!   full queue makes the connection task wait for the writer (reading no more from the
+//!   socket) for at most [`WRITER_ROOM_WAIT`]; past that, or if persistence fails, the engine
+//!   halts visibly ([`EngineState::Halted`]) — it never drops an observation silently.
+//! - The writer submits at most 256 records and 4 MiB per append (the store's batch limit),
+//!   splitting by the exact bytes of each line.
+//! - Ordering limits ([`super::ordering`]) enter finishing: the view shows
+//!   `Halted("ordering.limit")` (capture stops), audio is no longer sent, the input buffer is
+//!   committed, every later item becomes a gap or a message, and the outcome is incomplete.
+//! - In conversation mode, stop awaits requested responses (one per server-VAD turn until its
+//!   `response.created`) and streaming ones (until `response.done`) within the drain
+//!   deadline; past it each is a gap and the outcome is incomplete.
+//! - Provider URLs pass [`super::endpoint::check_provider_url`] before anything is recorded
+//!   or connected: no API key goes unencrypted to a remote host.
 //! - An outgoing audio append references the capture WAV range only after that range is
 //!   durable and byte-for-byte equal to what was sent; otherwise its bytes go to an exclusive
 //!   `assets/protocol-<uuid>.bin`, written and fsynced before the record.
 //! - Messages are published in provider order ([`super::ordering`]); their entry ids are local
 //!   UUIDv7s, the provider item id and connection id go into `message.replay`.
-//! - Every wait has a deadline: connect 10 s, stop drain 10 s, removal acknowledgement 5 s.
+//! - Every wait has a deadline: connect [`CONNECT_TIMEOUT`] (10 s); each websocket write,
+//!   ping included, [`SEND_TIMEOUT`] (10 s); the close handshake [`CLOSE_TIMEOUT`] (2 s);
+//!   the stop drain [`DRAIN_DEADLINE`] (10 s); a removal's acknowledgement
+//!   [`REMOVAL_TIMEOUT`] (5 s); room in the observation queue [`WRITER_ROOM_WAIT`] (5 s);
+//!   each answer from the writer (a published message's id, a barrier) and, at the end, the
+//!   writer's last batch and thread exit together [`WRITER_SETTLE`] (15 s). A writer that does
+//!   not settle in time is left behind (its thread ends when its store call returns) and the
+//!   engine reports `Halted`; [`EngineHandle::stop`] returns either way.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -36,14 +55,14 @@ use tokio_tungstenite::tungstenite::Message as WsMessage;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 
-use super::ordering::{Ordering, OrderingError, Published, ResponseStatus, Speaker};
-use super::protocol::{self, ServerEvent, Settings};
+use super::ordering::{Ordering, Published, ResponseStatus, Speaker};
+use super::protocol::{self, Mode, ServerEvent, Settings};
 use super::sanitize;
 use crate::session::format::{
-    ApiConnection, AssetRef, Block, ByteRange, Direction, EntryBody, Gap, MediaRef, Message,
+    ApiConnection, AssetRef, Block, ByteRange, Direction, Entry, EntryBody, Gap, MediaRef, Message,
     MessageRemoved, Observation as ObservationKind, RealtimeEvent, Role, StopReason,
 };
-use crate::session::store::{Continuation, new_id, now_iso};
+use crate::session::store::{Continuation, MAX_BATCH_BYTES, MAX_BATCH_RECORDS, new_id, now_iso};
 
 /// Most queued observation jobs.
 pub const MAX_QUEUE_JOBS: usize = 512;
@@ -59,6 +78,20 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub const PING_INTERVAL: Duration = Duration::from_secs(15);
 /// How long the writer waits for the capture to make a referenced WAV range durable.
 pub const CAPTURE_DURABLE_WAIT: Duration = Duration::from_secs(3);
+/// Deadline of one websocket write (events and pings).
+pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
+/// Deadline of the websocket close handshake.
+pub const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long the connection task waits for room in a full observation queue before halting.
+pub const WRITER_ROOM_WAIT: Duration = Duration::from_secs(5);
+/// How long the connection task waits for the writer: one answer, or the final settle (last
+/// batch written and thread exited).
+pub const WRITER_SETTLE: Duration = Duration::from_secs(15);
+/// The halt reason when the ordering bounds were reached.
+pub const ORDERING_LIMIT: &str = super::ordering::LIMIT_REASON;
+/// Gap reasons of conversation responses that did not finish before the drain deadline.
+pub const RESPONSE_UNFINISHED: &str = "response not finished before the stop deadline";
+pub const RESPONSE_NOT_CREATED: &str = "requested response not created before the stop deadline";
 
 /// Where a chunk of sent audio lives in the capture WAV.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -300,7 +333,6 @@ enum Job {
     Event {
         event: Box<RealtimeEvent>,
         media: Option<PendingMedia>,
-        bytes: usize,
     },
     Message {
         published: Published,
@@ -308,6 +340,7 @@ enum Job {
         reply: oneshot::Sender<Option<String>>,
     },
     Entry(Box<EntryBody>),
+    /// Ends the writer's current batch; answered once everything before it is durable.
     Barrier(oneshot::Sender<Result<(), String>>),
 }
 
@@ -342,10 +375,11 @@ impl QueueState {
     }
 }
 
-/// The async side's handle on the writer: bounded, with a byte budget.
+/// The async side's handle on the writer: bounded, with a byte budget. Each job travels
+/// with the bytes it holds against the budget; the writer frees them once it is written.
 #[derive(Clone)]
 struct Jobs {
-    tx: mpsc::Sender<Job>,
+    tx: mpsc::Sender<(Job, usize)>,
     state: Arc<QueueState>,
 }
 
@@ -358,22 +392,66 @@ impl Jobs {
         self.state.halted()
     }
 
-    /// Queues a job without waiting; a full queue or budget halts the engine.
+    /// Queues a job, waiting (≤ [`WRITER_ROOM_WAIT`]) for room in a full queue; halts the
+    /// engine when none comes. A job larger than the whole budget goes into an empty queue.
+    async fn push_wait(&self, job: Job, bytes: usize) -> bool {
+        let deadline = Instant::now() + WRITER_ROOM_WAIT;
+        loop {
+            if self.halted().is_some() {
+                return false;
+            }
+            let queued = self.state.bytes.load(AtomicOrdering::SeqCst);
+            let fits = queued == 0 || queued + bytes <= MAX_QUEUE_BYTES;
+            if fits && self.tx.capacity() > 0 {
+                return self.push(job, bytes);
+            }
+            if Instant::now() >= deadline {
+                self.halt(if fits {
+                    "observation queue full (512 jobs)"
+                } else {
+                    "observation queue over 8 MiB"
+                });
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+
+    /// Queues a job without waiting; a full queue or budget halts the engine (a job larger
+    /// than the whole budget is accepted into an empty queue).
     fn push(&self, job: Job, bytes: usize) -> bool {
         if self.halted().is_some() {
             return false;
         }
-        if self.state.bytes.fetch_add(bytes, AtomicOrdering::SeqCst) + bytes > MAX_QUEUE_BYTES {
+        let before = self.state.bytes.fetch_add(bytes, AtomicOrdering::SeqCst);
+        if before != 0 && before + bytes > MAX_QUEUE_BYTES {
             self.state.bytes.fetch_sub(bytes, AtomicOrdering::SeqCst);
             self.halt("observation queue over 8 MiB");
             return false;
         }
-        match self.tx.try_send(job) {
+        match self.tx.try_send((job, bytes)) {
             Ok(()) => true,
             Err(_) => {
                 self.state.bytes.fetch_sub(bytes, AtomicOrdering::SeqCst);
                 self.halt("observation queue full (512 jobs)");
                 false
+            }
+        }
+    }
+
+    /// Queues a barrier and waits (≤ [`WRITER_SETTLE`]) until everything before it is
+    /// durable. `Err` carries the halt reason.
+    async fn settle(&self) -> Result<(), String> {
+        let (tx, rx) = oneshot::channel();
+        if !self.push_wait(Job::Barrier(tx), 0).await {
+            return Err(self.halted().unwrap_or_else(|| "halted".into()));
+        }
+        match tokio::time::timeout(WRITER_SETTLE, rx).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => Err("the session writer stopped".into()),
+            Err(_) => {
+                self.halt("the session writer did not settle");
+                Err("the session writer did not settle".into())
             }
         }
     }
@@ -383,7 +461,7 @@ fn spawn_writer(
     mut continuation: Continuation,
     capture: Option<CaptureLink>,
 ) -> (Jobs, std::thread::JoinHandle<Continuation>) {
-    let (tx, mut rx) = mpsc::channel::<Job>(MAX_QUEUE_JOBS);
+    let (tx, mut rx) = mpsc::channel::<(Job, usize)>(MAX_QUEUE_JOBS);
     let jobs = Jobs {
         tx,
         state: Arc::new(QueueState::default()),
@@ -391,10 +469,15 @@ fn spawn_writer(
     let shared = jobs.state.clone();
     let thread = std::thread::spawn(move || {
         while let Some(first) = rx.blocking_recv() {
+            let mut barrier = matches!(first.0, Job::Barrier(_));
             let mut batch = vec![first];
-            while batch.len() < 256 {
+            // A barrier ends a batch, so what follows it never shares its fate.
+            while !barrier && batch.len() < MAX_BATCH_RECORDS {
                 match rx.try_recv() {
-                    Ok(j) => batch.push(j),
+                    Ok(j) => {
+                        barrier = matches!(j.0, Job::Barrier(_));
+                        batch.push(j);
+                    }
                     Err(_) => break,
                 }
             }
@@ -408,21 +491,17 @@ fn spawn_writer(
 fn write_batch(
     continuation: &mut Continuation,
     capture: Option<&CaptureLink>,
-    batch: Vec<Job>,
+    batch: Vec<(Job, usize)>,
     jobs: &QueueState,
 ) {
     let mut bodies = Vec::with_capacity(batch.len());
     let mut replies: Vec<(usize, oneshot::Sender<Option<String>>)> = Vec::new();
     let mut barriers = Vec::new();
     let mut freed = 0;
-    for job in batch {
+    for (job, bytes) in batch {
+        freed += bytes;
         match job {
-            Job::Event {
-                mut event,
-                media,
-                bytes,
-            } => {
-                freed += bytes;
+            Job::Event { mut event, media } => {
                 if let Some(m) = media {
                     match resolve_media(continuation, capture, m) {
                         Ok(r) => event.media = Some(vec![r]),
@@ -452,12 +531,12 @@ fn write_batch(
     }
     let mut ids: Vec<Option<String>> = vec![None; bodies.len()];
     if jobs.halted().is_none() && !bodies.is_empty() {
-        let report = continuation.append(bodies);
-        for (i, ack) in report.acks.iter().enumerate() {
-            ids[i] = Some(ack.id.clone());
+        let (acked, error) = append_split(continuation, bodies);
+        for (i, id) in acked.into_iter().enumerate() {
+            ids[i] = Some(id);
         }
-        if let Some(e) = report.error {
-            jobs.halt(e.code());
+        if let Some(code) = error {
+            jobs.halt(code);
         }
     }
     jobs.bytes.fetch_sub(freed, AtomicOrdering::SeqCst);
@@ -471,6 +550,56 @@ fn write_batch(
     for b in barriers {
         let _ = b.send(result.clone());
     }
+}
+
+/// Appends `bodies` as a chain below the continuation's leaf in as many store appends as the
+/// batch limit needs (≤ [`MAX_BATCH_RECORDS`] records and ≤ [`MAX_BATCH_BYTES`] per append,
+/// measured on the serialized lines). Returns the acknowledged ids, in order, and the
+/// store's error code if it stopped short.
+fn append_split(
+    continuation: &mut Continuation,
+    bodies: Vec<EntryBody>,
+) -> (Vec<String>, Option<&'static str>) {
+    let mut parent = continuation.leaf().map(str::to_owned);
+    let lines: Vec<String> = bodies
+        .into_iter()
+        .map(|body| {
+            let id = new_id();
+            Entry {
+                id: id.clone(),
+                parent_id: parent.replace(id),
+                timestamp: now_iso(),
+                body,
+            }
+            .to_line()
+        })
+        .collect();
+    let mut acked = Vec::with_capacity(lines.len());
+    let mut start = 0;
+    while start < lines.len() {
+        let mut end = start;
+        let mut size = 0;
+        while end < lines.len() && end - start < MAX_BATCH_RECORDS {
+            let next = lines[end].len() + 1;
+            if end > start && size + next > MAX_BATCH_BYTES {
+                break;
+            }
+            size += next;
+            end += 1;
+        }
+        let report = continuation.handle().append(&lines[start..end]);
+        for ack in &report.acks {
+            acked.push(ack.id.clone());
+        }
+        if let Some(last) = acked.last() {
+            continuation.set_leaf(Some(last.clone()));
+        }
+        if let Some(e) = report.error {
+            return (acked, Some(e.code()));
+        }
+        start = end;
+    }
+    (acked, None)
 }
 
 fn message_body(p: &Published, connection_id: &str) -> Option<EntryBody> {
@@ -569,12 +698,15 @@ struct Conn {
 }
 
 impl Conn {
-    fn observe(
+    /// Retains one protocol event (sanitized). `payload_bytes` is its size on the wire; it
+    /// counts against the queue's byte budget with the media bytes.
+    async fn observe(
         &mut self,
         direction: Direction,
         kind: ObservationKind,
         mut payload: Map<String, Value>,
         media: Option<PendingMedia>,
+        payload_bytes: usize,
     ) -> bool {
         self.sequence += 1;
         let redactions = sanitize::sanitize_object(&mut payload);
@@ -587,7 +719,8 @@ impl Conn {
         };
         let bytes = media.as_ref().map_or(0, |m| match m {
             PendingMedia::Wav { bytes, .. } | PendingMedia::Bytes { bytes, .. } => bytes.len(),
-        }) + 256;
+        }) + payload_bytes
+            + 256;
         let event = RealtimeEvent {
             connection_id: self.connection_id.clone(),
             direction,
@@ -599,14 +732,15 @@ impl Conn {
             redactions: (!redactions.is_empty()).then_some(redactions),
             media: None,
         };
-        self.jobs.push(
-            Job::Event {
-                event: Box::new(event),
-                media,
+        self.jobs
+            .push_wait(
+                Job::Event {
+                    event: Box::new(event),
+                    media,
+                },
                 bytes,
-            },
-            bytes,
-        )
+            )
+            .await
     }
 }
 
@@ -616,6 +750,44 @@ struct PendingRemoval {
     event_id: String,
     deadline: Instant,
     reply: oneshot::Sender<RemovalOutcome>,
+}
+
+/// Responses the provider was asked for (conversation mode) and has not finished.
+#[derive(Default)]
+struct Responses {
+    /// Server-VAD turns whose automatic response has not been created yet.
+    requested: usize,
+    /// Created and not done: response id and its output item ids.
+    streaming: Vec<(String, Vec<String>)>,
+}
+
+impl Responses {
+    fn is_settled(&self) -> bool {
+        self.requested == 0 && self.streaming.is_empty()
+    }
+
+    fn created(&mut self, response_id: String) {
+        self.requested = self.requested.saturating_sub(1);
+        if !self.streaming.iter().any(|(id, _)| *id == response_id) {
+            self.streaming.push((response_id, Vec::new()));
+        }
+    }
+
+    fn item_added(&mut self, response_id: &str, item_id: String) {
+        if let Some((_, items)) = self.streaming.iter_mut().find(|(id, _)| id == response_id) {
+            items.push(item_id);
+        }
+    }
+
+    fn done(&mut self, response_id: &str) {
+        match self.streaming.iter().position(|(id, _)| id == response_id) {
+            Some(pos) => {
+                self.streaming.remove(pos);
+            }
+            // Done without a created we saw: it answers a request all the same.
+            None => self.requested = self.requested.saturating_sub(1),
+        }
+    }
 }
 
 #[allow(clippy::too_many_lines)]
@@ -634,29 +806,37 @@ async fn run(
         sequence: 0,
         jobs: jobs.clone(),
     };
-    let (endpoint, _) = sanitize::sanitize_url(&settings.url());
-    jobs.push(
-        Job::Entry(Box::new(EntryBody::ApiConnection(ApiConnection {
-            connection_id: connection_id.clone(),
-            provider: "openai".into(),
-            endpoint,
-            requested_model: settings.requested_model().to_owned(),
-            api: if settings.beta {
-                "openai-realtime-beta".into()
-            } else {
-                "openai-realtime".into()
-            },
-            origin_id: new_id(),
-        }))),
-        256,
-    );
+    // No key goes unencrypted to a remote host: refuse before recording or connecting.
+    let refused = super::endpoint::check_provider_url(&settings.url()).err();
+    if refused.is_none() {
+        let (endpoint, _) = sanitize::sanitize_url(&settings.url());
+        jobs.push(
+            Job::Entry(Box::new(EntryBody::ApiConnection(ApiConnection {
+                connection_id: connection_id.clone(),
+                provider: "openai".into(),
+                endpoint,
+                requested_model: settings.requested_model().to_owned(),
+                api: if settings.beta {
+                    "openai-realtime-beta".into()
+                } else {
+                    "openai-realtime".into()
+                },
+                origin_id: new_id(),
+            }))),
+            256,
+        );
+    }
 
+    let conversation = settings.mode == Mode::Conversation;
     let mut ordering = Ordering::new();
+    let mut responses = Responses::default();
     let mut messages: Vec<PublishedMessage> = Vec::new();
     let mut gaps: Vec<Gap> = Vec::new();
     let mut gap_at: Vec<usize> = Vec::new();
     let mut complete = true;
     let mut halted: Option<String> = None;
+    let mut limit_entered = false;
+    let mut halt_shown = false;
     let mut stop_reply: Option<oneshot::Sender<EngineReport>> = None;
     let mut removals: Vec<PendingRemoval> = Vec::new();
     let mut commit_pending = false;
@@ -664,27 +844,36 @@ async fn run(
     let mut drain_deadline: Option<Instant> = None;
 
     let set_state = |s: EngineState| view_tx.send_modify(|v| v.state = s);
+    // A drain deadline only ever moves earlier.
+    let drain_by = |current: Option<Instant>, by: Instant| Some(current.map_or(by, |d| d.min(by)));
 
     // Connect.
-    let ws = async {
-        let mut req = settings
-            .url()
-            .into_client_request()
-            .map_err(|_| "bad provider URL".to_owned())?;
-        let auth = HeaderValue::from_str(&format!("Bearer {api_key}"))
-            .map_err(|_| "API key is not a valid header value".to_owned())?;
-        req.headers_mut().insert("Authorization", auth);
-        if settings.beta {
-            req.headers_mut()
-                .insert("OpenAI-Beta", HeaderValue::from_static("realtime=v1"));
+    let ws = match refused {
+        Some(e) => Err(e.code().to_owned()),
+        None => {
+            async {
+                let mut req = settings
+                    .url()
+                    .into_client_request()
+                    .map_err(|_| "bad provider URL".to_owned())?;
+                let auth = HeaderValue::from_str(&format!("Bearer {api_key}"))
+                    .map_err(|_| "API key is not a valid header value".to_owned())?;
+                req.headers_mut().insert("Authorization", auth);
+                if settings.beta {
+                    req.headers_mut()
+                        .insert("OpenAI-Beta", HeaderValue::from_static("realtime=v1"));
+                }
+                match tokio::time::timeout(CONNECT_TIMEOUT, tokio_tungstenite::connect_async(req))
+                    .await
+                {
+                    Ok(Ok((ws, _))) => Ok(ws),
+                    Ok(Err(e)) => Err(format!("connection failed: {}", describe_ws_error(&e))),
+                    Err(_) => Err("connection timed out".to_owned()),
+                }
+            }
+            .await
         }
-        match tokio::time::timeout(CONNECT_TIMEOUT, tokio_tungstenite::connect_async(req)).await {
-            Ok(Ok((ws, _))) => Ok(ws),
-            Ok(Err(e)) => Err(format!("connection failed: {}", describe_ws_error(&e))),
-            Err(_) => Err("connection timed out".to_owned()),
-        }
-    }
-    .await;
+    };
     let mut ws = match ws {
         Ok(ws) => Some(ws),
         Err(reason) => {
@@ -706,14 +895,18 @@ async fn run(
             halted.get_or_insert(reason);
         }
         if let Some(reason) = &halted
-            && drain_deadline.is_none()
+            && !halt_shown
         {
             // Halt: show it at once (capture stops), stop streaming, publish what is final.
+            halt_shown = true;
             set_state(EngineState::Halted(reason.clone()));
             complete = false;
             drain_deadline = Some(Instant::now());
         }
-        let drained = !commit_pending && ordering.is_settled() && removals.is_empty();
+        let drained = !commit_pending
+            && ordering.is_settled()
+            && removals.is_empty()
+            && responses.is_settled();
         if let Some(deadline) = drain_deadline
             && (drained || Instant::now() >= deadline || ws.is_none())
         {
@@ -729,7 +922,8 @@ async fn run(
             cmd = commands.recv(), if stop_reply.is_none() => {
                 match cmd {
                     Some(Command::Audio(chunk)) => {
-                        if let Some(w) = ws.as_mut() {
+                        // Past an ordering limit the audio stays in the WAV only.
+                        if let Some(w) = ws.as_mut().filter(|_| !limit_entered) {
                             let payload = protocol::append(B64.encode(&chunk.pcm));
                             let media = match chunk.wav {
                                 Some(range) => PendingMedia::Wav { range, bytes: chunk.pcm.clone() },
@@ -745,17 +939,16 @@ async fn run(
                         let item = messages.iter().find(|m| m.entry_id == entry_id && !m.removed).map(|m| m.item_id.clone());
                         match (item, ws.as_mut()) {
                             (Some(item_id), Some(w)) => {
-                                // The intent is durable before the provider hears of it.
-                                let intent = super::removal::intent_body(&entry_id, &item_id, &connection_id);
-                                let queued = conn.jobs.push(Job::Entry(Box::new(intent)), 256);
-                                let (tx, rx) = oneshot::channel();
-                                conn.jobs.push(Job::Barrier(tx), 0);
-                                if !(queued && matches!(rx.await, Ok(Ok(())))) {
+                                // The intent (naming the delete's event id) is durable before
+                                // the provider hears of it.
+                                let payload = protocol::item_delete(&item_id);
+                                let event_id = payload.get("event_id").and_then(Value::as_str).unwrap_or_default().to_owned();
+                                let intent = super::removal::intent_body(&entry_id, &item_id, &connection_id, &event_id);
+                                let queued = conn.jobs.push_wait(Job::Entry(Box::new(intent)), 256).await;
+                                if !(queued && conn.jobs.settle().await.is_ok()) {
                                     let _ = reply.send(RemovalOutcome::TimedOut);
                                     continue;
                                 }
-                                let payload = protocol::item_delete(&item_id);
-                                let event_id = payload.get("event_id").and_then(Value::as_str).unwrap_or_default().to_owned();
                                 if send(w, &mut conn, payload, None).await {
                                     removals.push(PendingRemoval { entry_id, item_id, event_id, deadline: Instant::now() + REMOVAL_TIMEOUT, reply });
                                 } else {
@@ -770,29 +963,30 @@ async fn run(
                     }
                     Some(Command::Stop { reply }) => {
                         stop_reply = Some(reply);
-                        set_state(EngineState::Finishing);
-                        drain_deadline = Some(Instant::now() + DRAIN_DEADLINE);
-                        if let Some(w) = ws.as_mut() {
-                            if send(w, &mut conn, protocol::commit(), None).await {
-                                commit_pending = true;
-                            } else {
-                                ws = None;
-                            }
+                        if !limit_entered {
+                            set_state(EngineState::Finishing);
+                        }
+                        drain_deadline = drain_by(drain_deadline, Instant::now() + DRAIN_DEADLINE);
+                        // Past an ordering limit the commit was sent already.
+                        if !limit_entered {
+                            commit_pending |= send_commit(&mut ws, &mut conn).await;
                         }
                     }
                     None => {
                         // Every handle is gone: finish as if stopped.
-                        drain_deadline.get_or_insert(Instant::now() + DRAIN_DEADLINE);
+                        drain_deadline = drain_by(drain_deadline, Instant::now() + DRAIN_DEADLINE);
                     }
                 }
             }
             msg = async { match ws.as_mut() { Some(w) => w.next().await, None => std::future::pending().await } } => {
                 match msg {
                     Some(Ok(WsMessage::Text(text))) => {
+                        let wire_bytes = text.len();
                         let Ok(Value::Object(payload)) = serde_json::from_str::<Value>(text.as_str()) else {
-                            conn.observe(Direction::Incoming, ObservationKind::Received, unparsable(), None);
+                            conn.observe(Direction::Incoming, ObservationKind::Received, unparsable(), None, 0).await;
                             continue;
                         };
+                        drop(text);
                         let value = Value::Object(payload.clone());
                         let event = protocol::classify(&value);
                         if value.get("type").and_then(Value::as_str) == Some("input_audio_buffer.speech_stopped")
@@ -800,15 +994,15 @@ async fn run(
                         {
                             vad_stopped.insert(id.to_owned());
                         }
+                        drop(value);
                         let audio = output_audio(&payload);
                         let mut retained = payload;
                         let media = audio.map(|bytes| {
                             retained.insert("delta".into(), Value::Null);
                             PendingMedia::Bytes { pointer: "/delta".into(), bytes }
                         });
-                        conn.observe(Direction::Incoming, ObservationKind::Received, retained, media);
+                        conn.observe(Direction::Incoming, ObservationKind::Received, retained, media, wire_bytes).await;
                         let mut published = Vec::new();
-                        let mut limit = Ok(());
                         match event {
                             ServerEvent::SessionCreated if !session_configured => {
                                 session_configured = true;
@@ -819,20 +1013,27 @@ async fn run(
                                 }
                             }
                             ServerEvent::Committed { item_id, previous } => {
-                                // A VAD commit (speech_stopped first) is not the answer to ours.
-                                if !vad_stopped.remove(&item_id) {
+                                // A VAD commit (speech_stopped first) is not the answer to ours;
+                                // in conversation mode it requests a response automatically.
+                                if vad_stopped.remove(&item_id) {
+                                    if conversation {
+                                        responses.requested += 1;
+                                    }
+                                } else {
                                     commit_pending = false;
                                 }
-                                limit = ordering.item_added(&item_id, previous.as_deref(), Speaker::User);
+                                let _ = ordering.item_added(&item_id, previous.as_deref(), Speaker::User);
+                                published = ordering.take_ready();
                             }
                             ServerEvent::ItemAdded { item_id, previous, role } => {
                                 let speaker = if role.as_deref() == Some("assistant") { Speaker::Assistant } else { Speaker::User };
                                 if role.as_deref().is_none_or(|r| r == "user" || r == "assistant") {
-                                    limit = ordering.item_added(&item_id, previous.as_deref(), speaker);
+                                    let _ = ordering.item_added(&item_id, previous.as_deref(), speaker);
+                                    published = ordering.take_ready();
                                 }
                             }
                             ServerEvent::TranscriptionDelta { item_id, delta } | ServerEvent::ResponseDelta { item_id, delta } => {
-                                limit = ordering.delta(&item_id, &delta);
+                                let _ = ordering.delta(&item_id, &delta);
                             }
                             ServerEvent::TranscriptionCompleted { item_id, transcript } => {
                                 published = ordering.transcription_completed(&item_id, &transcript);
@@ -840,7 +1041,12 @@ async fn run(
                             ServerEvent::TranscriptionFailed { item_id, reason } => {
                                 published = ordering.transcription_failed(&item_id, &reason);
                             }
+                            ServerEvent::ResponseCreated { response_id } => responses.created(response_id),
+                            ServerEvent::ResponseItemAdded { response_id, item_id } => {
+                                responses.item_added(&response_id, item_id);
+                            }
                             ServerEvent::ResponseDone(done) => {
+                                responses.done(&done.response_id);
                                 let status = match done.status.as_str() {
                                     "completed" => ResponseStatus::Completed,
                                     "cancelled" => ResponseStatus::Cancelled,
@@ -854,10 +1060,11 @@ async fn run(
                             ServerEvent::ItemDeleted { item_id } => {
                                 if let Some(pos) = removals.iter().position(|r| r.item_id == item_id) {
                                     let r = removals.remove(pos);
-                                    let ok = conn.jobs.push(Job::Entry(Box::new(EntryBody::MessageRemoved(MessageRemoved { target_id: r.entry_id.clone() }))), 256);
-                                    let (tx, rx) = oneshot::channel();
-                                    conn.jobs.push(Job::Barrier(tx), 0);
-                                    let durable = ok && matches!(rx.await, Ok(Ok(())));
+                                    // The proof of deletion is durable on its own first: if the
+                                    // `message.removed` append fails, the intent stays retryable.
+                                    let proof = conn.jobs.settle().await.is_ok();
+                                    let queued = proof && conn.jobs.push_wait(Job::Entry(Box::new(EntryBody::MessageRemoved(MessageRemoved { target_id: r.entry_id.clone() }))), 256).await;
+                                    let durable = queued && conn.jobs.settle().await.is_ok();
                                     if durable {
                                         for m in messages.iter_mut().filter(|m| m.entry_id == r.entry_id) {
                                             m.removed = true;
@@ -876,16 +1083,23 @@ async fn run(
                                 } else if code.as_deref() == Some("session_expired") {
                                     // A clean end: stop streaming, publish what is final.
                                     complete = false;
-                                    drain_deadline.get_or_insert(Instant::now());
+                                    drain_deadline = drain_by(drain_deadline, Instant::now());
                                     ws = None;
                                 }
                             }
                             _ => {}
                         }
-                        if limit == Err(OrderingError::Limit) {
+                        if ordering.limited() && !limit_entered {
+                            // Enter finishing: capture stops (visibly), no more audio is sent,
+                            // the input buffer is committed, and every later item becomes a
+                            // gap or a message.
+                            limit_entered = true;
                             complete = false;
-                            set_state(EngineState::Finishing);
-                            drain_deadline.get_or_insert(Instant::now() + DRAIN_DEADLINE);
+                            set_state(EngineState::Halted(ORDERING_LIMIT.into()));
+                            drain_deadline = drain_by(drain_deadline, Instant::now() + DRAIN_DEADLINE);
+                            if stop_reply.is_none() {
+                                commit_pending |= send_commit(&mut ws, &mut conn).await;
+                            }
                         }
                         publish(&mut conn, &connection_id, published, &mut messages, (&mut gaps, &mut gap_at)).await;
                         view_tx.send_modify(|v| {
@@ -896,10 +1110,13 @@ async fn run(
                         });
                     }
                     Some(Ok(WsMessage::Close(_))) | None => {
-                        if stop_reply.is_none() {
+                        if stop_reply.is_none() && !limit_entered {
                             halted.get_or_insert("the provider closed the connection".into());
                         }
-                        complete &= stop_reply.is_some() && !commit_pending && ordering.is_settled();
+                        complete &= stop_reply.is_some()
+                            && !commit_pending
+                            && ordering.is_settled()
+                            && responses.is_settled();
                         ws = None;
                     }
                     Some(Ok(_)) => {}
@@ -910,11 +1127,14 @@ async fn run(
                 }
             }
             _ = ping.tick(), if ws.is_some() => {
-                if let Some(w) = ws.as_mut()
-                    && w.send(WsMessage::Ping(Vec::new().into())).await.is_err()
-                {
-                    halted.get_or_insert("connection lost (ping failed)".into());
-                    ws = None;
+                if let Some(w) = ws.as_mut() {
+                    let sent = tokio::time::timeout(SEND_TIMEOUT, w.send(WsMessage::Ping(Vec::new().into())))
+                        .await
+                        .is_ok_and(|r| r.is_ok());
+                    if !sent {
+                        halted.get_or_insert("connection lost (ping failed)".into());
+                        ws = None;
+                    }
                 }
             }
             _ = sleep_until(wake) => {
@@ -926,7 +1146,7 @@ async fn run(
                     }
                     halted.get_or_insert("removal was not acknowledged in time".into());
                     if let Some(mut w) = ws.take() {
-                        let _ = w.close(None).await;
+                        let _ = tokio::time::timeout(CLOSE_TIMEOUT, w.close(None)).await;
                     }
                 }
             }
@@ -934,7 +1154,7 @@ async fn run(
     }
 
     // Drain over: close what is unresolved as gaps and publish the final messages.
-    if !ordering.is_settled() || commit_pending {
+    if !ordering.is_settled() || commit_pending || !responses.is_settled() {
         complete = false;
     }
     let rest = ordering.close_unresolved("not transcribed before the stop deadline");
@@ -946,35 +1166,60 @@ async fn run(
         (&mut gaps, &mut gap_at),
     )
     .await;
+    // Requested or streaming responses that did not finish: gaps, never silence. An output
+    // item the ordering knows was closed above.
+    let mut response_gap = |reason: &str, item_id: Option<String>| {
+        gap_at.push(messages.len());
+        gaps.push(Gap {
+            reason: reason.to_owned(),
+            item_id,
+            start_ms: None,
+            end_ms: None,
+        });
+    };
+    for (_, items) in responses.streaming.drain(..) {
+        if items.is_empty() {
+            response_gap(RESPONSE_UNFINISHED, None);
+        }
+        for item in items.into_iter().filter(|i| !ordering.contains(i)) {
+            response_gap(RESPONSE_UNFINISHED, Some(item));
+        }
+    }
+    for _ in 0..responses.requested {
+        response_gap(RESPONSE_NOT_CREATED, None);
+    }
     for r in removals.drain(..) {
         let _ = r.reply.send(RemovalOutcome::TimedOut);
     }
     if let Some(mut w) = ws.take() {
-        let _ = tokio::time::timeout(Duration::from_secs(2), w.close(None)).await;
+        let _ = tokio::time::timeout(CLOSE_TIMEOUT, w.close(None)).await;
     }
-    let (tx, rx) = oneshot::channel();
-    jobs.push(Job::Barrier(tx), 0);
-    match tokio::time::timeout(Duration::from_secs(30), rx).await {
-        Ok(Ok(Ok(()))) => {}
-        Ok(Ok(Err(reason))) => {
-            halted.get_or_insert(reason);
-        }
-        _ => {
-            halted.get_or_insert("the session writer did not settle".into());
-        }
+    // The writer settles within one deadline: its last batch, then its thread.
+    let settle_by = Instant::now() + WRITER_SETTLE;
+    if let Err(reason) = jobs.settle().await {
+        halted.get_or_insert(reason);
+    }
+    if limit_entered {
+        halted.get_or_insert(ORDERING_LIMIT.into());
     }
     if let Some(reason) = jobs.halted() {
         halted.get_or_insert(reason);
     }
+    drop(conn);
+    drop(jobs);
+    let join = tokio::task::spawn_blocking(move || writer.join());
+    let leaf = match tokio::time::timeout_at(settle_by, join).await {
+        Ok(Ok(Ok(c))) => c.leaf().map(str::to_owned),
+        Ok(_) => None,
+        Err(_) => {
+            // Left behind: the thread ends when its store call returns.
+            halted.get_or_insert("the session writer did not settle".into());
+            None
+        }
+    };
     if halted.is_some() {
         complete = false;
     }
-    drop(conn);
-    drop(jobs);
-    let leaf = match tokio::task::spawn_blocking(move || writer.join()).await {
-        Ok(Ok(c)) => c.leaf().map(str::to_owned),
-        _ => None,
-    };
     let report = EngineReport {
         complete,
         gaps,
@@ -1017,7 +1262,8 @@ fn output_audio(payload: &Map<String, Value>) -> Option<Vec<u8>> {
 type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-/// Retains a send attempt, writes the event, retains a failure. Returns whether it was written.
+/// Retains a send attempt, writes the event (≤ [`SEND_TIMEOUT`]), retains a failure.
+/// Returns whether it was written.
 async fn send(
     ws: &mut Ws,
     conn: &mut Conn,
@@ -1026,31 +1272,46 @@ async fn send(
 ) -> bool {
     let text = Value::Object(payload.clone()).to_string();
     let mut retained = payload;
+    // With media, the retained payload is small (the audio is referenced, not inlined).
+    let retained_bytes = if media.is_some() { 0 } else { text.len() };
     if media.is_some() {
         retained.insert("audio".into(), Value::Null);
     }
-    let sent_media = media;
     conn.observe(
         Direction::Outgoing,
         ObservationKind::SendAttempt,
         retained.clone(),
-        sent_media,
-    );
-    let written = tokio::time::timeout(
-        Duration::from_secs(10),
-        ws.send(WsMessage::Text(text.into())),
+        media,
+        retained_bytes,
     )
-    .await
-    .is_ok_and(|r| r.is_ok());
+    .await;
+    let written = tokio::time::timeout(SEND_TIMEOUT, ws.send(WsMessage::Text(text.into())))
+        .await
+        .is_ok_and(|r| r.is_ok());
     if !written {
         conn.observe(
             Direction::Outgoing,
             ObservationKind::SendFailed,
             retained,
             None,
-        );
+            retained_bytes,
+        )
+        .await;
     }
     written
+}
+
+/// Sends `input_audio_buffer.commit`; returns whether its answer is now awaited. A failed
+/// write drops the connection.
+async fn send_commit(ws: &mut Option<Ws>, conn: &mut Conn) -> bool {
+    let Some(w) = ws.as_mut() else {
+        return false;
+    };
+    let sent = send(w, conn, protocol::commit(), None).await;
+    if !sent {
+        *ws = None;
+    }
+    sent
 }
 
 async fn publish(
@@ -1061,8 +1322,9 @@ async fn publish(
     (gaps, gap_at): (&mut Vec<Gap>, &mut Vec<usize>),
 ) {
     for mut p in published {
+        // Speech stays as spoken; only high-confidence credential shapes are redacted.
         if let Published::Message { text, .. } = &mut p
-            && let Some(clean) = sanitize::sanitize_text(text)
+            && let Some(clean) = sanitize::sanitize_speech(text)
         {
             *text = clean;
         }
@@ -1071,7 +1333,7 @@ async fn publish(
                 gap_at.push(messages.len());
                 gaps.push(Gap {
                     reason: reason.clone(),
-                    item_id: Some(item_id.clone()),
+                    item_id: (!item_id.is_empty()).then(|| item_id.clone()),
                     start_ms: None,
                     end_ms: None,
                 });
@@ -1084,22 +1346,30 @@ async fn publish(
             } => {
                 let (reply, rx) = oneshot::channel();
                 let entry = (item_id.clone(), *speaker, text.clone());
-                if conn.jobs.push(
-                    Job::Message {
-                        published: p,
-                        connection_id: connection_id.to_owned(),
-                        reply,
-                    },
-                    entry.2.len() + 256,
-                ) && let Ok(Some(entry_id)) = rx.await
-                {
-                    messages.push(PublishedMessage {
+                let queued = conn
+                    .jobs
+                    .push_wait(
+                        Job::Message {
+                            published: p,
+                            connection_id: connection_id.to_owned(),
+                            reply,
+                        },
+                        entry.2.len() + 256,
+                    )
+                    .await;
+                if !queued {
+                    continue;
+                }
+                match tokio::time::timeout(WRITER_SETTLE, rx).await {
+                    Ok(Ok(Some(entry_id))) => messages.push(PublishedMessage {
                         entry_id,
                         item_id: entry.0,
                         speaker: entry.1,
                         text: entry.2,
                         removed: false,
-                    });
+                    }),
+                    Ok(_) => {}
+                    Err(_) => conn.jobs.halt("the session writer did not settle"),
                 }
             }
         }

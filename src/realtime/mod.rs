@@ -4,11 +4,13 @@
 //!
 //! Modules:
 //! - [`sanitize`] — credentials out of payloads, URLs and headers before persistence or logs.
+//! - [`endpoint`] — which provider URLs may be used (no unencrypted key to a remote host).
 //! - [`ordering`] — provider predecessor order → canonical user/assistant messages and gaps.
 //! - [`fake`] — a loopback fake of the Realtime API that the client is tested against.
 //!
 //! Nothing here touches the UI; the session core never imports this module.
 
+pub mod endpoint;
 pub mod engine;
 pub mod fake;
 pub mod ordering;

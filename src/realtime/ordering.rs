@@ -16,7 +16,12 @@
 //! - Published history never reorders: an item that would land before an already published
 //!   item is placed after the published prefix instead.
 //! - Bounded: at most [`MAX_ORDERED_ITEMS`] unpublished items and [`MAX_ORDERED_TEXT`] bytes
-//!   of their text; beyond that the caller must enter finishing ([`OrderingError::Limit`]).
+//!   of their text — provisional text and final text waiting behind a pending item alike.
+//!   Reaching a bound never drops an item silently: it sets [`Ordering::limited`] (the caller
+//!   must enter finishing), an item that does not fit becomes an overflow gap
+//!   ([`LIMIT_REASON`], with its id) published after the chain, and a final text that does
+//!   not fit closes its slot as such a gap. At most [`MAX_OVERFLOW_ITEMS`] overflow ids are
+//!   kept; items beyond those are counted and published as one gap without an id.
 
 use std::collections::HashMap;
 
@@ -24,6 +29,11 @@ use std::collections::HashMap;
 pub const MAX_ORDERED_ITEMS: usize = 256;
 /// Most bytes of text (provisional and final) held for unpublished items.
 pub const MAX_ORDERED_TEXT: usize = 4 << 20;
+
+/// Most items recorded (by id) as overflow gaps after the limit.
+pub const MAX_OVERFLOW_ITEMS: usize = 1024;
+/// The gap reason of items that did not fit the ordering bounds.
+pub const LIMIT_REASON: &str = "ordering.limit";
 
 /// Who speaks in a slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +74,8 @@ pub enum Published {
         response: Option<(String, ResponseStatus)>,
     },
     /// An item that will never have text: a failed transcription or one closed at stop.
+    /// `item_id` is empty only for the one gap that counts overflow items past
+    /// [`MAX_OVERFLOW_ITEMS`].
     Gap { item_id: String, reason: String },
 }
 
@@ -94,6 +106,14 @@ pub struct Ordering {
     slots: HashMap<String, Slot>,
     published: usize,
     text_bytes: usize,
+    /// A bound was reached (the caller must finish).
+    limited: bool,
+    /// Items that arrived after the item bound, in arrival order: gaps after the chain.
+    overflow: Vec<String>,
+    overflow_published: usize,
+    /// Overflow items beyond [`MAX_OVERFLOW_ITEMS`] (counted, not kept).
+    overflow_lost: usize,
+    overflow_lost_published: bool,
 }
 
 impl Ordering {
@@ -109,6 +129,32 @@ impl Ordering {
     /// Whether every known item is published or closed.
     pub fn is_settled(&self) -> bool {
         self.pending() == 0
+            && self.overflow_published == self.overflow.len()
+            && (self.overflow_lost == 0 || self.overflow_lost_published)
+    }
+
+    /// Whether a bound was reached: the caller must stop taking work and finish.
+    pub fn limited(&self) -> bool {
+        self.limited
+    }
+
+    /// Bytes of text (provisional and final) held for unpublished items.
+    pub fn text_bytes(&self) -> usize {
+        self.text_bytes
+    }
+
+    fn is_overflow(&self, item_id: &str) -> bool {
+        self.overflow.iter().any(|x| x == item_id)
+    }
+
+    /// Records `item_id` as an overflow gap (or counts it past [`MAX_OVERFLOW_ITEMS`]).
+    fn overflow_item(&mut self, item_id: &str) {
+        self.limited = true;
+        if self.overflow.len() < MAX_OVERFLOW_ITEMS {
+            self.overflow.push(item_id.to_owned());
+        } else {
+            self.overflow_lost += 1;
+        }
     }
 
     /// Records an item and its predecessor. Repeats are ignored.
@@ -118,10 +164,12 @@ impl Ordering {
         previous: Option<&str>,
         speaker: Speaker,
     ) -> Result<(), OrderingError> {
-        if self.slots.contains_key(item_id) {
+        if self.slots.contains_key(item_id) || self.is_overflow(item_id) {
             return Ok(());
         }
-        if self.pending() >= MAX_ORDERED_ITEMS {
+        // Once items overflow, later ones follow them (their order must hold).
+        if self.pending() >= MAX_ORDERED_ITEMS || !self.overflow.is_empty() {
+            self.overflow_item(item_id);
             return Err(OrderingError::Limit);
         }
         let at = match previous {
@@ -146,10 +194,14 @@ impl Ordering {
 
     /// Adds provisional text (a delta) to a pending item.
     pub fn delta(&mut self, item_id: &str, delta: &str) -> Result<(), OrderingError> {
+        if self.is_overflow(item_id) {
+            return Ok(()); // Already a gap: provisional text is display only.
+        }
         if !self.slots.contains_key(item_id) {
             self.item_added(item_id, None, Speaker::User)?;
         }
         if self.text_bytes + delta.len() > MAX_ORDERED_TEXT {
+            self.limited = true;
             return Err(OrderingError::Limit);
         }
         if let Some(slot) = self.slots.get_mut(item_id)
@@ -167,14 +219,18 @@ impl Ordering {
         speaker: Speaker,
         outcome: Option<Published>,
     ) -> Vec<Published> {
+        if self.is_overflow(item_id) {
+            return Vec::new(); // Already an overflow gap: evidence only.
+        }
         if !self.slots.contains_key(item_id) {
-            // A completion for an item we never saw added: it goes after everything known.
+            // A completion for an item we never saw added: it goes after everything known
+            // (or, past the bound, becomes an overflow gap).
             let previous = self.order.last().cloned();
             if self
                 .item_added(item_id, previous.as_deref(), speaker)
                 .is_err()
             {
-                return Vec::new();
+                return self.publish_ready();
             }
         }
         let Some(slot) = self.slots.get_mut(item_id) else {
@@ -185,6 +241,21 @@ impl Ordering {
         }
         self.text_bytes -= slot.provisional.len();
         slot.provisional = String::new();
+        // Final text waits in memory until its predecessors resolve: it counts in the bound.
+        let final_bytes = match &outcome {
+            Some(Published::Message { text, .. }) => text.len(),
+            _ => 0,
+        };
+        let outcome = if self.text_bytes + final_bytes > MAX_ORDERED_TEXT {
+            self.limited = true;
+            Some(Published::Gap {
+                item_id: item_id.to_owned(),
+                reason: LIMIT_REASON.to_owned(),
+            })
+        } else {
+            self.text_bytes += final_bytes;
+            outcome
+        };
         slot.state = State::Done(outcome);
         self.publish_ready()
     }
@@ -250,13 +321,31 @@ impl Ordering {
         self.publish_ready()
     }
 
-    /// Provisional text of unresolved items, in chain order (for display, never for saving).
+    /// What became publishable without a resolution (overflow gaps once the chain is out).
+    pub fn take_ready(&mut self) -> Vec<Published> {
+        self.publish_ready()
+    }
+
+    /// Whether `item_id` is a known item (in the chain or an overflow gap).
+    pub fn contains(&self, item_id: &str) -> bool {
+        self.slots.contains_key(item_id) || self.is_overflow(item_id)
+    }
+
+    /// Text of unpublished items, in chain order (for display, never for saving): the
+    /// provisional deltas of pending items and the final text of completed items that wait
+    /// for a predecessor.
     pub fn provisional(&self) -> Vec<(String, Speaker, String)> {
         self.order[self.published..]
             .iter()
             .filter_map(|id| {
                 let s = self.slots.get(id)?;
-                (s.state == State::Pending).then(|| (id.clone(), s.speaker, s.provisional.clone()))
+                match &s.state {
+                    State::Pending => Some((id.clone(), s.speaker, s.provisional.clone())),
+                    State::Done(Some(Published::Message { text, .. })) => {
+                        Some((id.clone(), s.speaker, text.clone()))
+                    }
+                    State::Done(_) => None,
+                }
             })
             .collect()
     }
@@ -271,11 +360,31 @@ impl Ordering {
                 State::Pending => break,
                 State::Done(p) => {
                     if let Some(p) = p.take() {
+                        if let Published::Message { text, .. } = &p {
+                            self.text_bytes -= text.len();
+                        }
                         out.push(p);
                     }
                 }
             }
             self.published += 1;
+        }
+        // Overflow gaps follow the whole chain.
+        if self.published == self.order.len() {
+            for id in &self.overflow[self.overflow_published..] {
+                out.push(Published::Gap {
+                    item_id: id.clone(),
+                    reason: LIMIT_REASON.to_owned(),
+                });
+            }
+            self.overflow_published = self.overflow.len();
+            if self.overflow_lost > 0 && !self.overflow_lost_published {
+                self.overflow_lost_published = true;
+                out.push(Published::Gap {
+                    item_id: String::new(),
+                    reason: format!("{LIMIT_REASON}: {} more items", self.overflow_lost),
+                });
+            }
         }
         out
     }
@@ -301,7 +410,16 @@ mod tests {
         o.item_added("B", Some("A"), Speaker::User).unwrap();
         o.delta("B", "wor").unwrap();
         assert!(o.transcription_completed("B", "world").is_empty());
-        assert_eq!(o.provisional().len(), 1, "A is still provisional");
+        let shown: Vec<(String, String)> = o
+            .provisional()
+            .into_iter()
+            .map(|(id, _, t)| (id, t))
+            .collect();
+        assert_eq!(
+            shown,
+            [("A".into(), String::new()), ("B".into(), "world".into())],
+            "A is still provisional and B stays visible while it waits"
+        );
         assert_eq!(
             texts(&o.transcription_completed("A", "hello")),
             ["hello", "world"]
@@ -361,12 +479,41 @@ mod tests {
     #[test]
     fn limits() {
         let mut o = Ordering::new();
+        let mut previous: Option<String> = None;
         for i in 0..MAX_ORDERED_ITEMS {
-            o.item_added(&i.to_string(), None, Speaker::User).unwrap();
+            o.item_added(&i.to_string(), previous.as_deref(), Speaker::User)
+                .unwrap();
+            previous = Some(i.to_string());
         }
+        assert!(!o.limited());
         assert_eq!(
-            o.item_added("x", None, Speaker::User),
+            o.item_added("x", previous.as_deref(), Speaker::User),
             Err(OrderingError::Limit)
         );
+        assert!(o.limited());
+        // Later items and completions are not dropped: the overflow becomes gaps after the
+        // chain, and final text behind the pending head counts in the bound.
+        assert!(o.transcription_completed("y", "late").is_empty());
+        assert!(o.transcription_completed("1", "one").is_empty());
+        assert_eq!(o.text_bytes(), 3);
+        assert!(!o.is_settled());
+        let out = texts(&o.close_unresolved("stop"));
+        assert_eq!(out.len(), MAX_ORDERED_ITEMS + 2, "{out:?}");
+        assert_eq!(out[0], "gap:0");
+        assert_eq!(out[1], "one");
+        assert_eq!(out[out.len() - 2..], ["gap:x", "gap:y"]);
+        assert!(o.is_settled());
+        assert_eq!(o.text_bytes(), 0);
+    }
+
+    #[test]
+    fn final_text_counts_in_the_bound() {
+        let mut o = Ordering::new();
+        o.item_added("A", None, Speaker::User).unwrap();
+        o.item_added("B", Some("A"), Speaker::User).unwrap();
+        let big = "w".repeat(MAX_ORDERED_TEXT + 1);
+        assert!(o.transcription_completed("B", &big).is_empty());
+        assert!(o.limited(), "the waiting text did not fit");
+        assert_eq!(texts(&o.transcription_completed("A", "a")), ["a", "gap:B"]);
     }
 }

@@ -219,6 +219,15 @@ pub enum ServerEvent {
         item_id: String,
         delta: String,
     },
+    /// `response.created`: a response is streaming until its `response.done`.
+    ResponseCreated {
+        response_id: String,
+    },
+    /// `response.output_item.added`: an output item of a streaming response.
+    ResponseItemAdded {
+        response_id: String,
+        item_id: String,
+    },
     ResponseDone(ResponseDone),
     ItemDeleted {
         item_id: String,
@@ -281,6 +290,19 @@ pub fn classify(ev: &Value) -> ServerEvent {
             item_id: item_id(),
             delta: s(ev, "delta").unwrap_or_default(),
         },
+        "response.created" => {
+            let r = ev.get("response").cloned().unwrap_or(Value::Null);
+            ServerEvent::ResponseCreated {
+                response_id: s(&r, "id").unwrap_or_default(),
+            }
+        }
+        "response.output_item.added" => {
+            let item = ev.get("item").cloned().unwrap_or(Value::Null);
+            ServerEvent::ResponseItemAdded {
+                response_id: s(ev, "response_id").unwrap_or_default(),
+                item_id: s(&item, "id").unwrap_or_default(),
+            }
+        }
         "response.done" => {
             let r = ev.get("response").cloned().unwrap_or(Value::Null);
             let details = r.get("status_details").cloned().unwrap_or(Value::Null);
@@ -373,6 +395,13 @@ mod tests {
             ServerEvent::Error {
                 code: Some("input_audio_buffer_commit_empty".into()),
                 event_id: Some("evt_1".into())
+            }
+        );
+        let ev = json!({"type":"response.created","response":{"id":"r","status":"in_progress"}});
+        assert_eq!(
+            classify(&ev),
+            ServerEvent::ResponseCreated {
+                response_id: "r".into()
             }
         );
         let ev = json!({"type":"response.done","response":{"id":"r","status":"completed","output":[{"id":"i","type":"message","role":"assistant","content":[{"type":"output_audio","transcript":"Hi"}]}]}});

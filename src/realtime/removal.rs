@@ -10,6 +10,12 @@
 //! Invariants:
 //! - An intent without proof of remote deletion is reported ([`pending_intents`]) and left
 //!   alone: the remote outcome is unknown, and nothing is fabricated.
+//! - The engine makes the proof (the retained `conversation.item.deleted`) durable in its own
+//!   append before it appends `message.removed`, so a failed `message.removed` never takes the
+//!   proof with it: the intent stays retryable.
+//! - An intent names the delete's client `event_id`; a retained `error` naming that event id
+//!   on the same connection is an explicit rejection. A rejected intent is settled (the
+//!   content stays), so it is not pending and never looks like an unconfirmed one.
 //! - `message.removed` only excludes; the message text and audio stay in the file.
 
 use serde_json::{Value, json};
@@ -22,11 +28,17 @@ use crate::session::store::{SessionHandle, StoreError};
 pub const INTENT_TYPE: &str = "persyk.removal-intent";
 
 /// The intent entry for removing message entry `target_id` (provider item `item_id` on
-/// connection `connection_id`).
-pub fn intent_body(target_id: &str, item_id: &str, connection_id: &str) -> EntryBody {
+/// connection `connection_id`, asked with the client event `event_id`).
+pub fn intent_body(
+    target_id: &str,
+    item_id: &str,
+    connection_id: &str,
+    event_id: &str,
+) -> EntryBody {
     EntryBody::Custom(Custom {
         custom_type: INTENT_TYPE.into(),
-        data: json!({"targetId": target_id, "itemId": item_id, "connectionId": connection_id}),
+        data: json!({"targetId": target_id, "itemId": item_id, "connectionId": connection_id,
+                     "eventId": event_id}),
     })
 }
 
@@ -62,7 +74,8 @@ fn positions_of(
     })
 }
 
-/// Removal intents without a `message.removed`, with whether the provider confirmed them.
+/// Removal intents without a `message.removed` and not rejected by the provider, with
+/// whether the provider confirmed them.
 pub fn pending_intents(handle: &SessionHandle) -> Result<Vec<PendingIntent>, StoreError> {
     let intent_pos = positions_of(handle, |k, t| {
         k == EntryKind::Custom && t == Some(INTENT_TYPE)
@@ -71,6 +84,7 @@ pub fn pending_intents(handle: &SessionHandle) -> Result<Vec<PendingIntent>, Sto
         return Ok(Vec::new());
     }
     let mut intents = Vec::new();
+    let mut event_ids: Vec<String> = Vec::new();
     for chunk in intent_pos.chunks(256) {
         for item in handle.read_positions(chunk)? {
             if let EntryBody::Custom(c) = item.entry.body {
@@ -81,6 +95,7 @@ pub fn pending_intents(handle: &SessionHandle) -> Result<Vec<PendingIntent>, Sto
                         .unwrap_or_default()
                         .to_owned()
                 };
+                event_ids.push(s("eventId"));
                 intents.push(PendingIntent {
                     target_id: s("targetId"),
                     item_id: s("itemId"),
@@ -95,28 +110,56 @@ pub fn pending_intents(handle: &SessionHandle) -> Result<Vec<PendingIntent>, Sto
             .filter_map(|p| i.entry(p).removal_target().map(|t| i.id(t).to_owned()))
             .collect()
     });
-    intents.retain(|it| !removed.contains(&it.target_id));
-    if intents.is_empty() {
-        return Ok(intents);
+    let mut open: Vec<(PendingIntent, String, bool)> = intents
+        .into_iter()
+        .zip(event_ids)
+        .filter(|(it, _)| !removed.contains(&it.target_id))
+        .map(|(it, ev)| (it, ev, false))
+        .collect();
+    if open.is_empty() {
+        return Ok(Vec::new());
     }
     let events = positions_of(handle, |k, _| k == EntryKind::RealtimeEvent);
     for chunk in events.chunks(256) {
         for item in handle.read_positions(chunk)? {
-            if let EntryBody::RealtimeEvent(ev) = item.entry.body
-                && ev.payload.get("type").and_then(Value::as_str)
-                    == Some("conversation.item.deleted")
-            {
-                let item_id = ev.payload.get("item_id").and_then(Value::as_str);
-                for it in intents.iter_mut() {
-                    if Some(it.item_id.as_str()) == item_id && it.connection_id == ev.connection_id
-                    {
-                        it.remote_deleted = true;
+            let EntryBody::RealtimeEvent(ev) = item.entry.body else {
+                continue;
+            };
+            match ev.payload.get("type").and_then(Value::as_str) {
+                Some("conversation.item.deleted") => {
+                    let item_id = ev.payload.get("item_id").and_then(Value::as_str);
+                    for (it, _, _) in open.iter_mut() {
+                        if Some(it.item_id.as_str()) == item_id
+                            && it.connection_id == ev.connection_id
+                        {
+                            it.remote_deleted = true;
+                        }
                     }
                 }
+                Some("error") => {
+                    let failed = ev
+                        .payload
+                        .get("error")
+                        .and_then(|e| e.get("event_id"))
+                        .and_then(Value::as_str);
+                    for (it, event_id, rejected) in open.iter_mut() {
+                        if !event_id.is_empty()
+                            && Some(event_id.as_str()) == failed
+                            && it.connection_id == ev.connection_id
+                        {
+                            *rejected = true;
+                        }
+                    }
+                }
+                _ => {}
             }
         }
     }
-    Ok(intents)
+    Ok(open
+        .into_iter()
+        .filter(|(it, _, rejected)| it.remote_deleted || !rejected)
+        .map(|(it, _, _)| it)
+        .collect())
 }
 
 /// Applies confirmed intents locally (appends `message.removed` below the default leaf).

@@ -2,6 +2,12 @@
 //!
 //! Invariant: this only reads. Nothing missing is generated: a provider item that was
 //! committed but never transcribed stays a reported pending item, never a message.
+//!
+//! What is reported: recordings without an end; committed provider items with neither a
+//! message nor a gap (nor an empty final transcript) in any recording, finished or not — a
+//! finishing engine accounts for every item, so one left over is work a restart must
+//! surface; responses the provider created and never finished, while their recording is
+//! unfinished (a finished recording records them as gaps); removal intents not applied.
 
 use std::collections::HashSet;
 
@@ -21,6 +27,9 @@ pub struct UnfinishedWork {
     /// `(connectionId, itemId)` of user items the provider committed that have neither a
     /// message nor a recorded gap.
     pub pending_items: Vec<(String, String)>,
+    /// `(connectionId, responseId)` of responses created (`response.created`) without a
+    /// `response.done`, in a session with an unfinished recording.
+    pub pending_responses: Vec<(String, String)>,
     /// Removals requested and not applied.
     pub removal_intents: Vec<PendingIntent>,
 }
@@ -29,6 +38,7 @@ impl UnfinishedWork {
     pub fn is_empty(&self) -> bool {
         self.recordings.is_empty()
             && self.pending_items.is_empty()
+            && self.pending_responses.is_empty()
             && self.removal_intents.is_empty()
     }
 }
@@ -40,9 +50,9 @@ pub fn unfinished_work(handle: &SessionHandle) -> Result<UnfinishedWork, StoreEr
         .map(|(id, _)| id)
         .collect();
     let removal_intents = removal::pending_intents(handle)?;
-    let mut pending_items = Vec::new();
-    if !recordings.is_empty() {
-        // Only a session that stopped mid-recording can have unresolved items.
+    let pending_items;
+    let mut pending_responses = Vec::new();
+    {
         let positions: Vec<u32> = handle.with_index(|i| {
             (0..i.len() as u32)
                 .filter(|&p| {
@@ -57,6 +67,8 @@ pub fn unfinished_work(handle: &SessionHandle) -> Result<UnfinishedWork, StoreEr
         });
         let mut committed: Vec<(String, String)> = Vec::new();
         let mut resolved: HashSet<(String, String)> = HashSet::new();
+        let mut created: Vec<(String, String)> = Vec::new();
+        let mut done: HashSet<(String, String)> = HashSet::new();
         let mut gap_items: HashSet<String> = HashSet::new();
         for chunk in positions.chunks(256) {
             for item in handle.read_positions(chunk)? {
@@ -72,10 +84,33 @@ pub fn unfinished_work(handle: &SessionHandle) -> Result<UnfinishedWork, StoreEr
                                 }
                             }
                             (
-                                Some("conversation.item.input_audio_transcription.completed")
-                                | Some("conversation.item.input_audio_transcription.failed"),
-                                Some(_),
-                            ) => {}
+                                Some("conversation.item.input_audio_transcription.completed"),
+                                Some(id),
+                            ) => {
+                                // An empty final transcript resolves without a message.
+                                let empty = ev
+                                    .payload
+                                    .get("transcript")
+                                    .and_then(Value::as_str)
+                                    .is_some_and(|t| t.trim().is_empty());
+                                if empty {
+                                    resolved.insert((ev.connection_id.clone(), id.to_owned()));
+                                }
+                            }
+                            (Some(t @ ("response.created" | "response.done")), _) => {
+                                let id = ev
+                                    .payload
+                                    .get("response")
+                                    .and_then(|r| r.get("id"))
+                                    .and_then(Value::as_str)
+                                    .unwrap_or_default();
+                                let key = (ev.connection_id.clone(), id.to_owned());
+                                if t == "response.done" {
+                                    done.insert(key);
+                                } else if !created.contains(&key) {
+                                    created.push(key);
+                                }
+                            }
                             _ => {}
                         }
                     }
@@ -105,10 +140,14 @@ pub fn unfinished_work(handle: &SessionHandle) -> Result<UnfinishedWork, StoreEr
             .into_iter()
             .filter(|k| !resolved.contains(k) && !gap_items.contains(&k.1))
             .collect();
+        if !recordings.is_empty() {
+            pending_responses = created.into_iter().filter(|k| !done.contains(k)).collect();
+        }
     }
     Ok(UnfinishedWork {
         recordings,
         pending_items,
+        pending_responses,
         removal_intents,
     })
 }

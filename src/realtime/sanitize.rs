@@ -9,6 +9,11 @@
 //!   ephemeral key object or string); `Sec-WebSocket-Protocol` `openai-insecure-api-key.*`
 //!   entries; any `sk-…`/`ek_…`-shaped token or bearer token inside any string; user-info and
 //!   credential query parameters of URLs inside any string.
+//! - Speech is not rewritten. The values of [`SPEECH_KEYS`] (`transcript`, `delta`, `text`:
+//!   what the user said or the assistant answered) and canonical message text go through
+//!   [`sanitize_speech`], which redacts only high-confidence credential shapes (`sk-…`,
+//!   `ek_…` keys); "the bearer of bad news" or a dictated URL's `?code=42` stay as spoken.
+//!   Everything else in a payload gets the full treatment above.
 //! - A redacted value becomes the string [`REDACTED`]; a redacted substring becomes
 //!   `[redacted]` inside the surrounding text, so the rest stays useful as evidence.
 
@@ -36,6 +41,10 @@ const SECRET_KEYS: &[&str] = &[
     "cookie",
     "set-cookie",
 ];
+
+/// Payload keys whose string values are speech (transcripts, transcript and text deltas,
+/// text parts): only [`sanitize_speech`] applies to them.
+pub const SPEECH_KEYS: &[&str] = &["transcript", "delta", "text"];
 
 fn escape_token(t: &str) -> String {
     t.replace('~', "~0").replace('/', "~1")
@@ -99,6 +108,13 @@ fn walk_object(m: &mut Map<String, Value>, path: &mut String, out: &mut Vec<Stri
             out.push(path.clone());
         } else if key == "sec-websocket-protocol" {
             redact_protocols(v, path, out);
+        } else if SPEECH_KEYS.contains(&key.as_str())
+            && let Value::String(text) = v
+        {
+            if let Some(clean) = sanitize_speech(text) {
+                *text = clean;
+                out.push(path.clone());
+            }
         } else {
             walk(v, path, out);
         }
@@ -129,6 +145,18 @@ fn redact_protocols(v: &mut Value, path: &str, out: &mut Vec<String>) {
             out.push(path.to_owned());
         }
     }
+}
+
+/// Returns a copy of spoken text with only high-confidence credential shapes (`sk-…`,
+/// `ek_…` and the other key prefixes of [`looks_secret`], at least 16 characters after the
+/// prefix) replaced by `[redacted]`; `None` when there is none. Words such as "bearer" and
+/// URLs in the speech stay as they are.
+pub fn sanitize_speech(s: &str) -> Option<String> {
+    if !looks_secret(s) {
+        return None;
+    }
+    let out = redact_tokens(s);
+    (out != s).then_some(out)
 }
 
 /// Returns a cleaned copy of `s` when it contains a credential-shaped token, a bearer token,
@@ -305,6 +333,28 @@ mod tests {
         assert_eq!(ptrs.len(), 7, "{ptrs:?}");
         // Idempotent.
         assert!(sanitize_value(&mut v).is_empty());
+    }
+
+    #[test]
+    fn speech_keeps_words_and_loses_keys() {
+        assert_eq!(sanitize_speech("I am the bearer of bad news."), None);
+        assert_eq!(
+            sanitize_speech("see https://example.com/docs?code=42"),
+            None
+        );
+        assert_eq!(
+            sanitize_speech(&format!("my key is {KEY}, ok")).as_deref(),
+            Some("my key is [redacted], ok")
+        );
+        let mut v = json!({"type": "conversation.item.input_audio_transcription.completed",
+            "transcript": "Bearer of https://u:p@example.com/x?token=1",
+            "error": {"message": "see https://u:p@example.com/x?token=1"}});
+        let ptrs = sanitize_value(&mut v);
+        assert_eq!(ptrs, ["/error/message"]);
+        assert_eq!(
+            v["transcript"],
+            "Bearer of https://u:p@example.com/x?token=1"
+        );
     }
 
     #[test]

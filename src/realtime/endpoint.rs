@@ -1,0 +1,90 @@
+//! Where the provider may be reached: the one rule for provider URLs, shared by the CLI, the
+//! app's settings validation and the engine's connect path.
+//!
+//! Invariants:
+//! - The API key travels in the `Authorization` header of the websocket upgrade, so an
+//!   unencrypted connection is allowed only where nothing leaves the machine: `ws://` (or
+//!   `http://`, which becomes `ws://`) only to a loopback IP literal (`127.0.0.0/8`, `::1`)
+//!   or the name `localhost`. Every other host needs `wss://` (or `https://`).
+//! - The check runs before any session is created or connection is made; a refusal has a
+//!   stable code and never echoes the URL (it may carry credentials).
+
+use std::net::IpAddr;
+
+use tokio_tungstenite::tungstenite::http::Uri;
+
+/// Why a provider URL is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EndpointError {
+    #[error(
+        "provider.bad-url: the provider URL must be a ws://, wss://, http:// or https:// URL with a host"
+    )]
+    BadUrl,
+    #[error(
+        "provider.insecure-url: an unencrypted provider URL (ws:// or http://) is allowed only for loopback hosts; use wss://"
+    )]
+    Insecure,
+}
+
+impl EndpointError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            EndpointError::BadUrl => "provider.bad-url",
+            EndpointError::Insecure => "provider.insecure-url",
+        }
+    }
+}
+
+/// Checks a provider URL (base URL or full websocket URL): encrypted schemes go anywhere,
+/// unencrypted ones only to a loopback host (see the module invariants).
+pub fn check_provider_url(url: &str) -> Result<(), EndpointError> {
+    let uri: Uri = url.trim().parse().map_err(|_| EndpointError::BadUrl)?;
+    let scheme = uri.scheme_str().map(str::to_ascii_lowercase);
+    let host = uri
+        .host()
+        .filter(|h| !h.is_empty())
+        .ok_or(EndpointError::BadUrl)?;
+    match scheme.as_deref() {
+        Some("wss" | "https") => Ok(()),
+        Some("ws" | "http") if is_loopback_host(host) => Ok(()),
+        Some("ws" | "http") => Err(EndpointError::Insecure),
+        _ => Err(EndpointError::BadUrl),
+    }
+}
+
+/// Whether `host` (as in a URL; IPv6 in brackets or not) names this machine: an IPv4
+/// address in `127.0.0.0/8`, `::1`, or `localhost` (any case).
+pub fn is_loopback_host(host: &str) -> bool {
+    let bare = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    match bare.parse::<IpAddr>() {
+        Ok(IpAddr::V4(v4)) => v4.octets()[0] == 127,
+        Ok(IpAddr::V6(v6)) => v6.is_loopback(),
+        Err(_) => bare.eq_ignore_ascii_case("localhost"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_only_for_plain_schemes() {
+        assert!(check_provider_url("ws://127.0.0.1:1/v1").is_ok());
+        assert!(check_provider_url("http://localhost/v1").is_ok());
+        assert!(check_provider_url("wss://example.com/v1").is_ok());
+        assert_eq!(
+            check_provider_url("ws://example.com/v1"),
+            Err(EndpointError::Insecure)
+        );
+        assert_eq!(
+            check_provider_url("ws://0.0.0.0/v1"),
+            Err(EndpointError::Insecure)
+        );
+        assert_eq!(check_provider_url("ws://"), Err(EndpointError::BadUrl));
+        assert_eq!(check_provider_url("nonsense"), Err(EndpointError::BadUrl));
+    }
+}
