@@ -970,4 +970,57 @@ mod mic {
             _ => "other",
         }
     }
+
+    #[cfg(test)]
+    mod tests {
+        use std::sync::mpsc::sync_channel;
+        use std::time::Duration;
+
+        use super::*;
+
+        #[test]
+        fn frames_the_ring_cannot_hold_are_an_overrun_with_their_count() {
+            // 1 kHz mono: a 2,000-sample ring. The pipeline's channel holds one event and
+            // nobody reads it yet, so the drain thread stalls and the ring fills.
+            let format = SourceFormat {
+                rate_hz: 1_000,
+                channels: 1,
+            };
+            let (tx, rx) = sync_channel(1);
+            let (mut link, mut callback) = InputLink::start(format, tx).expect("link");
+            let buffer = [0.25f32; 100];
+            let pushed = 100 * buffer.len() as u64;
+            for _ in 0..100 {
+                callback.on_data(&buffer);
+            }
+            let (mut frames, mut dropped, mut overruns) = (0u64, 0u64, 0);
+            while frames + dropped < pushed {
+                match rx.recv_timeout(Duration::from_secs(10)).expect("an event") {
+                    SourceEvent::Frames(f) => frames += f.len() as u64,
+                    SourceEvent::Error(SourceError::Overrun {
+                        dropped_frames: Some(n),
+                    }) => {
+                        dropped += n;
+                        overruns += 1;
+                    }
+                    other => panic!("unexpected {other:?}"),
+                }
+            }
+            assert_eq!(frames + dropped, pushed, "every frame delivered or counted");
+            // At most the ring and two events' worth got through; the rest was counted.
+            assert!(overruns >= 1 && dropped >= 4_000, "dropped {dropped}");
+            drop(callback);
+            link.stop();
+        }
+
+        #[test]
+        fn an_xrun_is_an_overload_and_a_lost_device_is_fatal() {
+            assert_eq!(
+                stream_error(&cpal::Error::new(ErrorKind::Xrun)),
+                Some(SourceError::InputOverload { count: 1 })
+            );
+            let gone = stream_error(&cpal::Error::new(ErrorKind::DeviceNotAvailable));
+            assert!(gone.is_some_and(|e| e.is_fatal()));
+        }
+    }
 }
