@@ -36,6 +36,11 @@ use crate::session::store::{Continuation, StoreError};
 pub const WAV_HEADER_BYTES: u64 = 44;
 /// Samples per chunk sent to the provider (100 ms).
 pub const CHUNK_SAMPLES: usize = (PCM_RATE_HZ / 10) as usize;
+/// The most WAV data one recording writes: the RIFF size field (data + 36 header bytes) is
+/// 32-bit, so the data chunk may hold at most `u32::MAX - 36` bytes; rounded down to whole
+/// 16-bit samples, that is 2,147,483,629 samples, about 24 h 51 min at 24 kHz. A recording
+/// that reaches it ends cleanly as `capture.max-length` (see docs/format.md).
+pub const MAX_WAV_DATA_BYTES: u64 = (u32::MAX as u64 - 36) / 2 * 2;
 /// Default fsync cadence of the WAV asset.
 pub const FSYNC_INTERVAL: Duration = Duration::from_millis(250);
 
@@ -76,6 +81,9 @@ pub struct Transcription {
     pub report: EngineReport,
     /// Why capture stopped early (a stable code or the engine's reason), if it did.
     pub halted: Option<String>,
+    /// Input overloads the device reported (`capture.input-overload`) that lost no frame in
+    /// Persyk's pipeline: counted, not a halt.
+    pub input_overloads: u64,
 }
 
 /// Streams 24 kHz mono `samples` through [`pipeline::record`] into the session of

@@ -4,12 +4,21 @@
 //!  AudioSource ──events──► capture thread ──► Converter (24 kHz mono i16)
 //!   (cpal / file)           │                 ├─► WAV asset (hound; fsync ≤ 250 ms, header current)
 //!                           │                 └─► engine (100 ms chunks with their WAV offsets)
-//!                           └─ silence (2 s), overrun, backpressure, write failure → halt
+//!                           └─ silence (2 s), overrun, backpressure, write failure,
+//!                              source gone, length cap → halt
 //! ```
 //!
 //! Invariants:
 //! - `recording.started` is durable before the source starts; `recording.finished` follows
-//!   the engine's drain, with the real duration, the outcome and the gaps.
+//!   the engine's drain, with the real duration, the outcome and the gaps. A halt of capture
+//!   itself (a `capture.*` code) makes the outcome `incomplete` and is recorded as a gap
+//!   `{reason, startMs}` at the point the audio stops.
+//! - Only [`SourceEvent::Ended`] (or the caller's stop) ends a recording cleanly: a source
+//!   channel that closes without it is `capture.source-disconnected`. Device overloads that
+//!   lost no frame here are counted ([`Transcription::input_overloads`]), not a halt.
+//! - The WAV data never exceeds [`RecordOptions::max_data_bytes`] (at most
+//!   [`MAX_WAV_DATA_BYTES`], what the 32-bit RIFF sizes can describe): at the cap the
+//!   recording ends as `capture.max-length` with a valid header.
 //! - The capture thread never blocks on the provider for a live source: a full engine queue
 //!   is backpressure and halts capture visibly. A file source waits instead (it can).
 //! - The WAV bytes of a chunk are written (and, at the cadence, fsynced) before the chunk is
@@ -27,16 +36,19 @@ use tokio::sync::{mpsc, oneshot, watch};
 use super::convert::{Converter, extend_pcm16_le, i16_to_f32};
 use super::source::{
     AudioSource, EVENT_QUEUE_DEPTH, Silence, SilenceDetector, SourceError, SourceEvent,
-    SourceFormat,
+    SourceFormat, pace,
 };
-use super::{CHUNK_SAMPLES, CaptureError, FSYNC_INTERVAL, Transcription, WAV_HEADER_BYTES};
+use super::{
+    CHUNK_SAMPLES, CaptureError, FSYNC_INTERVAL, MAX_WAV_DATA_BYTES, Transcription,
+    WAV_HEADER_BYTES,
+};
 use crate::realtime::engine::{
     self, AudioChunk, AudioSender, CaptureLink, EngineState, EngineView, RemovalOutcome, SendError,
     WavRange,
 };
 use crate::realtime::protocol::{PCM_RATE_HZ, Settings};
 use crate::session::assets::CaptureAsset;
-use crate::session::format::{EntryBody, Outcome, RecordingFinished, RecordingStarted};
+use crate::session::format::{EntryBody, Gap, Outcome, RecordingFinished, RecordingStarted};
 use crate::session::store::{Continuation, new_id};
 
 /// How the pipeline treats its source.
@@ -96,13 +108,7 @@ impl AudioSource for SamplesSource {
                     return;
                 }
                 sent += chunk.len();
-                if factor > 0.0 {
-                    let due =
-                        Duration::from_secs_f64(sent as f64 / f64::from(PCM_RATE_HZ) / factor);
-                    if let Some(wait) = due.checked_sub(started.elapsed()) {
-                        std::thread::sleep(wait);
-                    }
-                }
+                pace(sent as u64, PCM_RATE_HZ, factor, started, &stop);
             }
             let _ = events.send(SourceEvent::Ended);
         }));
@@ -135,11 +141,53 @@ pub struct RemovalRequest {
     pub reply: oneshot::Sender<RemovalOutcome>,
 }
 
+/// The halt of a recording that reached [`RecordOptions::max_data_bytes`].
+pub const MAX_LENGTH_CODE: &str = "capture.max-length";
+
+/// Per-recording options of [`record_with`].
+pub struct RecordOptions {
+    /// The live side for a user interface, if any.
+    pub tap: Option<LiveTap>,
+    /// The most WAV data (bytes after the 44-byte header) one recording writes; at this
+    /// length it ends as `capture.max-length`. [`MAX_WAV_DATA_BYTES`] unless a test lowers it.
+    pub max_data_bytes: u64,
+}
+
+impl Default for RecordOptions {
+    fn default() -> Self {
+        RecordOptions {
+            tap: None,
+            max_data_bytes: MAX_WAV_DATA_BYTES,
+        }
+    }
+}
+
 /// How the capture thread ended.
 struct CaptureEnd {
     data_bytes: u64,
-    failure: Option<String>,
+    failure: Option<Failure>,
     wav_ok: bool,
+    input_overloads: u64,
+}
+
+/// Why capture stopped early.
+enum Failure {
+    /// Capture's own halt (a stable `capture.*` code): recorded as a gap of the recording.
+    Capture(String),
+    /// The engine halted or stopped; its reason is the engine's to record.
+    Engine(String),
+}
+
+impl Failure {
+    fn capture(error: &SourceError) -> Failure {
+        Failure::Capture(error.code().to_owned())
+    }
+
+    fn reason(&self) -> &str {
+        match self {
+            Failure::Capture(r) | Failure::Engine(r) => r,
+        }
+    }
 }
 
 /// Records from `source` into the session of `continuation` until the source ends or `stop`
@@ -158,15 +206,33 @@ pub async fn record(
 /// [`record`] with a [`LiveTap`]: the caller watches the transcript and level and may ask
 /// for removals while it runs.
 pub async fn record_live(
+    continuation: Continuation,
+    settings: Settings,
+    api_key: String,
+    source: Box<dyn AudioSource>,
+    kind: SourceKind,
+    stop: watch::Receiver<bool>,
+    tap: Option<LiveTap>,
+) -> Result<Transcription, CaptureError> {
+    let options = RecordOptions {
+        tap,
+        ..RecordOptions::default()
+    };
+    record_with(continuation, settings, api_key, source, kind, stop, options).await
+}
+
+/// [`record`] with [`RecordOptions`].
+pub async fn record_with(
     mut continuation: Continuation,
     settings: Settings,
     api_key: String,
     mut source: Box<dyn AudioSource>,
     kind: SourceKind,
     mut stop: watch::Receiver<bool>,
-    tap: Option<LiveTap>,
+    options: RecordOptions,
 ) -> Result<Transcription, CaptureError> {
-    let (view_tx, level, mut removals) = match tap {
+    let max_data_bytes = options.max_data_bytes;
+    let (view_tx, level, mut removals) = match options.tap {
         Some(t) => (Some(t.view), Some(t.level), Some(t.removals)),
         None => (None, None, None),
     };
@@ -209,13 +275,14 @@ pub async fn record_live(
         let view = engine.view();
         let stop_flag = stop_flag.clone();
         let asset = asset_name.clone();
-        let start_error = source_started.err().map(|e| e.code().to_owned());
+        let start_error = source_started.err();
         std::thread::spawn(move || {
             let mut end = match start_error {
-                Some(code) => CaptureEnd {
+                Some(error) => CaptureEnd {
                     data_bytes: 0,
-                    failure: Some(code),
+                    failure: Some(Failure::capture(&error)),
                     wav_ok: true,
+                    input_overloads: 0,
                 },
                 None => capture_loop(CaptureLoop {
                     events: events_rx,
@@ -229,6 +296,7 @@ pub async fn record_live(
                     asset,
                     kind,
                     level,
+                    max_data_bytes,
                 }),
             };
             source.stop();
@@ -265,8 +333,9 @@ pub async fn record_live(
         Ok(Ok(end)) => end,
         _ => CaptureEnd {
             data_bytes: 0,
-            failure: Some("capture thread failed".into()),
+            failure: Some(Failure::Capture("capture.thread-failed".into())),
             wav_ok: false,
+            input_overloads: 0,
         },
     };
     let report = engine.stop().await;
@@ -277,6 +346,21 @@ pub async fn record_live(
     continuation.set_leaf(leaf);
     let duration_ms = end.data_bytes / 2 * 1000 / u64::from(PCM_RATE_HZ);
     let complete = report.complete && end.failure.is_none() && end.wav_ok;
+    // Capture's own halt is recorded as a gap from where the audio stops: the reason is in
+    // the session, not only on a terminal.
+    let mut gaps = report.gaps.clone();
+    let wav_failure = (!end.wav_ok && end.failure.is_none()).then(|| CaptureError::WavWrite.code());
+    if let Some(reason) = match &end.failure {
+        Some(Failure::Capture(code)) => Some(code.as_str()),
+        _ => wav_failure,
+    } {
+        gaps.push(Gap {
+            reason: reason.to_owned(),
+            item_id: None,
+            start_ms: Some(duration_ms),
+            end_ms: None,
+        });
+    }
     continuation.append_one(EntryBody::RecordingFinished(RecordingFinished {
         recording_id: recording_id.clone(),
         duration_ms,
@@ -285,7 +369,7 @@ pub async fn record_live(
         } else {
             Outcome::Incomplete
         },
-        gaps: (!report.gaps.is_empty()).then(|| report.gaps.clone()),
+        gaps: (!gaps.is_empty()).then_some(gaps),
     }))?;
     if !end.wav_ok {
         return Err(CaptureError::WavWrite);
@@ -294,7 +378,8 @@ pub async fn record_live(
         recording_id,
         duration_ms,
         report,
-        halted: end.failure,
+        halted: end.failure.map(|f| f.reason().to_owned()),
+        input_overloads: end.input_overloads,
     })
 }
 
@@ -331,6 +416,7 @@ struct CaptureLoop<'a> {
     asset: String,
     kind: SourceKind,
     level: Option<Arc<AtomicU32>>,
+    max_data_bytes: u64,
 }
 
 fn sync_wav(wav: &mut hound::WavWriter<BufWriter<File>>, capture: &CaptureAsset) -> bool {
@@ -339,16 +425,20 @@ fn sync_wav(wav: &mut hound::WavWriter<BufWriter<File>>, capture: &CaptureAsset)
 }
 
 fn capture_loop(mut c: CaptureLoop<'_>) -> CaptureEnd {
+    use std::sync::mpsc::TryRecvError;
     let started = Instant::now();
     let mut silence = SilenceDetector::new();
     let mut offset = WAV_HEADER_BYTES;
     let mut synced = WAV_HEADER_BYTES;
     let mut last_sync = Instant::now();
     let mut pending: Vec<i16> = Vec::with_capacity(CHUNK_SAMPLES * 2);
-    let mut failure: Option<String> = None;
+    let mut failure: Option<Failure> = None;
     let mut ended = false;
     let mut converted = Vec::new();
     let mut stopping = false;
+    let mut input_overloads = 0u64;
+    // Whole samples only, and never past what a WAV header can describe.
+    let max_data_bytes = c.max_data_bytes.min(MAX_WAV_DATA_BYTES) / 2 * 2;
     while failure.is_none() {
         // The caller's stop, or a confirmed deletion of the session asking its local
         // captures to stop (`CaptureAsset::stop_requested`).
@@ -357,16 +447,16 @@ fn capture_loop(mut c: CaptureLoop<'_>) -> CaptureEnd {
             stopping = true;
         }
         if let EngineState::Halted(reason) = &c.view.borrow().state {
-            failure = Some(reason.clone());
+            failure = Some(Failure::Engine(reason.clone()));
             break;
         }
         let next = if stopping {
-            c.events.try_recv().map_err(|e| match e {
-                std::sync::mpsc::TryRecvError::Empty => RecvTimeoutError::Disconnected,
-                std::sync::mpsc::TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
-            })
+            // Stopping: an empty or closed channel is the end of what was delivered.
+            c.events.try_recv().map_err(|_: TryRecvError| None)
         } else {
-            c.events.recv_timeout(Duration::from_millis(50))
+            c.events
+                .recv_timeout(Duration::from_millis(50))
+                .map_err(Some)
         };
         match next {
             Ok(SourceEvent::Frames(frames)) => {
@@ -374,31 +464,48 @@ fn capture_loop(mut c: CaptureLoop<'_>) -> CaptureEnd {
                 c.converter.push(&frames, &mut converted);
                 pending.extend_from_slice(&converted);
                 if c.kind == SourceKind::Live && silence.feed(&converted) == Silence::Silent {
-                    failure = Some("capture.silent-input".into());
+                    failure = Some(Failure::capture(&SourceError::SilentInput));
                 }
+            }
+            Ok(SourceEvent::Error(SourceError::InputOverload { count })) => {
+                // The device's overload, no frame lost here: counted, not a halt.
+                input_overloads = input_overloads.saturating_add(count);
             }
             Ok(SourceEvent::Error(e)) => {
                 if e.is_fatal() || matches!(e, SourceError::Overrun { .. }) {
-                    failure = Some(e.code().to_owned());
+                    failure = Some(Failure::capture(&e));
                 }
             }
-            Ok(SourceEvent::Ended) | Err(RecvTimeoutError::Disconnected) => ended = true,
-            Err(RecvTimeoutError::Timeout) => {}
+            Ok(SourceEvent::Ended) | Err(None) => ended = true,
+            // The channel closed without `Ended`: the source died (a panic in its thread, a
+            // stream torn down). What it delivered is kept; the recording is incomplete.
+            Err(Some(RecvTimeoutError::Disconnected)) => {
+                failure = Some(Failure::capture(&SourceError::SourceDisconnected));
+                ended = true;
+            }
+            Err(Some(RecvTimeoutError::Timeout)) => {}
         }
         if c.kind == SourceKind::Live && silence.poll(started.elapsed()) == Silence::Silent {
-            failure.get_or_insert_with(|| "capture.silent-input".into());
+            failure.get_or_insert_with(|| Failure::capture(&SourceError::SilentInput));
         }
         if ended {
             converted.clear();
             c.converter.flush(&mut converted);
             pending.extend_from_slice(&converted);
         }
-        // Hand over whole 100 ms chunks (and the remainder at the end).
+        // Hand over whole 100 ms chunks (and the remainder at the end), up to the length cap.
         while pending.len() >= CHUNK_SAMPLES || (ended && !pending.is_empty()) {
-            let n = pending.len().min(CHUNK_SAMPLES);
+            let room =
+                usize::try_from(max_data_bytes.saturating_sub(offset - WAV_HEADER_BYTES) / 2)
+                    .unwrap_or(usize::MAX);
+            if room == 0 {
+                failure.get_or_insert(Failure::Capture(MAX_LENGTH_CODE.into()));
+                break;
+            }
+            let n = pending.len().min(CHUNK_SAMPLES).min(room);
             let chunk: Vec<i16> = pending.drain(..n).collect();
-            if let Err(code) = deliver(&mut c, &chunk, &mut offset, &mut synced, &mut last_sync) {
-                failure = Some(code);
+            if let Err(f) = deliver(&mut c, &chunk, &mut offset, &mut synced, &mut last_sync) {
+                failure = Some(f);
                 break;
             }
         }
@@ -415,6 +522,7 @@ fn capture_loop(mut c: CaptureLoop<'_>) -> CaptureEnd {
         data_bytes: offset - WAV_HEADER_BYTES,
         failure,
         wav_ok,
+        input_overloads,
     }
 }
 
@@ -425,11 +533,10 @@ fn deliver(
     offset: &mut u64,
     synced: &mut u64,
     last_sync: &mut Instant,
-) -> Result<(), String> {
+) -> Result<(), Failure> {
+    let wav_write = || Failure::Capture(CaptureError::WavWrite.code().to_owned());
     for &s in chunk {
-        c.wav
-            .write_sample(s)
-            .map_err(|_| "capture.wav-write".to_owned())?;
+        c.wav.write_sample(s).map_err(|_| wav_write())?;
     }
     if let Some(level) = &c.level {
         level.store(rms(chunk).to_bits(), Ordering::Relaxed);
@@ -445,7 +552,7 @@ fn deliver(
     // may run far faster than real time).
     if last_sync.elapsed() >= FSYNC_INTERVAL || *offset - *synced >= u64::from(PCM_RATE_HZ) * 2 {
         if !sync_wav(&mut c.wav, c.capture) {
-            return Err("capture.wav-write".into());
+            return Err(wav_write());
         }
         *synced = *offset;
         c.durable.send_replace(*offset);
@@ -461,9 +568,9 @@ fn deliver(
     };
     match sent {
         Ok(()) => Ok(()),
-        Err(SendError::Backpressure) => Err("capture.backpressure".into()),
+        Err(SendError::Backpressure) => Err(Failure::Capture("capture.backpressure".into())),
         // The engine stopped (halted or finished): keep recording to the WAV? No: stop.
-        Err(SendError::Stopped) => Err("engine.stopped".into()),
+        Err(SendError::Stopped) => Err(Failure::Engine("engine.stopped".into())),
     }
 }
 

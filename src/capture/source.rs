@@ -1,9 +1,9 @@
 //! Audio sources: where capture's frames come from, before conversion.
 //!
 //! ```text
-//!  FileSource (any WAV, paced) ─┐                        ┌─► Converter (24 kHz mono i16)
-//!                               ├─► SyncSender<SourceEvent>
-//!  CpalSource (microphone) ─────┘    (bounded; Frames, Error, Ended)
+//!  FileSource (any WAV, paced) ──────────────┐                 ┌─► Converter (24 kHz mono i16)
+//!                                            ├─► SyncSender<SourceEvent>
+//!  CpalSource (microphone) ─► ring ─► drain ─┘    (bounded; Frames, Error, Ended)
 //! ```
 //!
 //! An [`AudioSource`] announces its [`SourceFormat`] before it starts, then delivers
@@ -12,12 +12,18 @@
 //! it, and watches the result with a [`SilenceDetector`].
 //!
 //! Invariants:
-//! - A source never blocks an audio callback: the microphone source uses `try_send` and, when
-//!   the channel is full, counts the frames it dropped and reports them as
-//!   [`SourceError::Overrun`] (not fatal) as soon as there is room again. Dropped audio is
-//!   always reported, never silent.
+//! - A source never blocks an audio callback. The microphone's data callback only converts
+//!   samples into a preallocated lock-free ring (`InputLink`, `rtrb`) and bumps atomic
+//!   counters: no allocation, no lock (`tests/capture_rt_alloc.rs` counts). A drain thread
+//!   turns the ring into events; frames the callback could not store are reported as
+//!   [`SourceError::Overrun`] with their count, and the pipeline halts on it. Dropped audio
+//!   is always reported, never silent.
+//! - A device overload (an xrun, e.g. CoreAudio's processor overload) that lost nothing in
+//!   Persyk's pipeline is [`SourceError::InputOverload`]: counted, not fatal.
 //! - Errors are values with stable codes; nothing here panics on a device, file or stream
-//!   failure. After a fatal error a source sends nothing more.
+//!   failure, nor on an extreme pacing factor. After a fatal error a source sends nothing
+//!   more. A finite source ends with [`SourceEvent::Ended`]; a channel that closes without
+//!   it is a failure (`capture.source-disconnected`), never a clean end.
 //! - After [`AudioSource::stop`] returns, a source sends no more frames and has dropped its
 //!   senders, so the receiver sees the channel disconnect once it has drained it.
 //!
@@ -86,10 +92,22 @@ pub enum SourceError {
     UnsupportedFormat,
     #[error("capture.input-unreadable: the input WAV could not be read")]
     InputUnreadable,
-    /// Frames were lost between the device and the pipeline; capture goes on.
-    /// `dropped_frames` is `None` when the device reported the loss without a count.
+    /// Frames were lost between the device and the pipeline (Persyk's own queue was full):
+    /// the pipeline halts. `dropped_frames` is `None` when the loss has no count.
     #[error("capture.overrun: audio was dropped because it was not consumed in time")]
     Overrun { dropped_frames: Option<u64> },
+    /// The device reported `count` processor overloads (xruns; CoreAudio reports one for
+    /// every `kAudioDeviceProcessorOverload`). No frame was lost in Persyk's pipeline:
+    /// counted, capture goes on.
+    #[error("capture.input-overload: the audio device reported an overload")]
+    InputOverload { count: u64 },
+    /// The input device stopped working while it was kept warm (unplugged, taken away) and
+    /// could not be reopened.
+    #[error("capture.device-lost: the input device stopped working and could not be reopened")]
+    DeviceLost,
+    /// The source's channel closed without [`SourceEvent::Ended`]: its thread died.
+    #[error("capture.source-disconnected: the audio source stopped without finishing")]
+    SourceDisconnected,
     #[error(
         "capture.silent-input: the first seconds of input were silent; check the microphone and its permission"
     )]
@@ -109,15 +127,24 @@ impl SourceError {
             SourceError::UnsupportedFormat => "capture.unsupported-format",
             SourceError::InputUnreadable => "capture.input-unreadable",
             SourceError::Overrun { .. } => "capture.overrun",
+            SourceError::InputOverload { .. } => "capture.input-overload",
+            SourceError::DeviceLost => "capture.device-lost",
+            SourceError::SourceDisconnected => "capture.source-disconnected",
             SourceError::SilentInput => "capture.silent-input",
             SourceError::AlreadyStarted => "capture.already-started",
         }
     }
 
-    /// Whether the source stops after this error. An overrun is recorded (as a gap) and
-    /// capture continues; silent input is the pipeline's call.
+    /// Whether the source stops after this error. After an overrun or an input overload
+    /// the source goes on (the pipeline decides: it halts on an overrun, counts overloads);
+    /// silent input is the pipeline's call.
     pub fn is_fatal(&self) -> bool {
-        !matches!(self, SourceError::Overrun { .. } | SourceError::SilentInput)
+        !matches!(
+            self,
+            SourceError::Overrun { .. }
+                | SourceError::InputOverload { .. }
+                | SourceError::SilentInput
+        )
     }
 }
 
@@ -129,6 +156,12 @@ pub trait AudioSource: Send {
     fn start(&mut self, events: SyncSender<SourceEvent>) -> Result<(), SourceError>;
     /// Stops delivering and drops the senders. Idempotent.
     fn stop(&mut self);
+    /// A fresh, unstarted source for the same input, for a warm input whose device was lost
+    /// ([`super::preroll::WarmInput`]); `None` for sources that cannot be reopened (files,
+    /// buffers).
+    fn reopen(&self) -> Option<Result<Box<dyn AudioSource>, SourceError>> {
+        None
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -290,14 +323,7 @@ fn file_worker(
                 return;
             }
             sent_frames += frames;
-            if factor > 0.0 {
-                let due = Duration::from_secs_f64(
-                    sent_frames as f64 / f64::from(format.rate_hz) / factor,
-                );
-                if let Some(wait) = due.checked_sub(started.elapsed()) {
-                    sleep_unless_stopped(wait, stop);
-                }
-            }
+            pace(sent_frames, format.rate_hz, factor, started, stop);
         }
         if ended {
             deliver(events, SourceEvent::Ended, stop);
@@ -325,11 +351,40 @@ fn deliver(events: &SyncSender<SourceEvent>, mut event: SourceEvent, stop: &Atom
     }
 }
 
+/// Waits until `sent_frames` at `rate_hz` are due at `factor` × real time since `started`,
+/// or until `stop`. A factor that is not finite and positive means "no pacing". A due time
+/// too far away for a `Duration` (an extreme factor) waits for `stop`: never a panic.
+pub(crate) fn pace(
+    sent_frames: u64,
+    rate_hz: u32,
+    factor: f64,
+    started: Instant,
+    stop: &AtomicBool,
+) {
+    if !(factor.is_finite() && factor > 0.0) {
+        return;
+    }
+    let due_s = sent_frames as f64 / f64::from(rate_hz.max(1)) / factor;
+    match Duration::try_from_secs_f64(due_s) {
+        Ok(due) => {
+            if let Some(wait) = due.checked_sub(started.elapsed()) {
+                sleep_unless_stopped(wait, stop);
+            }
+        }
+        Err(_) => sleep_unless_stopped(Duration::MAX, stop),
+    }
+}
+
 fn sleep_unless_stopped(wait: Duration, stop: &AtomicBool) {
-    let deadline = Instant::now() + wait;
+    // `None`: further away than an `Instant` reaches, so in practice never.
+    let deadline = Instant::now().checked_add(wait);
     while !stop.load(Ordering::SeqCst) {
-        let Some(left) = deadline.checked_duration_since(Instant::now()) else {
-            return;
+        let left = match deadline {
+            Some(d) => match d.checked_duration_since(Instant::now()) {
+                Some(left) => left,
+                None => return,
+            },
+            None => Duration::MAX,
         };
         std::thread::sleep(left.min(Duration::from_millis(20)));
     }
@@ -426,16 +481,21 @@ impl SilenceDetector {
 // Microphone source (cpal)
 
 #[cfg(feature = "app")]
-pub use mic::{CpalSource, input_devices};
+pub use mic::{CpalSource, InputCallback, InputErrors, InputLink, input_devices};
 
 #[cfg(feature = "app")]
 mod mic {
-    use std::sync::mpsc::{SyncSender, TrySendError};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::mpsc::SyncSender;
+    use std::sync::{Arc, Mutex};
+    use std::thread::JoinHandle;
+    use std::time::Duration;
 
     use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
     use cpal::{BufferSize, ErrorKind, FromSample, SampleFormat, SizedSample, SupportedBufferSize};
+    use rtrb::{Consumer, Producer, RingBuffer};
 
-    use super::{AudioSource, SourceError, SourceEvent, SourceFormat};
+    use super::{AudioSource, SourceError, SourceEvent, SourceFormat, deliver};
 
     /// Requested callback period: 1/50 s (20 ms) of frames.
     const CALLBACKS_PER_SECOND: u32 = 50;
@@ -466,7 +526,10 @@ mod mic {
     pub struct CpalSource {
         device: cpal::Device,
         config: cpal::SupportedStreamConfig,
+        /// The name `open` was given, for [`AudioSource::reopen`].
+        requested: Option<String>,
         stream: Option<cpal::Stream>,
+        link: Option<InputLink>,
         started: bool,
     }
 
@@ -484,6 +547,7 @@ mod mic {
         /// Opens the default input device (`None`) or the input device named `device`.
         pub fn open(device: Option<&str>) -> Result<CpalSource, SourceError> {
             let host = cpal::default_host();
+            let requested = device;
             let device = match device {
                 None => host
                     .default_input_device()
@@ -504,7 +568,9 @@ mod mic {
             Ok(CpalSource {
                 device,
                 config,
+                requested: requested.map(str::to_owned),
                 stream: None,
+                link: None,
                 started: false,
             })
         }
@@ -559,14 +625,21 @@ mod mic {
                 }
                 _ => false,
             };
-            let stream = match build_any(&self.device, self.config.sample_format(), config, &events)
-            {
+            let format = self.format();
+            let sample_format = self.config.sample_format();
+            let attempt = |config: cpal::StreamConfig| {
+                let (link, callback) = InputLink::start(format, events.clone())?;
+                let stream = build_any(&self.device, sample_format, config, callback)?;
+                Ok::<_, SourceError>((link, stream))
+            };
+            let (link, stream) = match attempt(config) {
                 Err(_) if fixed => {
                     config.buffer_size = BufferSize::Default;
-                    build_any(&self.device, self.config.sample_format(), config, &events)
+                    attempt(config)
                 }
                 other => other,
             }?;
+            self.link = Some(link);
             stream.play().map_err(|e| open_error(&e))?;
             self.stream = Some(stream);
             Ok(())
@@ -578,6 +651,16 @@ mod mic {
                 let _ = stream.pause();
                 drop(stream);
             }
+            if let Some(mut link) = self.link.take() {
+                link.stop();
+            }
+        }
+
+        fn reopen(&self) -> Option<Result<Box<dyn AudioSource>, SourceError>> {
+            Some(
+                CpalSource::open(self.requested.as_deref())
+                    .map(|s| Box::new(s) as Box<dyn AudioSource>),
+            )
         }
     }
 
@@ -592,9 +675,8 @@ mod mic {
         device: &cpal::Device,
         format: SampleFormat,
         config: cpal::StreamConfig,
-        events: &SyncSender<SourceEvent>,
+        events: InputCallback,
     ) -> Result<cpal::Stream, SourceError> {
-        let events = events.clone();
         match format {
             SampleFormat::I8 => build::<i8>(device, config, events),
             SampleFormat::I16 => build::<i16>(device, config, events),
@@ -613,31 +695,217 @@ mod mic {
         .map_err(|e| open_error(&e))
     }
 
-    /// The data callback's state: the sender and frames dropped while the channel was full.
-    struct Feed {
-        events: SyncSender<SourceEvent>,
-        channels: usize,
-        dropped_frames: u64,
+    /// Seconds of audio the ring between the data callback and the drain thread holds.
+    const RING_SECONDS: usize = 2;
+    /// The ring's bound in samples, whatever the device's rate and channel count.
+    const MAX_RING_SAMPLES: usize = 1 << 24;
+    /// How long the drain thread sleeps when it found nothing to do.
+    const DRAIN_IDLE: Duration = Duration::from_millis(5);
+
+    /// What the callbacks tell the drain thread besides samples: counters and flags only, so
+    /// the data callback never locks.
+    #[derive(Default)]
+    struct LinkState {
+        /// Frames the data callback could not store because the ring was full.
+        lost_frames: AtomicU64,
+        /// Overloads (xruns) the device reported.
+        overloads: AtomicU64,
+        /// A fatal stream error, from the error callback (not the real-time data callback).
+        fatal: Mutex<Option<SourceError>>,
+        has_fatal: AtomicBool,
+        stop: AtomicBool,
     }
 
-    impl Feed {
-        fn deliver(&mut self, samples: Vec<f32>) {
-            if self.dropped_frames > 0 {
-                let report = SourceEvent::Error(SourceError::Overrun {
-                    dropped_frames: Some(self.dropped_frames),
-                });
-                match self.events.try_send(report) {
-                    Ok(()) => self.dropped_frames = 0,
-                    Err(TrySendError::Full(_)) => {
-                        self.dropped_frames += (samples.len() / self.channels) as u64;
-                        return;
-                    }
-                    Err(TrySendError::Disconnected(_)) => return,
+    /// The link between a device's real-time callbacks and the pipeline's event channel.
+    ///
+    /// ```text
+    ///  data callback ──► rtrb ring (f32, 2 s, preallocated) ──► drain thread ──► SyncSender
+    ///  error callback ─► counters / fatal slot ───────────────────┘   (Frames, Error)
+    /// ```
+    ///
+    /// [`InputLink::start`] returns the callback half, [`InputCallback`], which the cpal
+    /// stream's data callback drives (and tests drive without a device). The data callback
+    /// only converts samples into the preallocated single-producer single-consumer ring and
+    /// bumps atomic counters: no allocation, no lock, no system call. The drain thread
+    /// (`persyk-capture-drain`) turns the ring into [`SourceEvent::Frames`], reports frames
+    /// the callback could not store as [`SourceError::Overrun`] (Persyk's queue was full:
+    /// the pipeline halts), overloads as [`SourceError::InputOverload`] (counted, not a
+    /// halt) and delivers a fatal stream error, after which it sends nothing more.
+    pub struct InputLink {
+        state: Arc<LinkState>,
+        drain: Option<JoinHandle<()>>,
+    }
+
+    impl InputLink {
+        /// Links callbacks delivering frames of `format` to `events`.
+        pub fn start(
+            format: SourceFormat,
+            events: SyncSender<SourceEvent>,
+        ) -> Result<(InputLink, InputCallback), SourceError> {
+            let channels = usize::from(format.channels.max(1));
+            let capacity = usize::try_from(format.rate_hz)
+                .unwrap_or(usize::MAX)
+                .saturating_mul(RING_SECONDS)
+                .saturating_mul(channels)
+                .clamp(channels, MAX_RING_SAMPLES / channels * channels);
+            let (producer, consumer) = RingBuffer::new(capacity);
+            let state = Arc::new(LinkState::default());
+            let drain = {
+                let state = state.clone();
+                std::thread::Builder::new()
+                    .name("persyk-capture-drain".into())
+                    .spawn(move || drain(consumer, channels, &events, &state))
+                    .map_err(|_| SourceError::StreamFailed {
+                        detail: "thread-spawn",
+                    })?
+            };
+            Ok((
+                InputLink {
+                    state: state.clone(),
+                    drain: Some(drain),
+                },
+                InputCallback {
+                    producer,
+                    channels,
+                    state,
+                },
+            ))
+        }
+
+        /// Stops the drain thread, which drops the event sender. Idempotent.
+        pub fn stop(&mut self) {
+            self.state.stop.store(true, Ordering::SeqCst);
+            if let Some(drain) = self.drain.take() {
+                let _ = drain.join();
+            }
+        }
+    }
+
+    impl Drop for InputLink {
+        fn drop(&mut self) {
+            self.stop();
+        }
+    }
+
+    /// What a cpal input stream's data callback runs (real-time: no allocation, no lock).
+    pub struct InputCallback {
+        producer: Producer<f32>,
+        channels: usize,
+        state: Arc<LinkState>,
+    }
+
+    impl InputCallback {
+        /// The data callback's body: one buffer of interleaved samples, whole frames of it
+        /// converted into the ring; if they do not fit, they are counted as lost.
+        pub fn on_data<T>(&mut self, data: &[T])
+        where
+            T: SizedSample,
+            f32: FromSample<T>,
+        {
+            let whole = data.len() / self.channels * self.channels;
+            let data = &data[..whole];
+            match self.producer.write_chunk_uninit(whole) {
+                Ok(chunk) => {
+                    chunk.fill_from_iter(data.iter().map(|&s| f32::from_sample_(s)));
+                }
+                Err(_) => {
+                    self.state
+                        .lost_frames
+                        .fetch_add((whole / self.channels) as u64, Ordering::Relaxed);
                 }
             }
-            let frames = (samples.len() / self.channels) as u64;
-            if let Err(TrySendError::Full(_)) = self.events.try_send(SourceEvent::Frames(samples)) {
-                self.dropped_frames += frames;
+        }
+
+        /// The handler for the stream's error callback.
+        pub fn errors(&self) -> InputErrors {
+            InputErrors {
+                state: self.state.clone(),
+            }
+        }
+    }
+
+    /// What a cpal input stream's error callback runs.
+    #[derive(Clone)]
+    pub struct InputErrors {
+        state: Arc<LinkState>,
+    }
+
+    impl InputErrors {
+        /// The error callback's body: an overload is counted (an atomic add); a fatal error
+        /// is handed to the drain thread, which delivers it.
+        pub fn on_error(&self, err: &cpal::Error) {
+            match stream_error(err) {
+                None => {}
+                Some(SourceError::InputOverload { count }) => {
+                    self.state.overloads.fetch_add(count, Ordering::Relaxed);
+                }
+                Some(error) => {
+                    let mut slot = self.state.fatal.lock().unwrap_or_else(|p| p.into_inner());
+                    slot.get_or_insert(error);
+                    self.state.has_fatal.store(true, Ordering::SeqCst);
+                }
+            }
+        }
+    }
+
+    /// The drain thread: ring → events, counters → error events, until stopped, after a
+    /// fatal error, or once the callback half is gone and the ring is empty.
+    fn drain(
+        mut consumer: Consumer<f32>,
+        channels: usize,
+        events: &SyncSender<SourceEvent>,
+        state: &LinkState,
+    ) {
+        let stop = &state.stop;
+        let (mut reported_lost, mut reported_overloads) = (0u64, 0u64);
+        while !stop.load(Ordering::SeqCst) {
+            let mut busy = false;
+            let ready = consumer.slots() / channels * channels;
+            if ready > 0
+                && let Ok(chunk) = consumer.read_chunk(ready)
+            {
+                busy = true;
+                let (head, tail) = chunk.as_slices();
+                let mut frames = Vec::with_capacity(ready);
+                frames.extend_from_slice(head);
+                frames.extend_from_slice(tail);
+                chunk.commit_all();
+                if !deliver(events, SourceEvent::Frames(frames), stop) {
+                    return;
+                }
+            }
+            let overloads = state.overloads.load(Ordering::Relaxed);
+            if overloads > reported_overloads {
+                busy = true;
+                let count = overloads - reported_overloads;
+                reported_overloads = overloads;
+                let event = SourceEvent::Error(SourceError::InputOverload { count });
+                if !deliver(events, event, stop) {
+                    return;
+                }
+            }
+            let lost = state.lost_frames.load(Ordering::Relaxed);
+            if lost > reported_lost {
+                busy = true;
+                let dropped_frames = Some(lost - reported_lost);
+                reported_lost = lost;
+                let event = SourceEvent::Error(SourceError::Overrun { dropped_frames });
+                if !deliver(events, event, stop) {
+                    return;
+                }
+            }
+            if state.has_fatal.load(Ordering::SeqCst) {
+                let fatal = state.fatal.lock().unwrap_or_else(|p| p.into_inner()).take();
+                if let Some(error) = fatal {
+                    deliver(events, SourceEvent::Error(error), stop);
+                }
+                return;
+            }
+            if !busy {
+                if consumer.is_abandoned() && consumer.slots() < channels {
+                    return;
+                }
+                std::thread::sleep(DRAIN_IDLE);
             }
         }
     }
@@ -645,40 +913,17 @@ mod mic {
     fn build<T>(
         device: &cpal::Device,
         config: cpal::StreamConfig,
-        events: SyncSender<SourceEvent>,
+        mut callback: InputCallback,
     ) -> Result<cpal::Stream, cpal::Error>
     where
         T: SizedSample + Send + 'static,
         f32: FromSample<T>,
     {
-        let errors = events.clone();
-        let mut feed = Feed {
-            events,
-            channels: usize::from(config.channels.max(1)),
-            dropped_frames: 0,
-        };
+        let errors = callback.errors();
         device.build_input_stream::<T, _, _>(
             config,
-            move |data: &[T], _: &cpal::InputCallbackInfo| {
-                feed.deliver(data.iter().map(|&s| f32::from_sample_(s)).collect());
-            },
-            move |err: cpal::Error| {
-                let Some(error) = stream_error(&err) else {
-                    return;
-                };
-                if error.is_fatal() {
-                    // Never block the audio thread; a fatal error must still arrive, so a
-                    // helper waits for room (or for the receiver to go away).
-                    let errors = errors.clone();
-                    let _ = std::thread::Builder::new()
-                        .name("persyk-capture-error".into())
-                        .spawn(move || {
-                            let _ = errors.send(SourceEvent::Error(error));
-                        });
-                } else {
-                    let _ = errors.try_send(SourceEvent::Error(error));
-                }
-            },
+            move |data: &[T], _: &cpal::InputCallbackInfo| callback.on_data(data),
+            move |err: cpal::Error| errors.on_error(&err),
             None,
         )
     }
@@ -701,9 +946,9 @@ mod mic {
             // Rerouted to the new default device, or real-time priority refused: the stream
             // keeps running.
             ErrorKind::DeviceChanged | ErrorKind::RealtimeDenied => None,
-            ErrorKind::Xrun => Some(SourceError::Overrun {
-                dropped_frames: None,
-            }),
+            // A processor overload (CoreAudio) or an xrun the backend noticed: the device's
+            // business. Persyk's own losses are counted by the link, never reported here.
+            ErrorKind::Xrun => Some(SourceError::InputOverload { count: 1 }),
             ErrorKind::PermissionDenied => Some(SourceError::PermissionDenied),
             kind => Some(SourceError::StreamFailed {
                 detail: kind_label(kind),
@@ -723,6 +968,59 @@ mod mic {
             ErrorKind::UnsupportedOperation => "unsupported-operation",
             ErrorKind::BackendError => "backend-error",
             _ => "other",
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use std::sync::mpsc::sync_channel;
+        use std::time::Duration;
+
+        use super::*;
+
+        #[test]
+        fn frames_the_ring_cannot_hold_are_an_overrun_with_their_count() {
+            // 1 kHz mono: a 2,000-sample ring. The pipeline's channel holds one event and
+            // nobody reads it yet, so the drain thread stalls and the ring fills.
+            let format = SourceFormat {
+                rate_hz: 1_000,
+                channels: 1,
+            };
+            let (tx, rx) = sync_channel(1);
+            let (mut link, mut callback) = InputLink::start(format, tx).expect("link");
+            let buffer = [0.25f32; 100];
+            let pushed = 100 * buffer.len() as u64;
+            for _ in 0..100 {
+                callback.on_data(&buffer);
+            }
+            let (mut frames, mut dropped, mut overruns) = (0u64, 0u64, 0);
+            while frames + dropped < pushed {
+                match rx.recv_timeout(Duration::from_secs(10)).expect("an event") {
+                    SourceEvent::Frames(f) => frames += f.len() as u64,
+                    SourceEvent::Error(SourceError::Overrun {
+                        dropped_frames: Some(n),
+                    }) => {
+                        dropped += n;
+                        overruns += 1;
+                    }
+                    other => panic!("unexpected {other:?}"),
+                }
+            }
+            assert_eq!(frames + dropped, pushed, "every frame delivered or counted");
+            // At most the ring and two events' worth got through; the rest was counted.
+            assert!(overruns >= 1 && dropped >= 4_000, "dropped {dropped}");
+            drop(callback);
+            link.stop();
+        }
+
+        #[test]
+        fn an_xrun_is_an_overload_and_a_lost_device_is_fatal() {
+            assert_eq!(
+                stream_error(&cpal::Error::new(ErrorKind::Xrun)),
+                Some(SourceError::InputOverload { count: 1 })
+            );
+            let gone = stream_error(&cpal::Error::new(ErrorKind::DeviceNotAvailable));
+            assert!(gone.is_some_and(|e| e.is_fatal()));
         }
     }
 }

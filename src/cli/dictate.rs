@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use persyk::capture::pipeline::{self, SourceKind};
-use persyk::capture::preroll::WarmInput;
+use persyk::capture::preroll::{MAX_PRE_ROLL, WarmInput};
 use persyk::capture::source::{AudioSource, CpalSource, input_devices};
 use persyk::realtime::protocol::Mode;
 use persyk::session::{LeafSelector, Store};
@@ -24,7 +24,35 @@ pub struct Args<'a> {
     pub mode: Mode,
 }
 
+/// `--seconds`: from a tenth of a second to a day.
+pub const SECONDS_RANGE: std::ops::RangeInclusive<f64> = 0.1..=86_400.0;
+
+/// Refuses numeric arguments outside their ranges before anything runs.
+fn validate(args: &Args<'_>) -> Result<(), u8> {
+    if let Some(s) = args.seconds
+        && !SECONDS_RANGE.contains(&s)
+    {
+        return Err(super::transcribe::refuse(
+            "--seconds",
+            "between 0.1 and 86400",
+        ));
+    }
+    if args
+        .pre_roll_ms
+        .is_some_and(|ms| Duration::from_millis(u64::from(ms)) > MAX_PRE_ROLL)
+    {
+        return Err(super::transcribe::refuse(
+            "--pre-roll-ms",
+            "between 0 (off) and 500",
+        ));
+    }
+    Ok(())
+}
+
 pub fn run(args: Args<'_>) -> u8 {
+    if let Err(code) = validate(&args) {
+        return code;
+    }
     if args.list_devices {
         for d in input_devices() {
             println!("{d}");
@@ -119,7 +147,7 @@ pub fn run(args: Args<'_>) -> u8 {
         Some(s) => {
             let stop_tx = stop_tx.clone();
             runtime.spawn(async move {
-                tokio::time::sleep(Duration::from_secs_f64(s.max(0.0))).await;
+                tokio::time::sleep(Duration::from_secs_f64(s)).await;
                 let _ = stop_tx.send(true);
             });
         }
@@ -144,6 +172,12 @@ pub fn run(args: Args<'_>) -> u8 {
         Ok(t) => {
             for line in t.report.transcript() {
                 println!("{line}");
+            }
+            if t.input_overloads > 0 {
+                eprintln!(
+                    "persyk: capture.input-overload: the input reported {} overload(s); no audio was lost",
+                    t.input_overloads
+                );
             }
             match t.halted.as_ref().or(t.report.halted.as_ref()) {
                 Some(reason) => {

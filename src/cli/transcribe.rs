@@ -20,7 +20,36 @@ pub struct Args<'a> {
     pub realtime_factor: f64,
 }
 
+/// `--realtime-factor` besides 0 (as fast as possible): from a hundredth of real time to a
+/// thousand times faster.
+pub const REALTIME_FACTOR_RANGE: std::ops::RangeInclusive<f64> = 0.01..=1000.0;
+
+/// The stable code of a refused argument value.
+pub const INVALID_ARGUMENT: &str = "cli.invalid-argument";
+
+/// Prints a refused argument (`persyk: cli.invalid-argument: FLAG must be …`) and returns the
+/// exit code for it. The message names the flag and the accepted range, never the value.
+pub fn refuse(flag: &str, accepted: &str) -> u8 {
+    eprintln!("persyk: {INVALID_ARGUMENT}: {flag} must be {accepted}");
+    EXIT_CANNOT_RUN
+}
+
+/// Refuses numeric arguments outside their ranges before anything runs.
+fn validate(args: &Args<'_>) -> Result<(), u8> {
+    let f = args.realtime_factor;
+    if f != 0.0 && !REALTIME_FACTOR_RANGE.contains(&f) {
+        return Err(refuse(
+            "--realtime-factor",
+            "0 (as fast as possible) or between 0.01 and 1000",
+        ));
+    }
+    Ok(())
+}
+
 pub fn run(args: Args<'_>) -> u8 {
+    if let Err(code) = validate(&args) {
+        return code;
+    }
     let api_key = match persyk::credentials::api_key() {
         Ok((key, _)) => key,
         Err(e) => {
@@ -92,8 +121,20 @@ pub fn run(args: Args<'_>) -> u8 {
             for line in t.report.transcript() {
                 println!("{line}");
             }
-            if let Some(reason) = t.report.halted.as_ref().or(t.halted.as_ref()) {
+            if t.input_overloads > 0 {
+                eprintln!(
+                    "persyk: capture.input-overload: the input reported {} overload(s); no audio was lost",
+                    t.input_overloads
+                );
+            }
+            if let Some(reason) = t.report.halted.as_ref() {
                 eprintln!("persyk: the provider failed: {reason} (the session is saved)");
+                return EXIT_VIOLATION;
+            }
+            if let Some(reason) = t.halted.as_ref() {
+                eprintln!(
+                    "persyk: recording stopped: {reason} (the session is saved as incomplete)"
+                );
                 return EXIT_VIOLATION;
             }
             if !t.report.gaps.is_empty() {
