@@ -166,6 +166,12 @@ pub fn is_dev() -> bool {
     cfg!(debug_assertions) || std::env::var_os("PERSYK_DEV").is_some_and(|v| v == "1")
 }
 
+/// The `directories::ProjectDirs` qualifier, organization and application. macOS names the
+/// settings folder after all three joined with dots, `app.persyk.Persyk`: the same string as
+/// the bundle id and the keychain service (`credentials::SERVICE`). Linux uses the application
+/// alone, lowercased (`persyk`).
+pub const PROJECT_ID: [&str; 3] = ["app", "persyk", "Persyk"];
+
 /// The settings file: `$PERSYK_CONFIG` if set, else `settings.json` in the platform config
 /// directory (`~/Library/Application Support/app.persyk.Persyk` on macOS,
 /// `~/.config/persyk` on Linux).
@@ -173,7 +179,8 @@ pub fn settings_path() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("PERSYK_CONFIG") {
         return Some(PathBuf::from(p));
     }
-    directories::ProjectDirs::from("app", "Persyk", "Persyk")
+    let [qualifier, organization, application] = PROJECT_ID;
+    directories::ProjectDirs::from(qualifier, organization, application)
         .map(|d| d.config_dir().join("settings.json"))
 }
 

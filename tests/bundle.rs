@@ -2,8 +2,8 @@
 //!
 //! - `bundle/Info.plist` parses (Python's `plistlib`, the same XML reader semantics as
 //!   macOS's) and carries the keys the app relies on: bundle id, executable `persyk`,
-//!   `LSUIElement`, a microphone usage sentence, an icon file, and both version keys equal
-//!   to the crate's version.
+//!   `LSUIElement`, a microphone and a Documents usage sentence, an icon file, and both
+//!   version keys equal to the crate's version.
 //! - Every PNG in `assets/tray/` and `bundle/icon/persyk-1024.png` is a well-formed PNG
 //!   (signature, chunk CRCs, IHDR, IDAT, IEND) of the right size, 8-bit RGBA.
 //! - `scripts/make-icons --check`: the committed PNGs are exactly what the script draws.
@@ -76,7 +76,7 @@ fn json_str(s: &str) -> String {
     format!("\"{s}\"")
 }
 
-const PLIST_KEYS: [&str; 14] = [
+const PLIST_KEYS: [&str; 15] = [
     "CFBundleIdentifier",
     "CFBundleName",
     "CFBundleDisplayName",
@@ -90,6 +90,7 @@ const PLIST_KEYS: [&str; 14] = [
     "LSMinimumSystemVersion",
     "NSHighResolutionCapable",
     "NSMicrophoneUsageDescription",
+    "NSDocumentsFolderUsageDescription",
     "NoSuchKey",
 ];
 
@@ -134,11 +135,18 @@ fn info_plist_has_the_keys_the_app_needs() {
         "CFBundleExecutable must name the crate's binary"
     );
 
-    let mic = get("NSMicrophoneUsageDescription");
-    assert!(
-        mic.starts_with('"') && mic.ends_with('"') && mic.len() > 20,
-        "NSMicrophoneUsageDescription must be a real sentence, got {mic}"
-    );
+    // The sentences macOS shows when it asks for the microphone, and for Documents (where
+    // the default session root is).
+    for key in [
+        "NSMicrophoneUsageDescription",
+        "NSDocumentsFolderUsageDescription",
+    ] {
+        let sentence = get(key);
+        assert!(
+            sentence.starts_with('"') && sentence.ends_with('"') && sentence.len() > 20,
+            "{key} must be a real sentence, got {sentence}"
+        );
+    }
 }
 
 #[test]

@@ -3,6 +3,10 @@
 //! Exit codes are part of the interface: 0 success, 1 a contract violation in the data,
 //! 2 the command could not run (usage, unreadable path), 3 an explicit leaf that does not
 //! exist. Diagnostics go to stdout (they are the output of `check`); errors go to stderr.
+//!
+//! A `-psn_…` argument (the process serial number older macOS passes when Finder or
+//! LaunchServices opens `Persyk.app`) is dropped before parsing: clap would reject it, and a
+//! menu-bar app (`LSUIElement`) that exits with a usage error shows nothing at all.
 
 mod check;
 mod context;
@@ -13,6 +17,7 @@ mod search_cmds;
 mod store_cmds;
 mod transcribe;
 
+use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -185,8 +190,19 @@ pub const EXIT_VIOLATION: u8 = 1;
 pub const EXIT_CANNOT_RUN: u8 = 2;
 pub const EXIT_LEAF_NOT_FOUND: u8 = 3;
 
+/// The command line without any `-psn_…` argument that Finder / LaunchServices may add when it
+/// opens the bundle. The program name (the first item) is always kept.
+fn without_psn(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    let mut args = args.into_iter();
+    let program = args.next();
+    program
+        .into_iter()
+        .chain(args.filter(|a| !a.to_str().is_some_and(|s| s.starts_with("-psn_"))))
+        .collect()
+}
+
 pub fn run() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_from(without_psn(std::env::args_os())) {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -326,5 +342,41 @@ fn parse_mode(mode: &str) -> Option<persyk::realtime::protocol::Mode> {
             eprintln!("persyk: --mode is transcription or conversation");
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(args: &[&str]) -> Vec<OsString> {
+        args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn psn_arguments_are_dropped_and_nothing_else() {
+        assert_eq!(without_psn(os(&["persyk", "-psn_0_4242"])), os(&["persyk"]));
+        assert_eq!(
+            without_psn(os(&["persyk", "-psn_0_4242", "check", "a", "-psn_1_2"])),
+            os(&["persyk", "check", "a"])
+        );
+        // Near misses stay, and so does the program name whatever it is.
+        assert_eq!(
+            without_psn(os(&["-psn_0_1", "-psn", "--psn_0_1", "psn_0_1"])),
+            os(&["-psn_0_1", "-psn", "--psn_0_1", "psn_0_1"])
+        );
+        assert!(without_psn(Vec::new()).is_empty());
+    }
+
+    #[test]
+    fn a_psn_argument_alone_parses_as_no_command() {
+        // Without the filter clap rejects `-psn_0_4242` as an unknown argument.
+        assert!(Cli::try_parse_from(os(&["persyk", "-psn_0_4242"])).is_err());
+        let cli = Cli::try_parse_from(without_psn(os(&["persyk", "-psn_0_4242"])))
+            .expect("parses once filtered");
+        assert!(cli.command.is_none(), "no command: the app starts");
+        let cli = Cli::try_parse_from(without_psn(os(&["persyk", "-psn_0_4242", "check", "x"])))
+            .expect("parses once filtered");
+        assert!(matches!(cli.command, Some(Command::Check { .. })));
     }
 }
