@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use eframe::egui::{self, Color32, RichText, text::LayoutJob};
 
-use super::backend::BackendHandle;
+use super::backend::{BackendHandle, ShutdownStatus};
 use super::effects::{Effects, first_words};
 use super::hotkey;
 use super::model::{
@@ -245,6 +245,8 @@ pub struct PersykUi {
     /// Input devices for the Settings page (asked for once, when the page first shows).
     devices: Option<Vec<String>>,
     devices_asked: bool,
+    /// Quitting: the window shows "Finishing…" until the backend has stopped.
+    quitting: bool,
 }
 
 impl PersykUi {
@@ -284,6 +286,7 @@ impl PersykUi {
             stop_on_start: false,
             devices: None,
             devices_asked: false,
+            quitting: false,
         }
     }
 
@@ -387,7 +390,26 @@ impl PersykUi {
         self.tray_note = note;
     }
 
-    /// Stops the backend (a running recording is finished and saved first).
+    /// Starts quitting without waiting: the backend finishes a running recording (by
+    /// `deadline`) and the window shows "Finishing…" meanwhile.
+    pub fn begin_quit(&mut self, deadline: Duration) {
+        self.quitting = true;
+        self.backend.request_shutdown(deadline);
+    }
+
+    /// Whether quitting has begun.
+    pub fn is_quitting(&self) -> bool {
+        self.quitting
+    }
+
+    /// Where the backend's shutdown stands (never blocks).
+    pub fn shutdown_status(&mut self) -> ShutdownStatus {
+        self.backend.shutdown_status()
+    }
+
+    /// Stops the backend (a running recording is finished and saved first), waiting until
+    /// it has stopped or the deadline passed — the deadline of [`PersykUi::begin_quit`] if
+    /// quitting already began. Returns whether it stopped in time.
     pub fn shutdown(&mut self, deadline: Duration) -> bool {
         self.backend.shutdown(deadline)
     }
@@ -575,6 +597,16 @@ impl PersykUi {
     /// Renders the window; applies what the user clicked.
     pub fn ui(&mut self, ui: &mut egui::Ui) {
         self.process(ui.ctx());
+        if self.quitting {
+            egui::Frame::central_panel(ui.style()).show(ui, |ui| {
+                ui.set_min_size(ui.available_size());
+                ui.heading("Finishing…");
+                ui.label(
+                    "Persyk quits once the recording is finished and saved (at most 30 seconds).",
+                );
+            });
+            return;
+        }
         egui::Frame::central_panel(ui.style()).show(ui, |ui| {
             ui.set_min_size(ui.available_size());
             self.header(ui);

@@ -1,0 +1,463 @@
+//! Regressions in the desktop app (`src/app/`, `src/credentials.rs`).
+#![cfg(feature = "app")]
+
+#[path = "../app_support/mod.rs"]
+mod app_support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use app_support::{MemKeys, Recorded, fixture, scenario};
+use eframe::egui::accesskit::Role;
+use eframe::egui::{ViewportCommand, ViewportId};
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+use persyk::app::backend::{BackendConfig, BackendHandle, Microphone};
+use persyk::app::model::Waker;
+use persyk::app::shell::{MenuAction, Post, Shell, ShellEvent, ShellOptions, TrayPort};
+use persyk::app::tray::TrayState;
+use persyk::app::ui::PersykUi;
+use persyk::capture::pipeline::SourceKind;
+use persyk::capture::source::AudioSource;
+use persyk::settings::Settings;
+
+/// A guard against hangs only (never a performance threshold).
+const WAIT: Duration = Duration::from_secs(30);
+
+// ---------------------------------------------------------------------------------------------
+// Helpers: a shell in a headless harness, an Xvfb display, a microphone that never opens.
+
+type Syncs = Arc<Mutex<Vec<TrayState>>>;
+
+struct FakeTray(Syncs);
+
+impl TrayPort for FakeTray {
+    fn sync(&mut self, state: TrayState, _recording: bool, _can_copy: bool) {
+        let mut v = self.0.lock().unwrap();
+        if v.last() != Some(&state) {
+            v.push(state);
+        }
+    }
+}
+
+struct ShellApp {
+    harness: Harness<'static, Shell>,
+    post: Post,
+    syncs: Syncs,
+}
+
+fn shell_app(ui: PersykUi, no_hotkey: bool) -> ShellApp {
+    let syncs: Syncs = Arc::default();
+    let tray_syncs = syncs.clone();
+    let shell = Shell::with_tray(
+        &eframe::egui::Context::default(),
+        ui,
+        ShellOptions {
+            hidden: false,
+            no_hotkey,
+        },
+        move |_post| Ok(Box::new(FakeTray(tray_syncs)) as Box<dyn TrayPort>),
+    );
+    let post = shell.poster();
+    let harness = Harness::builder()
+        .with_size(eframe::egui::vec2(640.0, 900.0))
+        .build_ui_state(
+            |ui, shell: &mut Shell| {
+                shell.tick(ui.ctx());
+                shell.draw(ui);
+            },
+            shell,
+        );
+    ShellApp {
+        harness,
+        post,
+        syncs,
+    }
+}
+
+impl ShellApp {
+    fn wait_until(&mut self, what: &str, done: impl Fn(&ShellApp) -> bool) {
+        let start = Instant::now();
+        loop {
+            self.harness.step();
+            if done(self) {
+                return;
+            }
+            assert!(
+                start.elapsed() < WAIT,
+                "timed out waiting for {what}; tray saw {:?}; hotkey note {:?}",
+                self.syncs.lock().unwrap(),
+                self.harness.state().view().hotkey_note
+            );
+            std::thread::sleep(Duration::from_millis(15));
+        }
+    }
+
+    fn has_label(&self, text: &str) -> bool {
+        self.harness
+            .query_all_by_label_contains(text)
+            .next()
+            .is_some()
+    }
+
+    fn last_sync(&self) -> Option<TrayState> {
+        self.syncs.lock().unwrap().last().copied()
+    }
+
+    fn commands(&self) -> Vec<ViewportCommand> {
+        self.harness
+            .output()
+            .viewport_output
+            .get(&ViewportId::ROOT)
+            .map(|v| v.commands.clone())
+            .unwrap_or_default()
+    }
+
+    fn click(&mut self, label: &str) {
+        self.harness
+            .get_by_role_and_label(Role::Button, label)
+            .click();
+        self.harness.step();
+        self.harness.step();
+    }
+
+    fn type_into(&mut self, label: &str, text: &str) {
+        self.harness.get_by_label(label).focus();
+        self.harness.step();
+        self.harness
+            .key_press_modifiers(eframe::egui::Modifiers::COMMAND, eframe::egui::Key::A);
+        self.harness.get_by_label(label).type_text(text);
+        self.harness.step();
+    }
+
+    /// Saves the Settings page as it stands and waits until the shell has applied it.
+    fn save_settings(&mut self) {
+        (self.post)(ShellEvent::Menu(MenuAction::Settings));
+        self.harness.step();
+        let before = self.harness.state().view().settings_generation();
+        self.click("Save settings");
+        self.wait_until("the settings to be saved", |a| {
+            a.harness.state().view().settings_generation() > before
+        });
+        // One more frame: the shell re-registers the hotkey in `tick`.
+        self.harness.step();
+    }
+}
+
+/// A throw-away X server; killed on drop.
+struct Xvfb {
+    child: Child,
+    display: String,
+}
+
+impl Xvfb {
+    /// `None` (and a note on stderr) when Xvfb is not installed.
+    fn start() -> Option<Xvfb> {
+        let mut child = match Command::new("Xvfb")
+            .args(["-displayfd", "1", "-screen", "0", "1024x768x24", "-nolisten", "tcp"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(_) => {
+                eprintln!("SKIPPED: Xvfb is not installed (apt-get install xvfb xdotool)");
+                return None;
+            }
+        };
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("piped stdout"))
+            .read_line(&mut line)
+            .expect("Xvfb reports its display");
+        let n: u32 = line.trim().parse().expect("a display number");
+        Some(Xvfb {
+            child,
+            display: format!(":{n}"),
+        })
+    }
+}
+
+impl Drop for Xvfb {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs this binary's test `name` again in a child process on a fresh Xvfb display (the
+/// hotkey library reads `DISPLAY` from the environment, which a test must not change in its
+/// own multi-threaded process). Returns `true` in the child, where the caller runs the body.
+fn in_xvfb_child(name: &str) -> bool {
+    if std::env::var_os("PERSYK_TEST_XVFB_CHILD").is_some() {
+        return true;
+    }
+    if Command::new("xdotool").arg("version").output().is_err() {
+        eprintln!("SKIPPED: xdotool is not installed (apt-get install xvfb xdotool)");
+        return false;
+    }
+    let Some(x) = Xvfb::start() else {
+        return false;
+    };
+    let out = Command::new(std::env::current_exe().expect("test binary"))
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env("PERSYK_TEST_XVFB_CHILD", "1")
+        .env("DISPLAY", &x.display)
+        .env_remove("WAYLAND_DISPLAY")
+        .output()
+        .expect("run the test in a child");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "the test failed on Xvfb:\n{text}");
+    assert!(text.contains("1 passed"), "the child ran no test:\n{text}");
+    false
+}
+
+/// Presses a key combination on the X server of `DISPLAY` (as a user would).
+fn press(keys: &str) {
+    let status = Command::new("xdotool")
+        .args(["key", keys])
+        .status()
+        .expect("xdotool");
+    assert!(status.success(), "xdotool key {keys}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue #11.
+
+/// Issue #11 item 3: `GlobalHotKeyEvent::set_event_handler` keeps only its first handler, so
+/// after Save registered a new combination every event was dropped; and saving an unchanged
+/// combination collided with its own earlier grab (`hotkey.unavailable`), leaving no hotkey.
+/// Through the real X11 hotkey: save unchanged → the hotkey still works; change it → the new
+/// keys start a recording and the old keys do nothing; a taken combination is said in
+/// Settings.
+#[test]
+fn issue11_03_a_changed_hotkey_works_without_a_restart() {
+    if !in_xvfb_child("app::issue11_03_a_changed_hotkey_works_without_a_restart") {
+        return;
+    }
+    // Two recordings, so two scripted connections.
+    let conn = r#"{"utterances": [{"end_ms": 400, "transcript": "Said with the hotkey.",
+        "delay_ms": 50}], "close_after_commit_ms": 200}"#;
+    let two = scenario(&format!(
+        r#"{{"name": "hotkey", "connections": [{conn}, {conn}]}}"#
+    ));
+    let f = fixture(Some(two), Some("sk-test"), 30.0, |_| {});
+    let mut app = shell_app(f.ui, false);
+    app.harness.step();
+    assert_eq!(app.harness.state().view().hotkey_note, None);
+
+    // Save with the hotkey unchanged (what a first-run user does after pasting the key).
+    app.save_settings();
+    assert_eq!(app.harness.state().view().hotkey_note, None);
+    press("alt+space");
+    app.wait_until("Alt+Space to start a recording", |a| {
+        a.harness.state().view().is_recording()
+    });
+    app.wait_until("the recording to stream", |a| {
+        a.last_sync() == Some(TrayState::Recording)
+    });
+    press("alt+space");
+    app.wait_until("Alt+Space to stop it", |a| {
+        !a.harness.state().view().is_recording()
+    });
+
+    // Change it.
+    app.type_into("Global hotkey", "Ctrl+Shift+D");
+    app.save_settings();
+    assert_eq!(app.harness.state().view().hotkey_note, None);
+    assert_eq!(
+        app.harness.state().view().settings().hotkey.keys.as_deref(),
+        Some("Ctrl+Shift+D")
+    );
+    // The old keys first, then the new: X delivers them in this order, so if the old keys
+    // still toggled, the new keys' toggle would stop that recording before it streamed.
+    press("alt+space");
+    press("ctrl+shift+d");
+    app.wait_until("Ctrl+Shift+D to start a recording", |a| {
+        a.harness.state().view().is_recording()
+    });
+    let start = Instant::now();
+    loop {
+        app.harness.step();
+        let view = app.harness.state().view();
+        assert!(
+            view.is_recording(),
+            "the recording stopped by itself: the old Alt+Space still toggled"
+        );
+        if app.last_sync() == Some(TrayState::Recording) {
+            break;
+        }
+        assert!(start.elapsed() < WAIT, "timed out waiting for streaming");
+        std::thread::sleep(Duration::from_millis(15));
+    }
+    press("ctrl+shift+d");
+    app.wait_until("Ctrl+Shift+D to stop it", |a| {
+        !a.harness.state().view().is_recording()
+    });
+
+    // A combination another client holds: said in Settings, nothing registered.
+    let other = global_hotkey::GlobalHotKeyManager::new().expect("a second hotkey client");
+    let taken: global_hotkey::hotkey::HotKey = "Ctrl+Alt+K".parse().unwrap();
+    other.register(taken).expect("the other client grabs Ctrl+Alt+K");
+    app.type_into("Global hotkey", "Ctrl+Alt+K");
+    app.save_settings();
+    let note = app.harness.state().view().hotkey_note.clone();
+    assert!(
+        note.as_deref().is_some_and(|n| n.contains("hotkey.taken")),
+        "{note:?}"
+    );
+    assert!(app.has_label("The global hotkey is not active"));
+    other.unregister(taken).unwrap();
+}
+
+/// A microphone whose `open` blocks until the test lets go: a recording that never starts
+/// and so never finishes.
+struct StuckMic {
+    entered: SyncSender<()>,
+    release: Mutex<Receiver<()>>,
+    released: Arc<AtomicBool>,
+}
+
+impl Microphone for StuckMic {
+    fn open(
+        &self,
+        _device: Option<&str>,
+        _pre_roll_ms: u32,
+    ) -> Result<(Box<dyn AudioSource>, SourceKind), String> {
+        let _ = self.entered.try_send(());
+        let _ = self.release.lock().unwrap().recv();
+        self.released.store(true, Ordering::SeqCst);
+        Err("capture.no-device".into())
+    }
+}
+
+struct Stuck {
+    ui: PersykUi,
+    entered: Receiver<()>,
+    release: SyncSender<()>,
+    released: Arc<AtomicBool>,
+    _dir: tempfile::TempDir,
+}
+
+fn stuck_backend() -> Stuck {
+    let dir = tempfile::tempdir().unwrap();
+    let (entered_tx, entered) = sync_channel(1);
+    let (release, release_rx) = sync_channel(1);
+    let released = Arc::new(AtomicBool::new(false));
+    let mut settings = Settings::default();
+    settings.sessions.directory = Some(dir.path().join("sessions"));
+    let waker = Waker::new();
+    let backend = BackendHandle::spawn(
+        BackendConfig {
+            settings_path: None,
+            dev: true,
+            microphone: Arc::new(StuckMic {
+                entered: entered_tx,
+                release: Mutex::new(release_rx),
+                released: released.clone(),
+            }),
+            keys: Arc::new(MemKeys(Mutex::new(Some("sk-test".into())))),
+            replay_factor: 0.0,
+        },
+        settings.clone(),
+        waker.clone(),
+    )
+    .unwrap();
+    let ui = PersykUi::new(
+        backend,
+        Box::new(Recorded::default()),
+        waker,
+        settings,
+        true,
+    );
+    Stuck {
+        ui,
+        entered,
+        release,
+        released,
+        _dir: dir,
+    }
+}
+
+/// Issue #16 item 12 (UI part): quitting blocked the UI thread for up to 30 s in
+/// `shutdown`, then `Drop` waited another 30 s. Now quitting never blocks the UI: the
+/// window paints "Finishing…" and closes once the one deadline has passed, and nothing waits
+/// again afterwards.
+#[test]
+fn issue16_12_quitting_waits_one_deadline_and_keeps_painting() {
+    let Stuck {
+        ui,
+        entered,
+        release,
+        released,
+        _dir,
+    } = stuck_backend();
+    let mut app = shell_app(ui, true);
+    app.harness.state_mut().set_quit_deadline(Duration::from_millis(300));
+    app.harness.step();
+    (app.post)(ShellEvent::TrayClick);
+    app.harness.step();
+    entered.recv_timeout(WAIT).expect("the recording is starting");
+
+    (app.post)(ShellEvent::Menu(MenuAction::Quit));
+    app.harness.step();
+    // The frame that handled Quit returned at once: it paints "Finishing…" and has not
+    // closed the window, although the backend is still stuck.
+    assert!(app.harness.state().is_quitting());
+    assert!(app.has_label("Finishing…"), "the window shows Finishing…");
+    assert!(!app.harness.state().is_closing());
+    assert!(!app.commands().contains(&ViewportCommand::Close));
+    assert!(!released.load(Ordering::SeqCst));
+    // Later frames keep painting until the deadline has passed, then close.
+    app.wait_until("the window to close", |a| a.harness.state().is_closing());
+    assert!(
+        !released.load(Ordering::SeqCst),
+        "closed by the deadline, the recording is still stuck"
+    );
+    // eframe's `on_exit` and the handle's `Drop` must not wait again: with the backend still
+    // stuck, a second wait would last until the watchdog below lets the microphone go.
+    let watchdog = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(20));
+        let _ = release.send(());
+    });
+    eframe::App::on_exit(app.harness.state_mut());
+    drop(app);
+    assert!(
+        !released.load(Ordering::SeqCst),
+        "on_exit or Drop waited again for the stuck backend after the deadline had passed"
+    );
+    drop(watchdog);
+}
+
+/// The same rule one level down: a timed-out `BackendHandle::shutdown` is final, `Drop`
+/// does not wait another 30 s.
+#[test]
+fn issue16_12_backend_shutdown_has_one_deadline() {
+    let Stuck {
+        mut ui,
+        entered,
+        release,
+        released,
+        _dir,
+    } = stuck_backend();
+    ui.start();
+    entered.recv_timeout(WAIT).expect("the recording is starting");
+    assert!(!ui.shutdown(Duration::from_millis(200)), "the backend is stuck");
+    let watchdog = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(20));
+        let _ = release.send(());
+    });
+    drop(ui);
+    assert!(
+        !released.load(Ordering::SeqCst),
+        "Drop waited again for the stuck backend after shutdown had timed out"
+    );
+    drop(watchdog);
+}
