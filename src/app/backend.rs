@@ -9,6 +9,10 @@
 //!
 //! Invariants:
 //! - At most one recording runs at a time; a second Start is answered `app.already-recording`.
+//! - A microphone recording asks [`Microphone::permission`] before the input opens and
+//!   before its session exists: a refusal (`capture.permission-denied`) leaves nothing on
+//!   disk, and while the user answers the system prompt the UI is told
+//!   (`Update::WaitingForPermission`).
 //! - Quitting never abandons a recording: shutdown stops it and waits (bounded) for the
 //!   session to be finished, exactly like a user's Stop.
 //! - Shutdown has one deadline, fixed when it is first requested
@@ -28,6 +32,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot, watch};
 
+use super::permission::{self, MicrophonePermission};
 use super::model::{
     AudioOrigin, Command, Finished, Live, OpenedMessage, OpenedSession, ResultRow, SearchResults,
     Update, Waker,
@@ -52,6 +57,11 @@ const START_DEADLINE: Duration = Duration::from_secs(10);
 
 /// Opens the audio input for a recording.
 pub trait Microphone: Send + Sync {
+    /// The permission to ask before [`Microphone::open`]; `None`: none is needed.
+    fn permission(&self) -> Option<Arc<dyn MicrophonePermission>> {
+        None
+    }
+
     /// The source and how the pipeline treats it. `Err` is a stable code.
     fn open(
         &self,
@@ -98,6 +108,10 @@ pub struct SystemMicrophone {
 }
 
 impl Microphone for SystemMicrophone {
+    fn permission(&self) -> Option<Arc<dyn MicrophonePermission>> {
+        Some(super::permission::system())
+    }
+
     fn open(
         &self,
         device: Option<&str>,
@@ -212,6 +226,7 @@ impl BackendHandle {
                     .build()
                 {
                     let backend = Backend {
+                        shutdown: shutdown_rx.clone(),
                         config,
                         settings,
                         store: None,
@@ -310,6 +325,8 @@ struct Active {
 }
 
 struct Backend {
+    /// Seen by waits inside a command (the microphone permission) so quitting ends them.
+    shutdown: watch::Receiver<Option<Instant>>,
     config: BackendConfig,
     settings: Settings,
     store: Option<Arc<Store>>,
@@ -540,6 +557,24 @@ impl Backend {
         let store = self.store()?;
         let (source, kind): (Box<dyn AudioSource>, SourceKind) = match &origin {
             AudioOrigin::Microphone => {
+                // Before the input opens (and before any session exists): a capture started
+                // without permission records zeros and shows no prompt.
+                if let Some(p) = self.config.microphone.permission() {
+                    let notify = self.notifier();
+                    let waiting = || {
+                        let _ = notify.updates.try_send(Update::WaitingForPermission);
+                        notify.waker.wake();
+                    };
+                    let mut quitting = self.shutdown.clone();
+                    tokio::select! {
+                        access = permission::ensure_access(&*p, waiting) => {
+                            access.map_err(|e| e.code().to_owned())?;
+                        }
+                        _ = quitting.wait_for(Option::is_some) => {
+                            return Err("app.shutting-down".into());
+                        }
+                    }
+                }
                 let mic = self.config.microphone.clone();
                 let device = self.settings.capture.device.clone();
                 let pre_roll = self.settings.capture.pre_roll_ms.min(500);

@@ -18,6 +18,10 @@ pub trait Effects {
     fn failures(&mut self) -> Option<String> {
         None
     }
+    /// Opens a system URL (the System Settings pane for the microphone permission).
+    fn open_url(&mut self, _url: &str) -> Result<(), String> {
+        Err("not supported here".into())
+    }
 }
 
 /// The first words of `text` for a notification body (at most `max_words`, then "…").
@@ -93,6 +97,26 @@ impl Effects for SystemEffects {
     fn failures(&mut self) -> Option<String> {
         self.failures_rx.try_recv().ok()
     }
+
+    fn open_url(&mut self, url: &str) -> Result<(), String> {
+        open_url(url)
+    }
+}
+
+/// `open URL` (Launch Services); the child is reaped on a thread of its own.
+#[cfg(target_os = "macos")]
+fn open_url(url: &str) -> Result<(), String> {
+    let mut child = std::process::Command::new("/usr/bin/open")
+        .arg(url)
+        .spawn()
+        .map_err(|_| "open could not be started".to_owned())?;
+    std::thread::spawn(move || child.wait());
+    Ok(())
+}
+
+#[cfg(not(target_os = "macos"))]
+fn open_url(_url: &str) -> Result<(), String> {
+    Err("System Settings exist only on macOS".into())
 }
 
 fn clipboard_reason(e: &arboard::Error) -> String {

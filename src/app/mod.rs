@@ -11,8 +11,8 @@
 //!
 //! Module map: [`model`] (messages and view data), [`backend`] (the worker), [`ui`] (egui
 //! rendering of the view model; tested headless with egui_kittest), [`effects`] (clipboard,
-//! notifications), [`tray`], [`hotkey`], [`shell`] (the eframe `App`), `macos` (AppKit
-//! pieces, macOS only).
+//! notifications), [`tray`], [`hotkey`], [`permission`] (microphone access), [`shell`] (the
+//! eframe `App`), `macos` (AppKit pieces, macOS only).
 //!
 //! Invariants:
 //! - The core modules (`session`, `realtime`, `capture`) never import this module.
@@ -26,6 +26,7 @@ pub mod hotkey;
 #[cfg(target_os = "macos")]
 mod macos;
 pub mod model;
+pub mod permission;
 pub mod shell;
 pub mod tray;
 pub mod ui;

@@ -204,6 +204,7 @@ enum Action {
     Stop,
     Copy(String),
     Remove(String),
+    OpenMicrophoneSettings,
     AskDiscard,
     ConfirmDiscard,
     CancelDiscard,
@@ -247,6 +248,8 @@ pub struct PersykUi {
     devices_asked: bool,
     /// Quitting: the window shows "Finishing…" until the backend has stopped.
     quitting: bool,
+    /// The starting recording waits for the user's answer to the microphone prompt.
+    waiting_permission: bool,
 }
 
 impl PersykUi {
@@ -287,6 +290,7 @@ impl PersykUi {
             devices: None,
             devices_asked: false,
             quitting: false,
+            waiting_permission: false,
         }
     }
 
@@ -449,11 +453,15 @@ impl PersykUi {
     /// Applies one backend update (tests and benches inject their own).
     pub fn apply(&mut self, update: Update) {
         match update {
+            Update::WaitingForPermission => {
+                self.waiting_permission = matches!(self.dictation, Dictation::Starting);
+            }
             Update::Started {
                 session,
                 origin,
                 live,
             } => {
+                self.waiting_permission = false;
                 self.dictation = Dictation::Live(LiveRec {
                     session,
                     origin,
@@ -466,10 +474,14 @@ impl PersykUi {
                 }
             }
             Update::StartFailed { code } => {
+                self.waiting_permission = false;
                 self.stop_on_start = false;
                 self.dictation = Dictation::Failed(code);
             }
-            Update::Ended(finished) => self.finish(*finished),
+            Update::Ended(finished) => {
+                self.waiting_permission = false;
+                self.finish(*finished);
+            }
             Update::Removal { entry_id, outcome } => {
                 self.removals.insert(
                     entry_id,
@@ -643,6 +655,17 @@ impl PersykUi {
             Action::Start => self.start(),
             Action::Stop => self.stop(),
             Action::Copy(text) => self.copy(&text),
+            Action::OpenMicrophoneSettings => {
+                if let Err(reason) = self
+                    .effects
+                    .open_url(super::permission::PRIVACY_MICROPHONE_URL)
+                {
+                    self.notice = Some((
+                        format!("System Settings could not be opened ({reason})"),
+                        true,
+                    ));
+                }
+            }
             Action::Remove(entry_id) => {
                 self.removals
                     .insert(entry_id.clone(), RemovalStatus::Waiting);
@@ -745,6 +768,14 @@ impl PersykUi {
             Dictation::Idle => {
                 ui.label("Click Start dictation, the menu-bar icon or the hotkey, and talk.");
             }
+            Dictation::Starting if self.waiting_permission => {
+                ui.label("Waiting for microphone permission…");
+                ui.label(
+                    RichText::new("Answer the system's question to let Persyk use the microphone.")
+                        .small()
+                        .weak(),
+                );
+            }
             Dictation::Starting => {
                 ui.label("Connecting…");
             }
@@ -753,6 +784,15 @@ impl PersykUi {
                     ui.visuals().error_fg_color,
                     format!("Could not start: {}", describe_start_failure(code)),
                 );
+                if code == "capture.permission-denied" {
+                    ui.label(
+                        "Persyk may not use the microphone. Turn Persyk on in System Settings > \
+                         Privacy & Security > Microphone, then start again. Nothing was recorded.",
+                    );
+                    if ui.button("Open Microphone Privacy Settings").clicked() {
+                        actions.push(Action::OpenMicrophoneSettings);
+                    }
+                }
             }
             Dictation::Live(l) => {
                 let view = l.live.view.borrow().clone();
@@ -1032,6 +1072,7 @@ fn describe_start_failure(code: &str) -> String {
         "credentials.no-key" => "no API key; add one in Settings",
         "credentials.store-unavailable" => "the secret store could not be read",
         "app.already-recording" => "a recording is already running",
+        "capture.permission-denied" => "microphone access is off for Persyk",
         c if c.starts_with("capture.") => "the microphone could not be opened",
         c if c.starts_with("settings.") => "the settings are not valid",
         _ => "",

@@ -11,13 +11,15 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use app_support::{MemKeys, Recorded, fixture, scenario};
+use app_support::{MemKeys, Recorded, ToneMic, fixture, one_utterance, scenario};
 use eframe::egui::accesskit::Role;
 use eframe::egui::{ViewportCommand, ViewportId};
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use persyk::app::backend::{BackendConfig, BackendHandle, Microphone};
+use persyk::app::effects::Effects;
 use persyk::app::model::Waker;
+use persyk::app::permission::{Access, MicrophonePermission, PRIVACY_MICROPHONE_URL};
 use persyk::app::shell::{MenuAction, Post, Shell, ShellEvent, ShellOptions, TrayPort};
 use persyk::app::tray::TrayState;
 use persyk::app::ui::PersykUi;
@@ -460,4 +462,210 @@ fn issue16_12_backend_shutdown_has_one_deadline() {
         "Drop waited again for the stuck backend after shutdown had timed out"
     );
     drop(watchdog);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Microphone permission (issue #11 item 1).
+
+/// A permission the test answers by hand, like a user reading the system prompt.
+struct ManualPermission {
+    status: Mutex<Access>,
+    pending: Mutex<Option<Box<dyn FnOnce(bool) + Send>>>,
+}
+
+impl MicrophonePermission for ManualPermission {
+    fn status(&self) -> Access {
+        *self.status.lock().unwrap()
+    }
+    fn request(&self, answer: Box<dyn FnOnce(bool) + Send>) {
+        *self.pending.lock().unwrap() = Some(answer);
+    }
+}
+
+impl ManualPermission {
+    fn answer(&self, granted: bool) {
+        *self.status.lock().unwrap() = if granted {
+            Access::Granted
+        } else {
+            Access::Denied
+        };
+        let f = self.pending.lock().unwrap().take().expect("a question was asked");
+        f(granted);
+    }
+}
+
+/// The tone microphone behind a permission; remembers whether the input was opened.
+struct PermittedMic {
+    permission: Arc<ManualPermission>,
+    opened: Arc<AtomicBool>,
+}
+
+impl Microphone for PermittedMic {
+    fn permission(&self) -> Option<Arc<dyn MicrophonePermission>> {
+        Some(self.permission.clone())
+    }
+    fn open(
+        &self,
+        device: Option<&str>,
+        pre_roll_ms: u32,
+    ) -> Result<(Box<dyn AudioSource>, SourceKind), String> {
+        self.opened.store(true, Ordering::SeqCst);
+        ToneMic { seconds: 30.0 }.open(device, pre_roll_ms)
+    }
+}
+
+/// Effects that record the URLs opened.
+#[derive(Default, Clone)]
+struct UrlEffects(Arc<Mutex<Vec<String>>>);
+
+impl Effects for UrlEffects {
+    fn copy(&mut self, _text: &str) -> Result<(), String> {
+        Ok(())
+    }
+    fn notify(&mut self, _title: &str, _body: &str) {}
+    fn open_url(&mut self, url: &str) -> Result<(), String> {
+        self.0.lock().unwrap().push(url.to_owned());
+        Ok(())
+    }
+}
+
+struct MicApp {
+    harness: Harness<'static, PersykUi>,
+    permission: Arc<ManualPermission>,
+    opened: Arc<AtomicBool>,
+    urls: UrlEffects,
+    root: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+    _fake: (tokio::runtime::Runtime, persyk::realtime::fake::FakeServer),
+}
+
+fn mic_app(status: Access) -> MicApp {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("sessions");
+    std::fs::create_dir_all(&root).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = rt
+        .block_on(persyk::realtime::fake::spawn(one_utterance(
+            "permission",
+            "Said after the prompt.",
+        )))
+        .unwrap();
+    let mut settings = Settings::default();
+    settings.sessions.directory = Some(root.clone());
+    settings.provider.base_url = Some(format!("ws://{}/v1", server.addr));
+    let permission = Arc::new(ManualPermission {
+        status: Mutex::new(status),
+        pending: Mutex::new(None),
+    });
+    let opened = Arc::new(AtomicBool::new(false));
+    let waker = Waker::new();
+    let backend = BackendHandle::spawn(
+        BackendConfig {
+            settings_path: None,
+            dev: true,
+            microphone: Arc::new(PermittedMic {
+                permission: permission.clone(),
+                opened: opened.clone(),
+            }),
+            keys: Arc::new(MemKeys(Mutex::new(Some("sk-test".into())))),
+            replay_factor: 0.0,
+        },
+        settings.clone(),
+        waker.clone(),
+    )
+    .unwrap();
+    let urls = UrlEffects::default();
+    let ui = PersykUi::new(backend, Box::new(urls.clone()), waker, settings, true);
+    let harness = Harness::builder()
+        .with_size(eframe::egui::vec2(640.0, 900.0))
+        .build_ui_state(|ui, state: &mut PersykUi| state.ui(ui), ui);
+    MicApp {
+        harness,
+        permission,
+        opened,
+        urls,
+        root,
+        _dir: dir,
+        _fake: (rt, server),
+    }
+}
+
+impl MicApp {
+    fn wait_label(&mut self, text: &str) {
+        let start = Instant::now();
+        loop {
+            self.harness.step();
+            if self
+                .harness
+                .query_all_by_label_contains(text)
+                .next()
+                .is_some()
+            {
+                return;
+            }
+            assert!(start.elapsed() < WAIT, "timed out waiting for {text:?}");
+            std::thread::sleep(Duration::from_millis(15));
+        }
+    }
+
+    fn click(&mut self, label: &str) {
+        self.harness
+            .get_by_role_and_label(Role::Button, label)
+            .click();
+        self.harness.step();
+        self.harness.step();
+    }
+
+    fn sessions(&self) -> usize {
+        std::fs::read_dir(&self.root).unwrap().count()
+    }
+}
+
+/// Issue #11 item 1: the microphone permission was only read, never requested, so with
+/// nobody having decided a capture started, recorded zeros without a prompt and halted with
+/// `capture.silent-input`. Now Start asks first, says it waits, and opens the input only
+/// after access was granted.
+#[test]
+fn issue11_01_microphone_access_is_asked_before_the_input_opens() {
+    let mut app = mic_app(Access::NotDetermined);
+    app.harness.step();
+    app.click("Start dictation");
+    app.wait_label("Waiting for microphone permission…");
+    // The question is open: no input, no session, no silence detector yet.
+    assert!(!app.opened.load(Ordering::SeqCst));
+    assert_eq!(app.sessions(), 0);
+    app.permission.answer(true);
+    app.wait_label("Said after the prompt.");
+    assert!(app.opened.load(Ordering::SeqCst));
+    assert_eq!(app.sessions(), 1);
+}
+
+/// Issue #11 item 1, refused: Start says `capture.permission-denied`, explains where to turn
+/// the microphone on and opens that System Settings pane; nothing is recorded, so no empty
+/// session appears in the history.
+#[test]
+fn issue11_01_a_refused_microphone_explains_and_records_nothing() {
+    let mut app = mic_app(Access::NotDetermined);
+    app.harness.step();
+    app.click("Start dictation");
+    app.wait_label("Waiting for microphone permission…");
+    app.permission.answer(false);
+    app.wait_label("capture.permission-denied");
+    assert!(!app.opened.load(Ordering::SeqCst));
+    assert_eq!(app.sessions(), 0);
+    app.click("Open Microphone Privacy Settings");
+    assert_eq!(
+        app.urls.0.lock().unwrap().clone(),
+        vec![PRIVACY_MICROPHONE_URL.to_owned()]
+    );
+    // Denied earlier: the next Start refuses at once, without asking again.
+    app.click("Start dictation");
+    app.wait_label("capture.permission-denied");
+    assert!(app.permission.pending.lock().unwrap().is_none());
+    assert!(!app.opened.load(Ordering::SeqCst));
+    assert_eq!(app.sessions(), 0);
 }
