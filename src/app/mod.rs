@@ -92,6 +92,7 @@ pub fn run(options: ShellOptions) -> Result<(), AppError> {
         loaded,
         key_stored,
     );
+    ui.set_key_storage(crate::credentials::storage());
     if let Some(e) = settings_problem {
         eprintln!("persyk: {e}");
         ui.set_settings_note(format!(

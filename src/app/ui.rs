@@ -250,6 +250,8 @@ pub struct PersykUi {
     quitting: bool,
     /// The starting recording waits for the user's answer to the microphone prompt.
     waiting_permission: bool,
+    /// Where the API key is kept (said on the Settings page).
+    key_storage: Option<crate::credentials::KeyStorage>,
 }
 
 impl PersykUi {
@@ -291,6 +293,7 @@ impl PersykUi {
             devices_asked: false,
             quitting: false,
             waiting_permission: false,
+            key_storage: None,
         }
     }
 
@@ -388,6 +391,12 @@ impl PersykUi {
     /// A problem with the settings file, shown on the Settings page.
     pub fn set_settings_note(&mut self, note: String) {
         self.form_error = Some(note);
+    }
+
+    /// Where the API key is kept; the Settings page says it (and warns when the key does
+    /// not survive a reboot).
+    pub fn set_key_storage(&mut self, storage: crate::credentials::KeyStorage) {
+        self.key_storage = Some(storage);
     }
 
     pub fn set_tray_note(&mut self, note: Option<String>) {
@@ -934,9 +943,18 @@ impl PersykUi {
         if !self.form.key_stored {
             ui.colored_label(
                 ui.visuals().warn_fg_color,
-                "Persyk needs an OpenAI API key to transcribe. Paste it below: it is kept in \
-                 the system's secret store, never in a file or a session.",
+                "Persyk needs an OpenAI API key to transcribe. Paste it below: it is never \
+                 written to a file or a session.",
             );
+        }
+        match self.key_storage {
+            Some(s) if !s.survives_reboot() => {
+                ui.colored_label(ui.visuals().warn_fg_color, s.describe());
+            }
+            Some(s) => {
+                ui.label(RichText::new(s.describe()).small().weak());
+            }
+            None => {}
         }
         let default_root = crate::settings::default_root(crate::settings::is_dev())
             .map(|p| p.display().to_string())

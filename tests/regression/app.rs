@@ -669,3 +669,244 @@ fn issue11_01_a_refused_microphone_explains_and_records_nothing() {
     assert!(!app.opened.load(Ordering::SeqCst));
     assert_eq!(app.sessions(), 0);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Where the API key lives on Linux (issue #16 item 10).
+
+/// Runs this binary's test `name` again in a child under `dbus-run-session` (a private
+/// session bus with no Secret Service on it). Returns `true` in the child.
+#[cfg(target_os = "linux")]
+fn in_dbus_child(name: &str) -> bool {
+    if std::env::var_os("PERSYK_TEST_DBUS_CHILD").is_some() {
+        return true;
+    }
+    let exe = std::env::current_exe().expect("test binary");
+    let out = match Command::new("dbus-run-session")
+        .arg("--")
+        .arg(exe)
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env("PERSYK_TEST_DBUS_CHILD", "1")
+        .env_remove("DBUS_SESSION_BUS_ADDRESS")
+        .output()
+    {
+        Ok(o) => o,
+        Err(_) => {
+            eprintln!("SKIPPED: dbus-run-session is not installed (apt-get install dbus-daemon)");
+            return false;
+        }
+    };
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "the test failed on its own bus:\n{text}");
+    assert!(text.contains("1 passed"), "the child ran no test:\n{text}");
+    false
+}
+
+/// Issue #16 item 10, the fallback: on Linux the key went to the kernel keyring, which
+/// forgets it at reboot, while Settings said it was kept in the system's secret store. With
+/// no Secret Service on the session bus, Settings now says how long the key lasts.
+#[cfg(target_os = "linux")]
+#[test]
+fn issue16_10_without_a_secret_service_settings_say_the_key_lasts_until_reboot() {
+    use persyk::credentials::{self, KeyStorage};
+    if !in_dbus_child(
+        "app::issue16_10_without_a_secret_service_settings_say_the_key_lasts_until_reboot",
+    ) {
+        return;
+    }
+    assert_eq!(credentials::storage(), KeyStorage::KernelKeyring);
+    let mut f = fixture(None, None, 1.0, |_| {});
+    f.ui.set_key_storage(credentials::storage());
+    let mut harness = Harness::builder()
+        .with_size(eframe::egui::vec2(640.0, 900.0))
+        .build_ui_state(|ui, state: &mut PersykUi| state.ui(ui), f.ui);
+    harness.step();
+    let said = |h: &Harness<'static, PersykUi>, text: &str| {
+        h.query_all_by_label_contains(text).next().is_some()
+    };
+    assert!(said(&harness, "only until you restart the computer"));
+    assert!(!said(&harness, "kept in the system's secret store"));
+}
+
+/// A Secret Service on the test's own session bus, enough for one item in one collection
+/// (the shape GNOME Keyring answers with), built with zbus's own interface macro so the
+/// wire format is the library's, not the client's.
+#[cfg(target_os = "linux")]
+mod fake_secret_service {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+
+    use zbus::zvariant::{OwnedObjectPath, OwnedValue, Value};
+
+    pub const COLLECTION: &str = "/org/freedesktop/secrets/collection/login";
+    type Secret = (OwnedObjectPath, Vec<u8>, Vec<u8>, String);
+
+    #[derive(Default)]
+    pub struct State {
+        /// Item path → (attributes, secret value).
+        pub items: HashMap<String, (HashMap<String, String>, Vec<u8>)>,
+        pub next: u32,
+    }
+
+    pub type Shared = Arc<Mutex<State>>;
+
+    pub struct Service(pub Shared);
+    pub struct Collection(pub Shared);
+    pub struct Item(pub Shared, pub String);
+
+    #[zbus::interface(name = "org.freedesktop.Secret.Service")]
+    impl Service {
+        fn open_session(&self, algorithm: &str, _input: Value<'_>) -> zbus::fdo::Result<(OwnedValue, OwnedObjectPath)> {
+            if algorithm != "plain" {
+                return Err(zbus::fdo::Error::NotSupported(algorithm.into()));
+            }
+            Ok((
+                OwnedValue::try_from(Value::from("")).unwrap(),
+                OwnedObjectPath::try_from("/org/freedesktop/secrets/session/1").unwrap(),
+            ))
+        }
+
+        fn search_items(
+            &self,
+            attributes: HashMap<String, String>,
+        ) -> (Vec<OwnedObjectPath>, Vec<OwnedObjectPath>) {
+            let state = self.0.lock().unwrap();
+            let found = state
+                .items
+                .iter()
+                .filter(|(_, (a, _))| attributes.iter().all(|(k, v)| a.get(k) == Some(v)))
+                .map(|(p, _)| OwnedObjectPath::try_from(p.clone()).unwrap())
+                .collect();
+            (found, Vec::new())
+        }
+
+        fn unlock(&self, objects: Vec<OwnedObjectPath>) -> (Vec<OwnedObjectPath>, OwnedObjectPath) {
+            (objects, OwnedObjectPath::try_from("/").unwrap())
+        }
+
+        fn read_alias(&self, name: &str) -> OwnedObjectPath {
+            OwnedObjectPath::try_from(if name == "default" { COLLECTION } else { "/" }).unwrap()
+        }
+
+        fn get_secrets(
+            &self,
+            items: Vec<OwnedObjectPath>,
+            session: OwnedObjectPath,
+        ) -> HashMap<OwnedObjectPath, Secret> {
+            let state = self.0.lock().unwrap();
+            items
+                .into_iter()
+                .filter_map(|p| {
+                    let (_, value) = state.items.get(p.as_str())?;
+                    Some((p, (session.clone(), Vec::new(), value.clone(), "text/plain".into())))
+                })
+                .collect()
+        }
+    }
+
+    #[zbus::interface(name = "org.freedesktop.Secret.Collection")]
+    impl Collection {
+        async fn create_item(
+            &self,
+            properties: HashMap<String, OwnedValue>,
+            secret: Secret,
+            replace: bool,
+            #[zbus(object_server)] server: &zbus::ObjectServer,
+        ) -> zbus::fdo::Result<(OwnedObjectPath, OwnedObjectPath)> {
+            let attributes: HashMap<String, String> = properties
+                .get("org.freedesktop.Secret.Item.Attributes")
+                .and_then(|v| HashMap::try_from(v.try_clone().ok()?).ok())
+                .ok_or_else(|| zbus::fdo::Error::InvalidArgs("attributes".into()))?;
+            let path = {
+                let mut state = self.0.lock().unwrap();
+                let existing = state
+                    .items
+                    .iter()
+                    .find(|(_, (a, _))| *a == attributes)
+                    .map(|(p, _)| p.clone());
+                match existing {
+                    Some(p) if replace => {
+                        state.items.insert(p.clone(), (attributes, secret.2));
+                        p
+                    }
+                    _ => {
+                        state.next += 1;
+                        let p = format!("{COLLECTION}/{}", state.next);
+                        state.items.insert(p.clone(), (attributes, secret.2));
+                        p
+                    }
+                }
+            };
+            server
+                .at(path.as_str(), Item(self.0.clone(), path.clone()))
+                .await?;
+            Ok((
+                OwnedObjectPath::try_from(path).unwrap(),
+                OwnedObjectPath::try_from("/").unwrap(),
+            ))
+        }
+    }
+
+    #[zbus::interface(name = "org.freedesktop.Secret.Item")]
+    impl Item {
+        fn delete(&self) -> OwnedObjectPath {
+            self.0.lock().unwrap().items.remove(&self.1);
+            OwnedObjectPath::try_from("/").unwrap()
+        }
+    }
+
+    /// Serves the fake as `org.freedesktop.secrets` on the session bus.
+    pub fn serve() -> (zbus::blocking::Connection, Shared) {
+        let state = Shared::default();
+        let conn = zbus::blocking::connection::Builder::session()
+            .unwrap()
+            .serve_at("/org/freedesktop/secrets", Service(state.clone()))
+            .unwrap()
+            .serve_at(COLLECTION, Collection(state.clone()))
+            .unwrap()
+            .name("org.freedesktop.secrets")
+            .unwrap()
+            .build()
+            .unwrap();
+        (conn, state)
+    }
+}
+
+/// Issue #16 item 10, the fix: where the session bus offers a Secret Service, the key goes
+/// there (kept across reboots), under the attributes `secret-tool lookup service
+/// app.persyk.Persyk username openai-api-key` finds, and Settings says so.
+#[cfg(target_os = "linux")]
+#[test]
+fn issue16_10_the_key_goes_to_the_secret_service_where_there_is_one() {
+    use persyk::credentials::{self, KeyStorage};
+    if !in_dbus_child("app::issue16_10_the_key_goes_to_the_secret_service_where_there_is_one") {
+        return;
+    }
+    let (_conn, state) = fake_secret_service::serve();
+    assert_eq!(credentials::storage(), KeyStorage::SecretService);
+    const KEY: &str = "sk-persyk-test-0123456789abcdef";
+    credentials::store_key(KEY).expect("stored in the Secret Service");
+    {
+        let s = state.lock().unwrap();
+        assert_eq!(s.items.len(), 1);
+        let (attributes, value) = s.items.values().next().unwrap();
+        assert_eq!(attributes.get("service").map(String::as_str), Some(credentials::SERVICE));
+        assert_eq!(attributes.get("username").map(String::as_str), Some(credentials::ACCOUNT));
+        assert_eq!(value.as_slice(), KEY.as_bytes());
+    }
+    assert_eq!(credentials::stored_key().unwrap().as_deref(), Some(KEY));
+    // Replacing keeps one item.
+    credentials::store_key("sk-persyk-test-replaced-0123456789").unwrap();
+    assert_eq!(state.lock().unwrap().items.len(), 1);
+    assert_eq!(
+        credentials::stored_key().unwrap().as_deref(),
+        Some("sk-persyk-test-replaced-0123456789")
+    );
+    credentials::delete_key().unwrap();
+    assert!(state.lock().unwrap().items.is_empty());
+    assert_eq!(credentials::stored_key().unwrap(), None);
+    assert!(KeyStorage::SecretService.describe().contains("across restarts"));
+}
