@@ -287,7 +287,11 @@ fn quitting_from_the_menu_finishes_a_running_recording_first() {
     // The window keeps painting "Finishing…" until the recording is saved, then closes.
     assert!(
         app.harness.state().is_closing()
-            || app.harness.query_all_by_label("Finishing…").next().is_some()
+            || app
+                .harness
+                .query_all_by_label("Finishing…")
+                .next()
+                .is_some()
     );
     app.wait_until("the window to close", |a| {
         a.commands().contains(&ViewportCommand::Close)

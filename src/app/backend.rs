@@ -32,11 +32,11 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::permission::{self, MicrophonePermission};
 use super::model::{
     AudioOrigin, Command, Finished, Live, OpenedMessage, OpenedSession, ResultRow, SearchResults,
     Update, Waker,
 };
+use super::permission::{self, MicrophonePermission};
 use crate::capture::pipeline::{self, LiveTap, RemovalRequest, SourceKind};
 use crate::capture::preroll::WarmInput;
 use crate::capture::source::{AudioSource, FileSource};

@@ -30,9 +30,7 @@ pub enum HotkeyError {
     Invalid,
     #[error("hotkey.unavailable: the system did not accept a global hotkey")]
     Unavailable,
-    #[error(
-        "hotkey.taken: another application already uses this key combination; choose another"
-    )]
+    #[error("hotkey.taken: another application already uses this key combination; choose another")]
     Taken,
 }
 

@@ -38,7 +38,10 @@ pub enum MenuAction {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShellEvent {
     Menu(MenuAction),
+    /// A plain left click on the icon (toggles dictation).
     TrayClick,
+    /// A ctrl-click on the icon: open its menu, as a right click does (macOS).
+    TrayMenu,
     /// The global hotkey was pressed (`true`) or released.
     Hotkey(bool),
 }
@@ -50,11 +53,16 @@ pub type Post = Arc<dyn Fn(ShellEvent) + Send + Sync>;
 pub trait TrayPort {
     /// Shows `state`, the toggle's label and whether there is something to copy.
     fn sync(&mut self, state: TrayState, recording: bool, can_copy: bool);
+    /// Opens the icon's menu (where the platform can).
+    fn show_menu(&self) {}
 }
 
 impl TrayPort for Tray {
     fn sync(&mut self, state: TrayState, recording: bool, can_copy: bool) {
         Tray::sync(self, state, recording, can_copy);
+    }
+    fn show_menu(&self) {
+        Tray::show_menu(self);
     }
 }
 
@@ -123,8 +131,9 @@ impl Shell {
                 None
             }
         };
-        if options.hidden && tray.is_some() {
-            ctx.send_viewport_cmd(egui::ViewportCommand::Visible(false));
+        // `--hidden` built the window invisible; without a tray it must be reachable.
+        if options.hidden && tray.is_none() {
+            ctx.send_viewport_cmd(egui::ViewportCommand::Visible(true));
         }
         let mut shell = Shell {
             ui,
@@ -191,6 +200,9 @@ impl Shell {
         }
         ctx.send_viewport_cmd(egui::ViewportCommand::Visible(true));
         ctx.send_viewport_cmd(egui::ViewportCommand::Focus);
+        // An Accessory app stays behind the frontmost app unless it activates itself.
+        #[cfg(target_os = "macos")]
+        super::macos::activate();
     }
 
     /// Shortens how long quitting waits for a running recording (tests).
@@ -239,6 +251,11 @@ impl Shell {
         }
         match event {
             ShellEvent::TrayClick | ShellEvent::Menu(MenuAction::Toggle) => self.ui.toggle(),
+            ShellEvent::TrayMenu => {
+                if let Some(tray) = &self.tray {
+                    tray.show_menu();
+                }
+            }
             ShellEvent::Menu(MenuAction::CopyLast) => self.ui.copy_last(),
             ShellEvent::Menu(MenuAction::Open) => self.show(ctx, None),
             ShellEvent::Menu(MenuAction::Search) => self.show(ctx, Some(Page::Search)),
@@ -324,7 +341,7 @@ impl eframe::App for Shell {
 
     fn on_exit(&mut self) {
         // The window closed some other way (the OS): finish within the same one deadline.
-        if !self.ui.shutdown(self.quit_deadline) {
+        if !self.ui.shutdown(self.quit_deadline) && !self.closing {
             eprintln!("persyk: the background worker did not stop in time");
         }
     }

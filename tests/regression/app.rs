@@ -160,7 +160,15 @@ impl Xvfb {
     /// `None` (and a note on stderr) when Xvfb is not installed.
     fn start() -> Option<Xvfb> {
         let mut child = match Command::new("Xvfb")
-            .args(["-displayfd", "1", "-screen", "0", "1024x768x24", "-nolisten", "tcp"])
+            .args([
+                "-displayfd",
+                "1",
+                "-screen",
+                "0",
+                "1024x768x24",
+                "-nolisten",
+                "tcp",
+            ])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -307,7 +315,9 @@ fn issue11_03_a_changed_hotkey_works_without_a_restart() {
     // A combination another client holds: said in Settings, nothing registered.
     let other = global_hotkey::GlobalHotKeyManager::new().expect("a second hotkey client");
     let taken: global_hotkey::hotkey::HotKey = "Ctrl+Alt+K".parse().unwrap();
-    other.register(taken).expect("the other client grabs Ctrl+Alt+K");
+    other
+        .register(taken)
+        .expect("the other client grabs Ctrl+Alt+K");
     app.type_into("Global hotkey", "Ctrl+Alt+K");
     app.save_settings();
     let note = app.harness.state().view().hotkey_note.clone();
@@ -402,11 +412,15 @@ fn issue16_12_quitting_waits_one_deadline_and_keeps_painting() {
         _dir,
     } = stuck_backend();
     let mut app = shell_app(ui, true);
-    app.harness.state_mut().set_quit_deadline(Duration::from_millis(300));
+    app.harness
+        .state_mut()
+        .set_quit_deadline(Duration::from_millis(300));
     app.harness.step();
     (app.post)(ShellEvent::TrayClick);
     app.harness.step();
-    entered.recv_timeout(WAIT).expect("the recording is starting");
+    entered
+        .recv_timeout(WAIT)
+        .expect("the recording is starting");
 
     (app.post)(ShellEvent::Menu(MenuAction::Quit));
     app.harness.step();
@@ -450,8 +464,13 @@ fn issue16_12_backend_shutdown_has_one_deadline() {
         _dir,
     } = stuck_backend();
     ui.start();
-    entered.recv_timeout(WAIT).expect("the recording is starting");
-    assert!(!ui.shutdown(Duration::from_millis(200)), "the backend is stuck");
+    entered
+        .recv_timeout(WAIT)
+        .expect("the recording is starting");
+    assert!(
+        !ui.shutdown(Duration::from_millis(200)),
+        "the backend is stuck"
+    );
     let watchdog = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_secs(20));
         let _ = release.send(());
@@ -467,17 +486,19 @@ fn issue16_12_backend_shutdown_has_one_deadline() {
 // ---------------------------------------------------------------------------------------------
 // Microphone permission (issue #11 item 1).
 
+type Answer = Box<dyn FnOnce(bool) + Send>;
+
 /// A permission the test answers by hand, like a user reading the system prompt.
 struct ManualPermission {
     status: Mutex<Access>,
-    pending: Mutex<Option<Box<dyn FnOnce(bool) + Send>>>,
+    pending: Mutex<Option<Answer>>,
 }
 
 impl MicrophonePermission for ManualPermission {
     fn status(&self) -> Access {
         *self.status.lock().unwrap()
     }
-    fn request(&self, answer: Box<dyn FnOnce(bool) + Send>) {
+    fn request(&self, answer: Answer) {
         *self.pending.lock().unwrap() = Some(answer);
     }
 }
@@ -489,7 +510,12 @@ impl ManualPermission {
         } else {
             Access::Denied
         };
-        let f = self.pending.lock().unwrap().take().expect("a question was asked");
+        let f = self
+            .pending
+            .lock()
+            .unwrap()
+            .take()
+            .expect("a question was asked");
         f(granted);
     }
 }
@@ -700,7 +726,10 @@ fn in_dbus_child(name: &str) -> bool {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(out.status.success(), "the test failed on its own bus:\n{text}");
+    assert!(
+        out.status.success(),
+        "the test failed on its own bus:\n{text}"
+    );
     assert!(text.contains("1 passed"), "the child ran no test:\n{text}");
     false
 }
@@ -759,7 +788,11 @@ mod fake_secret_service {
 
     #[zbus::interface(name = "org.freedesktop.Secret.Service")]
     impl Service {
-        fn open_session(&self, algorithm: &str, _input: Value<'_>) -> zbus::fdo::Result<(OwnedValue, OwnedObjectPath)> {
+        fn open_session(
+            &self,
+            algorithm: &str,
+            _input: Value<'_>,
+        ) -> zbus::fdo::Result<(OwnedValue, OwnedObjectPath)> {
             if algorithm != "plain" {
                 return Err(zbus::fdo::Error::NotSupported(algorithm.into()));
             }
@@ -801,7 +834,15 @@ mod fake_secret_service {
                 .into_iter()
                 .filter_map(|p| {
                     let (_, value) = state.items.get(p.as_str())?;
-                    Some((p, (session.clone(), Vec::new(), value.clone(), "text/plain".into())))
+                    Some((
+                        p,
+                        (
+                            session.clone(),
+                            Vec::new(),
+                            value.clone(),
+                            "text/plain".into(),
+                        ),
+                    ))
                 })
                 .collect()
         }
@@ -893,8 +934,14 @@ fn issue16_10_the_key_goes_to_the_secret_service_where_there_is_one() {
         let s = state.lock().unwrap();
         assert_eq!(s.items.len(), 1);
         let (attributes, value) = s.items.values().next().unwrap();
-        assert_eq!(attributes.get("service").map(String::as_str), Some(credentials::SERVICE));
-        assert_eq!(attributes.get("username").map(String::as_str), Some(credentials::ACCOUNT));
+        assert_eq!(
+            attributes.get("service").map(String::as_str),
+            Some(credentials::SERVICE)
+        );
+        assert_eq!(
+            attributes.get("username").map(String::as_str),
+            Some(credentials::ACCOUNT)
+        );
         assert_eq!(value.as_slice(), KEY.as_bytes());
     }
     assert_eq!(credentials::stored_key().unwrap().as_deref(), Some(KEY));
@@ -908,5 +955,9 @@ fn issue16_10_the_key_goes_to_the_secret_service_where_there_is_one() {
     credentials::delete_key().unwrap();
     assert!(state.lock().unwrap().items.is_empty());
     assert_eq!(credentials::stored_key().unwrap(), None);
-    assert!(KeyStorage::SecretService.describe().contains("across restarts"));
+    assert!(
+        KeyStorage::SecretService
+            .describe()
+            .contains("across restarts")
+    );
 }
