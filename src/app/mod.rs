@@ -16,8 +16,10 @@
 //!
 //! Invariants:
 //! - The core modules (`session`, `realtime`, `capture`) never import this module.
-//! - The UI thread never blocks on a file, socket or device, except when quitting: quitting
-//!   waits (bounded) for a running recording to be finished and saved.
+//! - The UI thread never blocks on a file, socket or device. Quitting lets a running
+//!   recording finish and be saved within one 30 s deadline while the window keeps
+//!   painting "Finishing…"; only eframe's `on_exit`, when the OS closed the window some
+//!   other way, waits for what is left of that deadline.
 //! - Nothing repaints on a timer while idle.
 
 pub mod backend;
