@@ -1,8 +1,16 @@
 //! The provider API key: read from the OS secret store, or `OPENAI_API_KEY`.
 //!
+//! The secret store ([`storage`]): the Keychain on macOS; on Linux the Secret Service
+//! (GNOME Keyring, KWallet, … over the session bus; with the `app` feature) where the
+//! session bus offers one, else the kernel keyring (keyutils), which forgets the key at
+//! reboot and after about three days unused — the Settings page says so plainly.
+//!
 //! Invariants:
 //! - The key never goes into a file, a session, a log or an error message; errors carry codes.
 //! - The secret store wins over the environment, so a key set in Settings is the one used.
+//! - On Linux a key stored in the kernel keyring before a Secret Service appeared is still
+//!   read (after the Secret Service's own); storing writes the Secret Service only and
+//!   removes that older copy.
 
 /// Secret-store service name.
 pub const SERVICE: &str = "app.persyk.Persyk";
@@ -40,12 +48,98 @@ impl CredentialError {
     }
 }
 
+#[cfg(all(target_os = "linux", feature = "app"))]
+mod secret_service;
+
+/// Where the key is kept on this machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyStorage {
+    /// The macOS Keychain.
+    Keychain,
+    /// The freedesktop.org Secret Service (GNOME Keyring, KWallet, …): kept across reboots.
+    SecretService,
+    /// The Linux kernel keyring: forgotten at reboot (and after about 3 days unused).
+    KernelKeyring,
+    /// Another system's credential store (through the `keyring` crate).
+    Other,
+}
+
+impl KeyStorage {
+    /// Whether a stored key survives a reboot.
+    pub fn survives_reboot(self) -> bool {
+        !matches!(self, KeyStorage::KernelKeyring)
+    }
+
+    /// One sentence for the Settings page.
+    pub fn describe(self) -> &'static str {
+        match self {
+            KeyStorage::Keychain => "The key is kept in the macOS Keychain.",
+            KeyStorage::SecretService => {
+                "The key is kept in the system's secret store (Secret Service), across restarts."
+            }
+            KeyStorage::KernelKeyring => {
+                "No secret store (Secret Service, such as GNOME Keyring or KWallet) is running, \
+                 so the key is kept in the kernel keyring only until you restart the computer \
+                 (or leave it unused for about 3 days). Set OPENAI_API_KEY, or start a secret \
+                 store, to keep it."
+            }
+            KeyStorage::Other => "The key is kept in the system's credential store.",
+        }
+    }
+}
+
+/// Where [`store_key`] puts the key on this machine (on Linux this asks the session bus).
+pub fn storage() -> KeyStorage {
+    #[cfg(target_os = "macos")]
+    {
+        KeyStorage::Keychain
+    }
+    #[cfg(all(target_os = "linux", feature = "app"))]
+    {
+        if secret_service::available() {
+            KeyStorage::SecretService
+        } else {
+            KeyStorage::KernelKeyring
+        }
+    }
+    #[cfg(all(target_os = "linux", not(feature = "app")))]
+    {
+        KeyStorage::KernelKeyring
+    }
+    #[cfg(not(any(target_os = "macos", target_os = "linux")))]
+    {
+        KeyStorage::Other
+    }
+}
+
+#[cfg(all(target_os = "linux", feature = "app"))]
+fn attributes() -> std::collections::HashMap<&'static str, &'static str> {
+    [("service", SERVICE), ("username", ACCOUNT)].into()
+}
+
 fn entry() -> Result<keyring::Entry, CredentialError> {
     keyring::Entry::new(SERVICE, ACCOUNT).map_err(|_| CredentialError::StoreUnavailable)
 }
 
 /// The key from the secret store, if one is stored there.
 pub fn stored_key() -> Result<Option<String>, CredentialError> {
+    #[cfg(all(target_os = "linux", feature = "app"))]
+    if storage() == KeyStorage::SecretService {
+        match secret_service::get(&attributes()) {
+            Ok(Some(k)) if !k.is_empty() => {
+                return String::from_utf8(k)
+                    .map(Some)
+                    .map_err(|_| CredentialError::StoreUnavailable);
+            }
+            // Not there: an older copy in the kernel keyring still counts.
+            Ok(_) => {}
+            Err(secret_service::Failed) => return Err(CredentialError::StoreUnavailable),
+        }
+    }
+    kernel_or_native_key()
+}
+
+fn kernel_or_native_key() -> Result<Option<String>, CredentialError> {
     match entry()?.get_password() {
         Ok(k) if !k.is_empty() => Ok(Some(k)),
         Ok(_) | Err(keyring::Error::NoEntry) => Ok(None),
@@ -69,6 +163,16 @@ pub fn store_key(key: &str) -> Result<(), CredentialError> {
     if key.is_empty() {
         return Err(CredentialError::EmptyKey);
     }
+    #[cfg(all(target_os = "linux", feature = "app"))]
+    if storage() == KeyStorage::SecretService {
+        secret_service::set("Persyk: OpenAI API key", &attributes(), key.as_bytes())
+            .map_err(|_| CredentialError::StoreUnavailable)?;
+        // One key: drop a copy an earlier version left in the kernel keyring.
+        if let Ok(e) = entry() {
+            let _ = e.delete_credential();
+        }
+        return Ok(());
+    }
     entry()?
         .set_password(key)
         .map_err(|_| CredentialError::StoreUnavailable)
@@ -76,6 +180,10 @@ pub fn store_key(key: &str) -> Result<(), CredentialError> {
 
 /// Removes the key from the secret store (absent is fine).
 pub fn delete_key() -> Result<(), CredentialError> {
+    #[cfg(all(target_os = "linux", feature = "app"))]
+    if storage() == KeyStorage::SecretService {
+        secret_service::delete(&attributes()).map_err(|_| CredentialError::StoreUnavailable)?;
+    }
     match entry()?.delete_credential() {
         Ok(()) | Err(keyring::Error::NoEntry) => Ok(()),
         Err(_) => Err(CredentialError::StoreUnavailable),

@@ -9,8 +9,17 @@
 //!
 //! Invariants:
 //! - At most one recording runs at a time; a second Start is answered `app.already-recording`.
+//! - A microphone recording asks [`Microphone::permission`] before the input opens and
+//!   before its session exists: a refusal (`capture.permission-denied`) leaves nothing on
+//!   disk, and while the user answers the system prompt the UI is told
+//!   (`Update::WaitingForPermission`).
 //! - Quitting never abandons a recording: shutdown stops it and waits (bounded) for the
 //!   session to be finished, exactly like a user's Stop.
+//! - Shutdown has one deadline, fixed when it is first requested
+//!   ([`BackendHandle::request_shutdown`]). Every later wait — the backend's own wait for the
+//!   recording, [`BackendHandle::shutdown`], `Drop` — ends by that same instant; once it has
+//!   passed nothing waits again. The UI polls [`BackendHandle::shutdown_status`] and keeps
+//!   painting meanwhile.
 //! - Discard deletes only a session this backend created, and never while it records.
 //! - A search result is dropped when a newer query has been asked meanwhile.
 
@@ -19,7 +28,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -27,6 +36,7 @@ use super::model::{
     AudioOrigin, Command, Finished, Live, OpenedMessage, OpenedSession, ResultRow, SearchResults,
     Update, Waker,
 };
+use super::permission::{self, MicrophonePermission};
 use crate::capture::pipeline::{self, LiveTap, RemovalRequest, SourceKind};
 use crate::capture::preroll::WarmInput;
 use crate::capture::source::{AudioSource, FileSource};
@@ -47,6 +57,11 @@ const START_DEADLINE: Duration = Duration::from_secs(10);
 
 /// Opens the audio input for a recording.
 pub trait Microphone: Send + Sync {
+    /// The permission to ask before [`Microphone::open`]; `None`: none is needed.
+    fn permission(&self) -> Option<Arc<dyn MicrophonePermission>> {
+        None
+    }
+
     /// The source and how the pipeline treats it. `Err` is a stable code.
     fn open(
         &self,
@@ -93,6 +108,10 @@ pub struct SystemMicrophone {
 }
 
 impl Microphone for SystemMicrophone {
+    fn permission(&self) -> Option<Arc<dyn MicrophonePermission>> {
+        Some(super::permission::system())
+    }
+
     fn open(
         &self,
         device: Option<&str>,
@@ -146,13 +165,29 @@ pub struct BackendConfig {
     pub replay_factor: f64,
 }
 
+/// Where a requested shutdown stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShutdownStatus {
+    /// No shutdown was requested.
+    Running,
+    /// Requested; the backend is still finishing (a recording being saved).
+    Waiting,
+    /// The backend has stopped (a running recording was finished first).
+    Finished,
+    /// The deadline passed before the backend stopped; nothing waits for it any more.
+    TimedOut,
+}
+
 /// The UI's side of the backend.
 pub struct BackendHandle {
     commands: mpsc::Sender<Command>,
     updates: mpsc::Receiver<Update>,
-    shutdown: watch::Sender<bool>,
+    shutdown: watch::Sender<Option<Instant>>,
     done: std::sync::mpsc::Receiver<()>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    /// The shutdown deadline, once requested.
+    stop_by: Option<Instant>,
+    /// The backend reported that it stopped.
+    finished: bool,
 }
 
 impl std::fmt::Debug for BackendHandle {
@@ -179,7 +214,7 @@ impl BackendHandle {
     ) -> std::io::Result<BackendHandle> {
         let (commands, cmd_rx) = mpsc::channel(64);
         let (upd_tx, updates) = mpsc::channel(256);
-        let (shutdown, shutdown_rx) = watch::channel(false);
+        let (shutdown, shutdown_rx) = watch::channel(None);
         let (done_tx, done) = std::sync::mpsc::sync_channel(1);
         let thread = std::thread::Builder::new()
             .name("persyk-backend".into())
@@ -191,6 +226,7 @@ impl BackendHandle {
                     .build()
                 {
                     let backend = Backend {
+                        shutdown: shutdown_rx.clone(),
                         config,
                         settings,
                         store: None,
@@ -201,16 +237,24 @@ impl BackendHandle {
                         latest_search: Arc::new(AtomicU64::new(0)),
                     };
                     rt.block_on(backend.run(cmd_rx, shutdown_rx));
-                    rt.shutdown_timeout(Duration::from_secs(2));
+                    // Done means saved: blocking tasks still running (a search) are not
+                    // waited for.
+                    let _ = done_tx.send(());
+                    rt.shutdown_background();
+                } else {
+                    let _ = done_tx.send(());
                 }
-                let _ = done_tx.send(());
             })?;
+        // Detached: the thread ends on its own once shut down; nothing joins it, so no wait
+        // can outlast the shutdown deadline.
+        drop(thread);
         Ok(BackendHandle {
             commands,
             updates,
             shutdown,
             done,
-            thread: Some(thread),
+            stop_by: None,
+            finished: false,
         })
     }
 
@@ -227,23 +271,49 @@ impl BackendHandle {
         self.updates.try_recv().ok()
     }
 
-    /// Stops the backend: a running recording is stopped and saved first. Waits at most
-    /// `deadline`; returns whether the backend finished in time.
-    pub fn shutdown(&mut self, deadline: Duration) -> bool {
-        let _ = self.shutdown.send(true);
-        let finished = self.done.recv_timeout(deadline).is_ok();
-        if finished && let Some(t) = self.thread.take() {
-            let _ = t.join();
+    /// Asks the backend to stop without waiting: a running recording is stopped and saved
+    /// first, until `deadline` from now. A second request keeps the first deadline.
+    pub fn request_shutdown(&mut self, deadline: Duration) {
+        if self.stop_by.is_none() {
+            let by = Instant::now() + deadline;
+            self.stop_by = Some(by);
+            let _ = self.shutdown.send(Some(by));
         }
-        finished
+    }
+
+    /// Where the shutdown stands (never blocks).
+    pub fn shutdown_status(&mut self) -> ShutdownStatus {
+        if self.finished || self.done.try_recv().is_ok() {
+            self.finished = true;
+            return ShutdownStatus::Finished;
+        }
+        match self.stop_by {
+            None => ShutdownStatus::Running,
+            Some(by) if Instant::now() >= by => ShutdownStatus::TimedOut,
+            Some(_) => ShutdownStatus::Waiting,
+        }
+    }
+
+    /// Stops the backend (see [`BackendHandle::request_shutdown`]) and waits until it has
+    /// stopped or the deadline — the first request's, if there was one — has passed.
+    /// Returns whether it stopped in time.
+    pub fn shutdown(&mut self, deadline: Duration) -> bool {
+        self.request_shutdown(deadline);
+        if !self.finished
+            && let Some(by) = self.stop_by
+        {
+            let left = by.saturating_duration_since(Instant::now());
+            self.finished = self.done.recv_timeout(left).is_ok();
+        }
+        self.finished
     }
 }
 
 impl Drop for BackendHandle {
     fn drop(&mut self) {
-        if self.thread.is_some() {
-            self.shutdown(SHUTDOWN_DEADLINE);
-        }
+        // Within the deadline of an earlier request, if any: after a timed-out shutdown this
+        // does not wait again.
+        self.shutdown(SHUTDOWN_DEADLINE);
     }
 }
 
@@ -255,6 +325,8 @@ struct Active {
 }
 
 struct Backend {
+    /// Seen by waits inside a command (the microphone permission) so quitting ends them.
+    shutdown: watch::Receiver<Option<Instant>>,
     config: BackendConfig,
     settings: Settings,
     store: Option<Arc<Store>>,
@@ -310,7 +382,7 @@ impl Backend {
     async fn run(
         mut self,
         mut commands: mpsc::Receiver<Command>,
-        mut shutdown: watch::Receiver<bool>,
+        mut shutdown: watch::Receiver<Option<Instant>>,
     ) {
         loop {
             tokio::select! {
@@ -325,11 +397,13 @@ impl Backend {
                 _ = shutdown.changed() => break,
             }
         }
-        // Quitting: a running recording is stopped and finished like a user's Stop.
+        // Quitting: a running recording is stopped and finished like a user's Stop, by the
+        // deadline the UI set (the window closes then whatever happens here).
+        let by = (*shutdown.borrow()).unwrap_or_else(|| Instant::now() + SHUTDOWN_DEADLINE);
         if let Some(mut active) = self.active.take() {
             let _ = active.stop.send(true);
             if let Ok(Ok(finished)) =
-                tokio::time::timeout(SHUTDOWN_DEADLINE, &mut active.task).await
+                tokio::time::timeout_at(tokio::time::Instant::from_std(by), &mut active.task).await
             {
                 let _ = self.updates.try_send(Update::Ended(Box::new(finished)));
             }
@@ -483,6 +557,24 @@ impl Backend {
         let store = self.store()?;
         let (source, kind): (Box<dyn AudioSource>, SourceKind) = match &origin {
             AudioOrigin::Microphone => {
+                // Before the input opens (and before any session exists): a capture started
+                // without permission records zeros and shows no prompt.
+                if let Some(p) = self.config.microphone.permission() {
+                    let notify = self.notifier();
+                    let waiting = || {
+                        let _ = notify.updates.try_send(Update::WaitingForPermission);
+                        notify.waker.wake();
+                    };
+                    let mut quitting = self.shutdown.clone();
+                    tokio::select! {
+                        access = permission::ensure_access(&*p, waiting) => {
+                            access.map_err(|e| e.code().to_owned())?;
+                        }
+                        _ = quitting.wait_for(Option::is_some) => {
+                            return Err("app.shutting-down".into());
+                        }
+                    }
+                }
                 let mic = self.config.microphone.clone();
                 let device = self.settings.capture.device.clone();
                 let pre_roll = self.settings.capture.pre_roll_ms.min(500);

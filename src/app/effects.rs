@@ -3,10 +3,65 @@
 //! Invariants:
 //! - Effects never decide persistence: they run after the session is saved, and a failure is
 //!   logged and shown, nothing more.
+//! - macOS notifications follow [`deliver`] over a [`NotificationCenter`]: authorization is
+//!   asked at most once per process and awaited before a request is added; the request's
+//!   completion error, and notifications being off, reach the window with where to turn
+//!   them on. The flow is tested with a fake on every platform.
 //! - Only surviving canonical text reaches an effect (the caller passes
 //!   [`super::model::Finished::transcript`] or a canonical message's text).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+
+/// Whether the system lets Persyk show notifications.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotifyAuthorization {
+    /// Nobody has decided yet: asking shows the system's question.
+    NotDetermined,
+    /// Allowed (also provisionally).
+    Allowed,
+    /// Turned off by the user.
+    Denied,
+}
+
+/// A system notification center (User Notifications on macOS); calls block until the
+/// system answers, so they run off the UI thread.
+pub trait NotificationCenter {
+    fn authorization(&self) -> Result<NotifyAuthorization, String>;
+    /// Asks the user; `Ok(granted)`.
+    fn request_authorization(&self) -> Result<bool, String>;
+    /// Adds a notification; `Err` is the completion handler's error.
+    fn add(&self, title: &str, body: &str) -> Result<(), String>;
+}
+
+/// What the window says when notifications are off.
+pub const NOTIFICATIONS_OFF: &str = "notifications are off for Persyk; turn them on in System \
+                                     Settings > Notifications > Persyk";
+
+/// Shows one notification: asks for authorization first if nobody has decided (at most
+/// once per process, `asked` remembers it) and waits for the answer; refuses with
+/// [`NOTIFICATIONS_OFF`] when they are off; reports the center's error otherwise.
+pub fn deliver(
+    center: &dyn NotificationCenter,
+    asked: &AtomicBool,
+    title: &str,
+    body: &str,
+) -> Result<(), String> {
+    match center.authorization()? {
+        NotifyAuthorization::Allowed => {}
+        NotifyAuthorization::Denied => return Err(NOTIFICATIONS_OFF.into()),
+        NotifyAuthorization::NotDetermined => {
+            if asked.swap(true, Ordering::SeqCst) {
+                // Asked before and still undecided: do not ask on every recording.
+                return Err(NOTIFICATIONS_OFF.into());
+            }
+            if !center.request_authorization()? {
+                return Err(NOTIFICATIONS_OFF.into());
+            }
+        }
+    }
+    center.add(title, body)
+}
 
 /// The app's effects; tests substitute a recorder.
 pub trait Effects {
@@ -17,6 +72,10 @@ pub trait Effects {
     /// A notification failure reported since the last call.
     fn failures(&mut self) -> Option<String> {
         None
+    }
+    /// Opens a system URL (the System Settings pane for the microphone permission).
+    fn open_url(&mut self, _url: &str) -> Result<(), String> {
+        Err("not supported here".into())
     }
 }
 
@@ -93,6 +152,26 @@ impl Effects for SystemEffects {
     fn failures(&mut self) -> Option<String> {
         self.failures_rx.try_recv().ok()
     }
+
+    fn open_url(&mut self, url: &str) -> Result<(), String> {
+        open_url(url)
+    }
+}
+
+/// `open URL` (Launch Services); the child is reaped on a thread of its own.
+#[cfg(target_os = "macos")]
+fn open_url(url: &str) -> Result<(), String> {
+    let mut child = std::process::Command::new("/usr/bin/open")
+        .arg(url)
+        .spawn()
+        .map_err(|_| "open could not be started".to_owned())?;
+    std::thread::spawn(move || child.wait());
+    Ok(())
+}
+
+#[cfg(not(target_os = "macos"))]
+fn open_url(_url: &str) -> Result<(), String> {
+    Err("System Settings exist only on macOS".into())
 }
 
 fn clipboard_reason(e: &arboard::Error) -> String {
@@ -117,7 +196,9 @@ fn show_notification(title: &str, body: &str) -> Result<(), String> {
 
 #[cfg(target_os = "macos")]
 fn show_notification(title: &str, body: &str) -> Result<(), String> {
-    super::macos::notify(title, body)
+    static ASKED: AtomicBool = AtomicBool::new(false);
+    let center = super::macos::user_notifications()?;
+    deliver(&center, &ASKED, title, body)
 }
 
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
@@ -127,7 +208,91 @@ fn show_notification(_title: &str, _body: &str) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
-    use super::first_words;
+    use super::*;
+    use std::cell::{Cell, RefCell};
+
+    struct FakeCenter {
+        status: Cell<NotifyAuthorization>,
+        grant: bool,
+        add_error: Option<String>,
+        calls: RefCell<Vec<&'static str>>,
+    }
+
+    impl FakeCenter {
+        fn new(status: NotifyAuthorization, grant: bool) -> FakeCenter {
+            FakeCenter {
+                status: Cell::new(status),
+                grant,
+                add_error: None,
+                calls: RefCell::default(),
+            }
+        }
+    }
+
+    impl NotificationCenter for FakeCenter {
+        fn authorization(&self) -> Result<NotifyAuthorization, String> {
+            self.calls.borrow_mut().push("status");
+            Ok(self.status.get())
+        }
+        fn request_authorization(&self) -> Result<bool, String> {
+            self.calls.borrow_mut().push("request");
+            self.status.set(if self.grant {
+                NotifyAuthorization::Allowed
+            } else {
+                NotifyAuthorization::Denied
+            });
+            Ok(self.grant)
+        }
+        fn add(&self, _title: &str, _body: &str) -> Result<(), String> {
+            self.calls.borrow_mut().push("add");
+            self.add_error.clone().map_or(Ok(()), Err)
+        }
+    }
+
+    #[test]
+    fn undecided_asks_once_and_adds_only_after_the_answer() {
+        let center = FakeCenter::new(NotifyAuthorization::NotDetermined, true);
+        let asked = AtomicBool::new(false);
+        assert_eq!(deliver(&center, &asked, "t", "b"), Ok(()));
+        assert_eq!(deliver(&center, &asked, "t", "b"), Ok(()));
+        assert_eq!(
+            *center.calls.borrow(),
+            ["status", "request", "add", "status", "add"]
+        );
+    }
+
+    #[test]
+    fn off_is_said_with_where_to_turn_it_on_and_nothing_is_added() {
+        let center = FakeCenter::new(NotifyAuthorization::NotDetermined, false);
+        let asked = AtomicBool::new(false);
+        let err = deliver(&center, &asked, "t", "b").unwrap_err();
+        assert!(err.contains("System Settings > Notifications"), "{err}");
+        assert_eq!(deliver(&center, &asked, "t", "b"), Err(err));
+        assert_eq!(*center.calls.borrow(), ["status", "request", "status"]);
+    }
+
+    #[test]
+    fn an_unanswered_question_is_not_asked_again() {
+        let center = FakeCenter::new(NotifyAuthorization::NotDetermined, true);
+        let asked = AtomicBool::new(true);
+        assert_eq!(
+            deliver(&center, &asked, "t", "b"),
+            Err(NOTIFICATIONS_OFF.to_owned())
+        );
+        assert_eq!(*center.calls.borrow(), ["status"]);
+    }
+
+    #[test]
+    fn the_centers_error_reaches_the_caller() {
+        let mut center = FakeCenter::new(NotifyAuthorization::Allowed, true);
+        center.add_error = Some("the notification center refused it (error 1)".into());
+        let asked = AtomicBool::new(false);
+        assert_eq!(
+            deliver(&center, &asked, "t", "b"),
+            Err("the notification center refused it (error 1)".to_owned())
+        );
+        assert!(!asked.load(Ordering::SeqCst));
+    }
 
     #[test]
     fn first_words_cuts_and_marks() {

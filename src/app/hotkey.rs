@@ -6,6 +6,17 @@
 //!   the reason is shown in Settings.
 //! - Presses and releases are forwarded to the shell's queue with a repaint request; the
 //!   shell decides what they mean (toggle or push-to-talk).
+//! - One event handler per process. `GlobalHotKeyEvent::set_event_handler` keeps only the
+//!   first handler it is given (a `OnceCell`), so [`Hotkeys`] installs one handler, once,
+//!   that routes each event by comparing its id with the *current* registration
+//!   ([`ROUTE`]). Changing the combination swaps the route; events of any other id are
+//!   dropped.
+//! - One `GlobalHotKeyManager` for the [`Hotkeys`] value's life (on X11: one connection
+//!   and one thread). Re-registering releases the old combination on that same connection
+//!   before grabbing the new one, so saving an unchanged combination never collides with
+//!   its own earlier grab; an unchanged combination is simply kept.
+
+use std::sync::{Arc, Mutex, Once};
 
 use global_hotkey::hotkey::HotKey;
 use global_hotkey::{GlobalHotKeyEvent, GlobalHotKeyManager, HotKeyState};
@@ -19,6 +30,8 @@ pub enum HotkeyError {
     Invalid,
     #[error("hotkey.unavailable: the system did not accept a global hotkey")]
     Unavailable,
+    #[error("hotkey.taken: another application already uses this key combination; choose another")]
+    Taken,
 }
 
 impl HotkeyError {
@@ -26,6 +39,7 @@ impl HotkeyError {
         match self {
             HotkeyError::Invalid => "hotkey.invalid",
             HotkeyError::Unavailable => "hotkey.unavailable",
+            HotkeyError::Taken => "hotkey.taken",
         }
     }
 }
@@ -41,37 +55,117 @@ pub fn parse(settings: &HotkeySettings) -> Result<Option<HotKey>, HotkeyError> {
         .map_err(|_| HotkeyError::Invalid)
 }
 
-/// A registered hotkey; unregistered on drop.
-pub struct Registered {
-    manager: GlobalHotKeyManager,
-    hotkey: HotKey,
+/// What a press (`true`) or release (`false`) of the registered combination calls.
+pub type OnHotkey = Arc<dyn Fn(bool) + Send + Sync>;
+
+/// The current registration's id and callback: what the process-wide handler routes to.
+static ROUTE: Mutex<Option<(u32, OnHotkey)>> = Mutex::new(None);
+static HANDLER: Once = Once::new();
+
+fn set_route(route: Option<(u32, OnHotkey)>) {
+    *ROUTE.lock().unwrap_or_else(|p| p.into_inner()) = route;
 }
 
-impl Registered {
-    /// Registers `hotkey`; `on_event(pressed)` runs on the hotkey thread for each press and
-    /// release.
-    pub fn register(
-        hotkey: HotKey,
-        on_event: impl Fn(bool) + Send + Sync + 'static,
-    ) -> Result<Registered, HotkeyError> {
-        let manager = GlobalHotKeyManager::new().map_err(|_| HotkeyError::Unavailable)?;
-        manager
-            .register(hotkey)
-            .map_err(|_| HotkeyError::Unavailable)?;
-        let id = hotkey.id();
-        GlobalHotKeyEvent::set_event_handler(Some(move |e: GlobalHotKeyEvent| {
-            if e.id() == id {
-                on_event(e.state() == HotKeyState::Pressed);
+/// Installs the one handler `global-hotkey` will ever call (idempotent).
+fn install_handler() {
+    HANDLER.call_once(|| {
+        GlobalHotKeyEvent::set_event_handler(Some(|e: GlobalHotKeyEvent| {
+            let target = ROUTE
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+                .filter(|(id, _)| *id == e.id())
+                .map(|(_, f)| f.clone());
+            if let Some(f) = target {
+                f(e.state() == HotKeyState::Pressed);
             }
         }));
-        Ok(Registered { manager, hotkey })
+    });
+}
+
+/// The app's global hotkey: at most one combination registered at a time.
+pub struct Hotkeys {
+    manager: Option<GlobalHotKeyManager>,
+    current: Option<HotKey>,
+}
+
+impl Default for Hotkeys {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
-impl Drop for Registered {
+impl Hotkeys {
+    /// Nothing registered yet; the OS manager is created on the first [`Hotkeys::set`].
+    pub fn new() -> Hotkeys {
+        Hotkeys {
+            manager: None,
+            current: None,
+        }
+    }
+
+    /// The registered combination.
+    pub fn current(&self) -> Option<HotKey> {
+        self.current
+    }
+
+    /// Makes `wanted` the registered combination (`None`: no hotkey), with `on_event`
+    /// called for its presses and releases. An unchanged combination stays registered; a
+    /// changed one releases the old combination first. On `Err` no combination is
+    /// registered.
+    pub fn set(&mut self, wanted: Option<HotKey>, on_event: OnHotkey) -> Result<(), HotkeyError> {
+        install_handler();
+        if let Some(k) = wanted
+            && Some(k) == self.current
+        {
+            set_route(Some((k.id(), on_event)));
+            return Ok(());
+        }
+        self.release();
+        let Some(hotkey) = wanted else {
+            return Ok(());
+        };
+        // Without an X display `global-hotkey` "registers" into a thread that has already
+        // given up; say so instead (Wayland sessions without XWayland).
+        #[cfg(target_os = "linux")]
+        if std::env::var_os("DISPLAY").is_none() {
+            return Err(HotkeyError::Unavailable);
+        }
+        if self.manager.is_none() {
+            self.manager = Some(GlobalHotKeyManager::new().map_err(|_| HotkeyError::Unavailable)?);
+        }
+        let Some(manager) = &self.manager else {
+            return Err(HotkeyError::Unavailable);
+        };
+        // Routed before the grab, so a press right after registering is not lost.
+        set_route(Some((hotkey.id(), on_event)));
+        match manager.register(hotkey) {
+            Ok(()) => {
+                self.current = Some(hotkey);
+                Ok(())
+            }
+            Err(e) => {
+                set_route(None);
+                Err(match e {
+                    global_hotkey::Error::AlreadyRegistered(_) => HotkeyError::Taken,
+                    _ => HotkeyError::Unavailable,
+                })
+            }
+        }
+    }
+
+    /// Unregisters the current combination (if any).
+    pub fn release(&mut self) {
+        set_route(None);
+        if let (Some(manager), Some(old)) = (&self.manager, self.current.take()) {
+            let _ = manager.unregister(old);
+        }
+    }
+}
+
+impl Drop for Hotkeys {
     fn drop(&mut self) {
-        GlobalHotKeyEvent::set_event_handler(None::<fn(GlobalHotKeyEvent)>);
-        let _ = self.manager.unregister(self.hotkey);
+        self.release();
     }
 }
 

@@ -11,13 +11,15 @@
 //!
 //! Module map: [`model`] (messages and view data), [`backend`] (the worker), [`ui`] (egui
 //! rendering of the view model; tested headless with egui_kittest), [`effects`] (clipboard,
-//! notifications), [`tray`], [`hotkey`], [`shell`] (the eframe `App`), `macos` (AppKit
-//! pieces, macOS only).
+//! notifications), [`tray`], [`hotkey`], [`permission`] (microphone access), [`shell`] (the
+//! eframe `App`), `macos` (AppKit pieces, macOS only).
 //!
 //! Invariants:
 //! - The core modules (`session`, `realtime`, `capture`) never import this module.
-//! - The UI thread never blocks on a file, socket or device, except when quitting: quitting
-//!   waits (bounded) for a running recording to be finished and saved.
+//! - The UI thread never blocks on a file, socket or device. Quitting lets a running
+//!   recording finish and be saved within one 30 s deadline while the window keeps
+//!   painting "Finishing…"; only eframe's `on_exit`, when the OS closed the window some
+//!   other way, waits for what is left of that deadline.
 //! - Nothing repaints on a timer while idle.
 
 pub mod backend;
@@ -26,6 +28,7 @@ pub mod hotkey;
 #[cfg(target_os = "macos")]
 mod macos;
 pub mod model;
+pub mod permission;
 pub mod shell;
 pub mod tray;
 pub mod ui;
@@ -50,15 +53,38 @@ pub enum AppError {
     Window(String),
 }
 
-fn native_options() -> eframe::NativeOptions {
+/// The window's options; `visible: false` builds it invisible (`--hidden`), so it never
+/// flashes on screen.
+fn native_options(visible: bool) -> eframe::NativeOptions {
     eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
             .with_title("Persyk")
             .with_app_id("persyk")
             .with_inner_size([520.0, 600.0])
-            .with_min_inner_size([360.0, 320.0]),
+            .with_min_inner_size([360.0, 320.0])
+            .with_visible(visible),
+        event_loop_builder: event_loop_hook(),
         ..Default::default()
     }
+}
+
+/// macOS: a menu-bar app from the first moment (the Accessory policy is set before the
+/// event loop launches, so no Dock icon flashes), and no default app menu, whose Quit item
+/// would call `terminate:` and block the main thread there instead of letting ⌘Q reach
+/// Persyk's own quit path ("Finishing…", then close).
+#[cfg(target_os = "macos")]
+fn event_loop_hook() -> Option<eframe::EventLoopBuilderHook> {
+    use winit::platform::macos::{ActivationPolicy, EventLoopBuilderExtMacOS};
+    Some(Box::new(|builder| {
+        builder
+            .with_activation_policy(ActivationPolicy::Accessory)
+            .with_default_menu(false);
+    }))
+}
+
+#[cfg(not(target_os = "macos"))]
+fn event_loop_hook() -> Option<eframe::EventLoopBuilderHook> {
+    None
 }
 
 /// Runs the app until the user quits.
@@ -91,19 +117,24 @@ pub fn run(options: ShellOptions) -> Result<(), AppError> {
         loaded,
         key_stored,
     );
+    ui.set_key_storage(crate::credentials::storage());
     if let Some(e) = settings_problem {
         eprintln!("persyk: {e}");
         ui.set_settings_note(format!(
             "{e}. Persyk uses the defaults; saving settings replaces the file."
         ));
     }
+    // `--hidden` only where a menu-bar/tray icon will exist (else the app is unreachable);
+    // the shell shows the window again should the icon fail after all.
+    let visible = !(options.hidden && tray::host_available());
     eframe::run_native(
         "Persyk",
-        native_options(),
+        native_options(visible),
         Box::new(move |cc| {
             #[cfg(target_os = "macos")]
             {
                 macos::set_accessory_policy();
+                macos::install_notification_delegate();
                 ui.set_microphone_note(macos::microphone_note());
             }
             Ok(Box::new(Shell::new(&cc.egui_ctx, ui, options)))
@@ -130,7 +161,7 @@ pub fn run_bare() -> Result<(), AppError> {
     }
     eframe::run_native(
         "Persyk",
-        native_options(),
+        native_options(true),
         Box::new(|_cc| Ok(Box::new(Bare))),
     )
     .map_err(|e| AppError::Window(e.to_string()))

@@ -153,6 +153,9 @@ pub enum Update {
         origin: AudioOrigin,
         live: Live,
     },
+    /// The system is asking the user for microphone access; the recording starts once it
+    /// is granted (else `StartFailed` with `capture.permission-denied`).
+    WaitingForPermission,
     /// A recording could not start (a stable code); nothing was recorded.
     StartFailed {
         code: String,

@@ -7,7 +7,9 @@
 //! - Closing the window hides it when a tray icon exists; without one, closing quits (the
 //!   app would otherwise be unreachable).
 //! - Quitting (menu, ⌘Q/Ctrl+Q, or closing without a tray) stops a running recording and
-//!   waits, bounded, until its session is finished before the process exits.
+//!   lets it finish, bounded by one deadline, before the process exits. The UI thread never
+//!   waits for it: the window keeps painting "Finishing…" and closes when the backend
+//!   reports it stopped or the deadline passed. Close requests meanwhile are cancelled.
 
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -15,7 +17,7 @@ use std::time::Duration;
 
 use eframe::egui;
 
-use super::backend::SHUTDOWN_DEADLINE;
+use super::backend::{SHUTDOWN_DEADLINE, ShutdownStatus};
 use super::hotkey;
 use super::tray::{Tray, TrayError, TrayState};
 use super::ui::{Page, PersykUi};
@@ -36,7 +38,10 @@ pub enum MenuAction {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShellEvent {
     Menu(MenuAction),
+    /// A plain left click on the icon (toggles dictation).
     TrayClick,
+    /// A ctrl-click on the icon: open its menu, as a right click does (macOS).
+    TrayMenu,
     /// The global hotkey was pressed (`true`) or released.
     Hotkey(bool),
 }
@@ -48,11 +53,16 @@ pub type Post = Arc<dyn Fn(ShellEvent) + Send + Sync>;
 pub trait TrayPort {
     /// Shows `state`, the toggle's label and whether there is something to copy.
     fn sync(&mut self, state: TrayState, recording: bool, can_copy: bool);
+    /// Opens the icon's menu (where the platform can).
+    fn show_menu(&self) {}
 }
 
 impl TrayPort for Tray {
     fn sync(&mut self, state: TrayState, recording: bool, can_copy: bool) {
         Tray::sync(self, state, recording, can_copy);
+    }
+    fn show_menu(&self) {
+        Tray::show_menu(self);
     }
 }
 
@@ -72,10 +82,13 @@ pub struct Shell {
     post: Post,
     tray: Option<Box<dyn TrayPort>>,
     options: ShellOptions,
-    hotkey: Option<hotkey::Registered>,
+    hotkeys: hotkey::Hotkeys,
     hotkey_generation: Option<u64>,
     quitting: bool,
-    shut_down: bool,
+    /// The close command was sent (after the backend stopped or the deadline passed).
+    closing: bool,
+    /// How long quitting waits for a running recording (tests shorten it).
+    quit_deadline: Duration,
     /// Input time of the close request already acted on.
     handled_close: Option<f64>,
 }
@@ -118,8 +131,9 @@ impl Shell {
                 None
             }
         };
-        if options.hidden && tray.is_some() {
-            ctx.send_viewport_cmd(egui::ViewportCommand::Visible(false));
+        // `--hidden` built the window invisible; without a tray it must be reachable.
+        if options.hidden && tray.is_none() {
+            ctx.send_viewport_cmd(egui::ViewportCommand::Visible(true));
         }
         let mut shell = Shell {
             ui,
@@ -127,44 +141,41 @@ impl Shell {
             post,
             tray,
             options,
-            hotkey: None,
+            hotkeys: hotkey::Hotkeys::new(),
             hotkey_generation: None,
             quitting: false,
-            shut_down: false,
+            closing: false,
+            quit_deadline: SHUTDOWN_DEADLINE,
             handled_close: None,
         };
         shell.sync_hotkey();
         shell
     }
 
+    /// Registers the saved hotkey once per settings generation (at start and after each
+    /// Save): an unchanged combination stays registered, a changed one replaces the old,
+    /// and a failure is said on the Settings page.
     fn sync_hotkey(&mut self) {
         let generation = self.ui.settings_generation();
         if self.hotkey_generation == Some(generation) {
             return;
         }
         self.hotkey_generation = Some(generation);
-        self.hotkey = None;
         self.ui.hotkey_note = None;
         if self.options.no_hotkey {
             return;
         }
-        match hotkey::parse(&self.ui.settings().hotkey) {
-            Ok(None) => {}
-            Ok(Some(keys)) => {
-                let post = self.post.clone();
-                match hotkey::Registered::register(keys, move |pressed| {
-                    post(ShellEvent::Hotkey(pressed))
-                }) {
-                    Ok(r) => self.hotkey = Some(r),
-                    Err(e) => {
-                        eprintln!("persyk: {e}");
-                        self.ui.hotkey_note = Some(format!(
-                            "{e}. The menu-bar icon and the Start button still work."
-                        ));
-                    }
-                }
-            }
-            Err(e) => self.ui.hotkey_note = Some(e.to_string()),
+        let post = self.post.clone();
+        let on_event: hotkey::OnHotkey = Arc::new(move |pressed| post(ShellEvent::Hotkey(pressed)));
+        let result = hotkey::parse(&self.ui.settings().hotkey)
+            .and_then(|keys| self.hotkeys.set(keys, on_event));
+        if let Err(e) = result {
+            eprintln!("persyk: {e}");
+            self.hotkeys.release();
+            self.ui.hotkey_note = Some(format!(
+                "The global hotkey is not active: {e}. The menu-bar icon and the Start button \
+                 still work."
+            ));
         }
     }
 
@@ -189,26 +200,62 @@ impl Shell {
         }
         ctx.send_viewport_cmd(egui::ViewportCommand::Visible(true));
         ctx.send_viewport_cmd(egui::ViewportCommand::Focus);
+        // An Accessory app stays behind the frontmost app unless it activates itself.
+        #[cfg(target_os = "macos")]
+        super::macos::activate();
     }
 
+    /// Shortens how long quitting waits for a running recording (tests).
+    pub fn set_quit_deadline(&mut self, deadline: Duration) {
+        self.quit_deadline = deadline;
+    }
+
+    /// Whether the window was told to close (quitting has finished its wait).
+    pub fn is_closing(&self) -> bool {
+        self.closing
+    }
+
+    /// The one quit path: asks the backend to finish, then [`Shell::poll_quit`] closes the
+    /// window once it has (or the deadline passed). Never blocks.
     fn quit(&mut self, ctx: &egui::Context) {
-        self.quitting = true;
-        self.shutdown();
+        if !self.quitting {
+            self.quitting = true;
+            self.ui.begin_quit(self.quit_deadline);
+        }
+        self.poll_quit(ctx);
+    }
+
+    fn poll_quit(&mut self, ctx: &egui::Context) {
+        if self.closing {
+            return;
+        }
+        match self.ui.shutdown_status() {
+            ShutdownStatus::Finished => {}
+            ShutdownStatus::TimedOut => {
+                eprintln!("persyk: the background worker did not stop in time");
+            }
+            ShutdownStatus::Waiting | ShutdownStatus::Running => {
+                // Keep painting "Finishing…" and look again (the backend's end also wakes us).
+                ctx.request_repaint_after(Duration::from_millis(100));
+                return;
+            }
+        }
+        self.closing = true;
         ctx.send_viewport_cmd(egui::ViewportCommand::Close);
     }
 
-    fn shutdown(&mut self) {
-        if !self.shut_down {
-            self.shut_down = true;
-            if !self.ui.shutdown(SHUTDOWN_DEADLINE) {
-                eprintln!("persyk: the background worker did not stop in time");
-            }
-        }
-    }
-
     fn handle(&mut self, ctx: &egui::Context, event: ShellEvent) {
+        if self.quitting && event != ShellEvent::Menu(MenuAction::Open) {
+            // Nothing new starts while Persyk finishes and quits.
+            return;
+        }
         match event {
             ShellEvent::TrayClick | ShellEvent::Menu(MenuAction::Toggle) => self.ui.toggle(),
+            ShellEvent::TrayMenu => {
+                if let Some(tray) = &self.tray {
+                    tray.show_menu();
+                }
+            }
             ShellEvent::Menu(MenuAction::CopyLast) => self.ui.copy_last(),
             ShellEvent::Menu(MenuAction::Open) => self.show(ctx, None),
             ShellEvent::Menu(MenuAction::Search) => self.show(ctx, Some(Page::Search)),
@@ -233,6 +280,13 @@ impl Shell {
             self.handle(ctx, e);
         }
         if self.quitting {
+            if !self.closing && ctx.input(|i| i.viewport().close_requested()) {
+                ctx.send_viewport_cmd(egui::ViewportCommand::CancelClose);
+            }
+            self.poll_quit(ctx);
+            if let Some(tray) = &mut self.tray {
+                tray.sync(TrayState::Finishing, false, false);
+            }
             return;
         }
         if ctx.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::Q)) {
@@ -246,8 +300,10 @@ impl Shell {
             && self.handled_close != Some(at)
         {
             self.handled_close = Some(at);
+            // Without a tray, closing quits: through the same path, so the window stays
+            // (showing "Finishing…") until a running recording is saved.
+            ctx.send_viewport_cmd(egui::ViewportCommand::CancelClose);
             if self.tray.is_some() {
-                ctx.send_viewport_cmd(egui::ViewportCommand::CancelClose);
                 ctx.send_viewport_cmd(egui::ViewportCommand::Visible(false));
             } else {
                 self.quit(ctx);
@@ -284,6 +340,9 @@ impl eframe::App for Shell {
     }
 
     fn on_exit(&mut self) {
-        self.shutdown();
+        // The window closed some other way (the OS): finish within the same one deadline.
+        if !self.ui.shutdown(self.quit_deadline) && !self.closing {
+            eprintln!("persyk: the background worker did not stop in time");
+        }
     }
 }

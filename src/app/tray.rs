@@ -151,6 +151,8 @@ impl Tray {
                 }
             }));
         }
+        // Right click opens the menu (tray-icon's default); a plain left click toggles
+        // dictation; a ctrl-click (the Mac's other right click) opens the menu too.
         TrayIconEvent::set_event_handler(Some(move |e: TrayIconEvent| {
             if let TrayIconEvent::Click {
                 button: MouseButton::Left,
@@ -158,7 +160,11 @@ impl Tray {
                 ..
             } = e
             {
-                post(ShellEvent::TrayClick);
+                post(if control_held() {
+                    ShellEvent::TrayMenu
+                } else {
+                    ShellEvent::TrayClick
+                });
             }
         }));
         let idle = icons
@@ -183,6 +189,11 @@ impl Tray {
             copy_last,
             recording: false,
         })
+    }
+
+    /// Opens the icon's menu (macOS; elsewhere the host shows it on right click).
+    pub fn show_menu(&self) {
+        self.icon.show_menu();
     }
 
     /// Shows `state`, the toggle's label and whether there is something to copy.
@@ -216,6 +227,16 @@ impl Drop for Tray {
         MenuEvent::set_event_handler(None::<fn(MenuEvent)>);
         TrayIconEvent::set_event_handler(None::<fn(TrayIconEvent)>);
     }
+}
+
+#[cfg(target_os = "macos")]
+fn control_held() -> bool {
+    super::macos::control_held()
+}
+
+#[cfg(not(target_os = "macos"))]
+fn control_held() -> bool {
+    false
 }
 
 /// Whether a status-notifier host is registered on the session bus (Linux).

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use eframe::egui::{self, Color32, RichText, text::LayoutJob};
 
-use super::backend::BackendHandle;
+use super::backend::{BackendHandle, ShutdownStatus};
 use super::effects::{Effects, first_words};
 use super::hotkey;
 use super::model::{
@@ -204,6 +204,7 @@ enum Action {
     Stop,
     Copy(String),
     Remove(String),
+    OpenMicrophoneSettings,
     AskDiscard,
     ConfirmDiscard,
     CancelDiscard,
@@ -245,6 +246,12 @@ pub struct PersykUi {
     /// Input devices for the Settings page (asked for once, when the page first shows).
     devices: Option<Vec<String>>,
     devices_asked: bool,
+    /// Quitting: the window shows "Finishing…" until the backend has stopped.
+    quitting: bool,
+    /// The starting recording waits for the user's answer to the microphone prompt.
+    waiting_permission: bool,
+    /// Where the API key is kept (said on the Settings page).
+    key_storage: Option<crate::credentials::KeyStorage>,
 }
 
 impl PersykUi {
@@ -284,6 +291,9 @@ impl PersykUi {
             stop_on_start: false,
             devices: None,
             devices_asked: false,
+            quitting: false,
+            waiting_permission: false,
+            key_storage: None,
         }
     }
 
@@ -383,11 +393,36 @@ impl PersykUi {
         self.form_error = Some(note);
     }
 
+    /// Where the API key is kept; the Settings page says it (and warns when the key does
+    /// not survive a reboot).
+    pub fn set_key_storage(&mut self, storage: crate::credentials::KeyStorage) {
+        self.key_storage = Some(storage);
+    }
+
     pub fn set_tray_note(&mut self, note: Option<String>) {
         self.tray_note = note;
     }
 
-    /// Stops the backend (a running recording is finished and saved first).
+    /// Starts quitting without waiting: the backend finishes a running recording (by
+    /// `deadline`) and the window shows "Finishing…" meanwhile.
+    pub fn begin_quit(&mut self, deadline: Duration) {
+        self.quitting = true;
+        self.backend.request_shutdown(deadline);
+    }
+
+    /// Whether quitting has begun.
+    pub fn is_quitting(&self) -> bool {
+        self.quitting
+    }
+
+    /// Where the backend's shutdown stands (never blocks).
+    pub fn shutdown_status(&mut self) -> ShutdownStatus {
+        self.backend.shutdown_status()
+    }
+
+    /// Stops the backend (a running recording is finished and saved first), waiting until
+    /// it has stopped or the deadline passed — the deadline of [`PersykUi::begin_quit`] if
+    /// quitting already began. Returns whether it stopped in time.
     pub fn shutdown(&mut self, deadline: Duration) -> bool {
         self.backend.shutdown(deadline)
     }
@@ -427,11 +462,15 @@ impl PersykUi {
     /// Applies one backend update (tests and benches inject their own).
     pub fn apply(&mut self, update: Update) {
         match update {
+            Update::WaitingForPermission => {
+                self.waiting_permission = matches!(self.dictation, Dictation::Starting);
+            }
             Update::Started {
                 session,
                 origin,
                 live,
             } => {
+                self.waiting_permission = false;
                 self.dictation = Dictation::Live(LiveRec {
                     session,
                     origin,
@@ -444,10 +483,14 @@ impl PersykUi {
                 }
             }
             Update::StartFailed { code } => {
+                self.waiting_permission = false;
                 self.stop_on_start = false;
                 self.dictation = Dictation::Failed(code);
             }
-            Update::Ended(finished) => self.finish(*finished),
+            Update::Ended(finished) => {
+                self.waiting_permission = false;
+                self.finish(*finished);
+            }
             Update::Removal { entry_id, outcome } => {
                 self.removals.insert(
                     entry_id,
@@ -575,6 +618,16 @@ impl PersykUi {
     /// Renders the window; applies what the user clicked.
     pub fn ui(&mut self, ui: &mut egui::Ui) {
         self.process(ui.ctx());
+        if self.quitting {
+            egui::Frame::central_panel(ui.style()).show(ui, |ui| {
+                ui.set_min_size(ui.available_size());
+                ui.heading("Finishing…");
+                ui.label(
+                    "Persyk quits once the recording is finished and saved (at most 30 seconds).",
+                );
+            });
+            return;
+        }
         egui::Frame::central_panel(ui.style()).show(ui, |ui| {
             ui.set_min_size(ui.available_size());
             self.header(ui);
@@ -611,6 +664,17 @@ impl PersykUi {
             Action::Start => self.start(),
             Action::Stop => self.stop(),
             Action::Copy(text) => self.copy(&text),
+            Action::OpenMicrophoneSettings => {
+                if let Err(reason) = self
+                    .effects
+                    .open_url(super::permission::PRIVACY_MICROPHONE_URL)
+                {
+                    self.notice = Some((
+                        format!("System Settings could not be opened ({reason})"),
+                        true,
+                    ));
+                }
+            }
             Action::Remove(entry_id) => {
                 self.removals
                     .insert(entry_id.clone(), RemovalStatus::Waiting);
@@ -713,6 +777,14 @@ impl PersykUi {
             Dictation::Idle => {
                 ui.label("Click Start dictation, the menu-bar icon or the hotkey, and talk.");
             }
+            Dictation::Starting if self.waiting_permission => {
+                ui.label("Waiting for microphone permission…");
+                ui.label(
+                    RichText::new("Answer the system's question to let Persyk use the microphone.")
+                        .small()
+                        .weak(),
+                );
+            }
             Dictation::Starting => {
                 ui.label("Connecting…");
             }
@@ -721,6 +793,15 @@ impl PersykUi {
                     ui.visuals().error_fg_color,
                     format!("Could not start: {}", describe_start_failure(code)),
                 );
+                if code == "capture.permission-denied" {
+                    ui.label(
+                        "Persyk may not use the microphone. Turn Persyk on in System Settings > \
+                         Privacy & Security > Microphone, then start again. Nothing was recorded.",
+                    );
+                    if ui.button("Open Microphone Privacy Settings").clicked() {
+                        actions.push(Action::OpenMicrophoneSettings);
+                    }
+                }
             }
             Dictation::Live(l) => {
                 let view = l.live.view.borrow().clone();
@@ -862,9 +943,18 @@ impl PersykUi {
         if !self.form.key_stored {
             ui.colored_label(
                 ui.visuals().warn_fg_color,
-                "Persyk needs an OpenAI API key to transcribe. Paste it below: it is kept in \
-                 the system's secret store, never in a file or a session.",
+                "Persyk needs an OpenAI API key to transcribe. Paste it below: it is never \
+                 written to a file or a session.",
             );
+        }
+        match self.key_storage {
+            Some(s) if !s.survives_reboot() => {
+                ui.colored_label(ui.visuals().warn_fg_color, s.describe());
+            }
+            Some(s) => {
+                ui.label(RichText::new(s.describe()).small().weak());
+            }
+            None => {}
         }
         let default_root = crate::settings::default_root(crate::settings::is_dev())
             .map(|p| p.display().to_string())
@@ -1000,6 +1090,7 @@ fn describe_start_failure(code: &str) -> String {
         "credentials.no-key" => "no API key; add one in Settings",
         "credentials.store-unavailable" => "the secret store could not be read",
         "app.already-recording" => "a recording is already running",
+        "capture.permission-denied" => "microphone access is off for Persyk",
         c if c.starts_with("capture.") => "the microphone could not be opened",
         c if c.starts_with("settings.") => "the settings are not valid",
         _ => "",

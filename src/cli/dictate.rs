@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use persyk::app::permission;
 use persyk::capture::pipeline::{self, SourceKind};
 use persyk::capture::preroll::{MAX_PRE_ROLL, WarmInput};
 use persyk::capture::source::{AudioSource, CpalSource, input_devices};
@@ -80,6 +81,13 @@ pub fn run(args: Args<'_>) -> u8 {
         .capture;
     let pre_roll_ms = args.pre_roll_ms.unwrap_or(configured.pre_roll_ms).min(500);
     let device = args.device.or(configured.device.as_deref());
+    // Before the input opens: without permission macOS records zeros and shows no prompt.
+    if let Err(e) = permission::ensure_access_blocking(&permission::SystemPermission, || {
+        eprintln!("persyk: waiting for microphone permission…")
+    }) {
+        eprintln!("persyk: {e}");
+        return EXIT_CANNOT_RUN;
+    }
     let source = match CpalSource::open(device) {
         Ok(s) => s,
         Err(e) => {

@@ -3,6 +3,7 @@
 //! back. Tests are grouped by the part of Persyk the defect lived in; each names the issue and
 //! item it came from (`issue16_07_…` = issue #16, item 7).
 
+mod app;
 mod bundle;
 mod capture;
 mod realtime;

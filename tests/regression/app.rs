@@ -1,0 +1,963 @@
+//! Regressions in the desktop app (`src/app/`, `src/credentials.rs`).
+#![cfg(feature = "app")]
+
+#[path = "../app_support/mod.rs"]
+mod app_support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use app_support::{MemKeys, Recorded, ToneMic, fixture, one_utterance, scenario};
+use eframe::egui::accesskit::Role;
+use eframe::egui::{ViewportCommand, ViewportId};
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+use persyk::app::backend::{BackendConfig, BackendHandle, Microphone};
+use persyk::app::effects::Effects;
+use persyk::app::model::Waker;
+use persyk::app::permission::{Access, MicrophonePermission, PRIVACY_MICROPHONE_URL};
+use persyk::app::shell::{MenuAction, Post, Shell, ShellEvent, ShellOptions, TrayPort};
+use persyk::app::tray::TrayState;
+use persyk::app::ui::PersykUi;
+use persyk::capture::pipeline::SourceKind;
+use persyk::capture::source::AudioSource;
+use persyk::settings::Settings;
+
+/// A guard against hangs only (never a performance threshold).
+const WAIT: Duration = Duration::from_secs(30);
+
+// ---------------------------------------------------------------------------------------------
+// Helpers: a shell in a headless harness, an Xvfb display, a microphone that never opens.
+
+type Syncs = Arc<Mutex<Vec<TrayState>>>;
+
+struct FakeTray(Syncs);
+
+impl TrayPort for FakeTray {
+    fn sync(&mut self, state: TrayState, _recording: bool, _can_copy: bool) {
+        let mut v = self.0.lock().unwrap();
+        if v.last() != Some(&state) {
+            v.push(state);
+        }
+    }
+}
+
+struct ShellApp {
+    harness: Harness<'static, Shell>,
+    post: Post,
+    syncs: Syncs,
+}
+
+fn shell_app(ui: PersykUi, no_hotkey: bool) -> ShellApp {
+    let syncs: Syncs = Arc::default();
+    let tray_syncs = syncs.clone();
+    let shell = Shell::with_tray(
+        &eframe::egui::Context::default(),
+        ui,
+        ShellOptions {
+            hidden: false,
+            no_hotkey,
+        },
+        move |_post| Ok(Box::new(FakeTray(tray_syncs)) as Box<dyn TrayPort>),
+    );
+    let post = shell.poster();
+    let harness = Harness::builder()
+        .with_size(eframe::egui::vec2(640.0, 900.0))
+        .build_ui_state(
+            |ui, shell: &mut Shell| {
+                shell.tick(ui.ctx());
+                shell.draw(ui);
+            },
+            shell,
+        );
+    ShellApp {
+        harness,
+        post,
+        syncs,
+    }
+}
+
+impl ShellApp {
+    fn wait_until(&mut self, what: &str, done: impl Fn(&ShellApp) -> bool) {
+        let start = Instant::now();
+        loop {
+            self.harness.step();
+            if done(self) {
+                return;
+            }
+            assert!(
+                start.elapsed() < WAIT,
+                "timed out waiting for {what}; tray saw {:?}; hotkey note {:?}",
+                self.syncs.lock().unwrap(),
+                self.harness.state().view().hotkey_note
+            );
+            std::thread::sleep(Duration::from_millis(15));
+        }
+    }
+
+    fn has_label(&self, text: &str) -> bool {
+        self.harness
+            .query_all_by_label_contains(text)
+            .next()
+            .is_some()
+    }
+
+    fn last_sync(&self) -> Option<TrayState> {
+        self.syncs.lock().unwrap().last().copied()
+    }
+
+    fn commands(&self) -> Vec<ViewportCommand> {
+        self.harness
+            .output()
+            .viewport_output
+            .get(&ViewportId::ROOT)
+            .map(|v| v.commands.clone())
+            .unwrap_or_default()
+    }
+
+    fn click(&mut self, label: &str) {
+        self.harness
+            .get_by_role_and_label(Role::Button, label)
+            .click();
+        self.harness.step();
+        self.harness.step();
+    }
+
+    fn type_into(&mut self, label: &str, text: &str) {
+        self.harness.get_by_label(label).focus();
+        self.harness.step();
+        self.harness
+            .key_press_modifiers(eframe::egui::Modifiers::COMMAND, eframe::egui::Key::A);
+        self.harness.get_by_label(label).type_text(text);
+        self.harness.step();
+    }
+
+    /// Saves the Settings page as it stands and waits until the shell has applied it.
+    fn save_settings(&mut self) {
+        (self.post)(ShellEvent::Menu(MenuAction::Settings));
+        self.harness.step();
+        let before = self.harness.state().view().settings_generation();
+        self.click("Save settings");
+        self.wait_until("the settings to be saved", |a| {
+            a.harness.state().view().settings_generation() > before
+        });
+        // One more frame: the shell re-registers the hotkey in `tick`.
+        self.harness.step();
+    }
+}
+
+/// A throw-away X server; killed on drop.
+struct Xvfb {
+    child: Child,
+    display: String,
+}
+
+impl Xvfb {
+    /// `None` (and a note on stderr) when Xvfb is not installed.
+    fn start() -> Option<Xvfb> {
+        let mut child = match Command::new("Xvfb")
+            .args([
+                "-displayfd",
+                "1",
+                "-screen",
+                "0",
+                "1024x768x24",
+                "-nolisten",
+                "tcp",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(_) => {
+                eprintln!("SKIPPED: Xvfb is not installed (apt-get install xvfb xdotool)");
+                return None;
+            }
+        };
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("piped stdout"))
+            .read_line(&mut line)
+            .expect("Xvfb reports its display");
+        let n: u32 = line.trim().parse().expect("a display number");
+        Some(Xvfb {
+            child,
+            display: format!(":{n}"),
+        })
+    }
+}
+
+impl Drop for Xvfb {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs this binary's test `name` again in a child process on a fresh Xvfb display (the
+/// hotkey library reads `DISPLAY` from the environment, which a test must not change in its
+/// own multi-threaded process). Returns `true` in the child, where the caller runs the body.
+fn in_xvfb_child(name: &str) -> bool {
+    if std::env::var_os("PERSYK_TEST_XVFB_CHILD").is_some() {
+        return true;
+    }
+    if Command::new("xdotool").arg("version").output().is_err() {
+        eprintln!("SKIPPED: xdotool is not installed (apt-get install xvfb xdotool)");
+        return false;
+    }
+    let Some(x) = Xvfb::start() else {
+        return false;
+    };
+    let out = Command::new(std::env::current_exe().expect("test binary"))
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env("PERSYK_TEST_XVFB_CHILD", "1")
+        .env("DISPLAY", &x.display)
+        .env_remove("WAYLAND_DISPLAY")
+        .output()
+        .expect("run the test in a child");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "the test failed on Xvfb:\n{text}");
+    assert!(text.contains("1 passed"), "the child ran no test:\n{text}");
+    false
+}
+
+/// Presses a key combination on the X server of `DISPLAY` (as a user would).
+fn press(keys: &str) {
+    let status = Command::new("xdotool")
+        .args(["key", keys])
+        .status()
+        .expect("xdotool");
+    assert!(status.success(), "xdotool key {keys}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue #11.
+
+/// Issue #11 item 3: `GlobalHotKeyEvent::set_event_handler` keeps only its first handler, so
+/// after Save registered a new combination every event was dropped; and saving an unchanged
+/// combination collided with its own earlier grab (`hotkey.unavailable`), leaving no hotkey.
+/// Through the real X11 hotkey: save unchanged → the hotkey still works; change it → the new
+/// keys start a recording and the old keys do nothing; a taken combination is said in
+/// Settings.
+#[test]
+fn issue11_03_a_changed_hotkey_works_without_a_restart() {
+    if !in_xvfb_child("app::issue11_03_a_changed_hotkey_works_without_a_restart") {
+        return;
+    }
+    // Two recordings, so two scripted connections.
+    let conn = r#"{"utterances": [{"end_ms": 400, "transcript": "Said with the hotkey.",
+        "delay_ms": 50}], "close_after_commit_ms": 200}"#;
+    let two = scenario(&format!(
+        r#"{{"name": "hotkey", "connections": [{conn}, {conn}]}}"#
+    ));
+    let f = fixture(Some(two), Some("sk-test"), 30.0, |_| {});
+    let mut app = shell_app(f.ui, false);
+    app.harness.step();
+    assert_eq!(app.harness.state().view().hotkey_note, None);
+
+    // Save with the hotkey unchanged (what a first-run user does after pasting the key).
+    app.save_settings();
+    assert_eq!(app.harness.state().view().hotkey_note, None);
+    press("alt+space");
+    app.wait_until("Alt+Space to start a recording", |a| {
+        a.harness.state().view().is_recording()
+    });
+    app.wait_until("the recording to stream", |a| {
+        a.last_sync() == Some(TrayState::Recording)
+    });
+    press("alt+space");
+    app.wait_until("Alt+Space to stop it", |a| {
+        !a.harness.state().view().is_recording()
+    });
+
+    // Change it.
+    app.type_into("Global hotkey", "Ctrl+Shift+D");
+    app.save_settings();
+    assert_eq!(app.harness.state().view().hotkey_note, None);
+    assert_eq!(
+        app.harness.state().view().settings().hotkey.keys.as_deref(),
+        Some("Ctrl+Shift+D")
+    );
+    // The old keys first, then the new: X delivers them in this order, so if the old keys
+    // still toggled, the new keys' toggle would stop that recording before it streamed.
+    press("alt+space");
+    press("ctrl+shift+d");
+    app.wait_until("Ctrl+Shift+D to start a recording", |a| {
+        a.harness.state().view().is_recording()
+    });
+    let start = Instant::now();
+    loop {
+        app.harness.step();
+        let view = app.harness.state().view();
+        assert!(
+            view.is_recording(),
+            "the recording stopped by itself: the old Alt+Space still toggled"
+        );
+        if app.last_sync() == Some(TrayState::Recording) {
+            break;
+        }
+        assert!(start.elapsed() < WAIT, "timed out waiting for streaming");
+        std::thread::sleep(Duration::from_millis(15));
+    }
+    press("ctrl+shift+d");
+    app.wait_until("Ctrl+Shift+D to stop it", |a| {
+        !a.harness.state().view().is_recording()
+    });
+
+    // A combination another client holds: said in Settings, nothing registered.
+    let other = global_hotkey::GlobalHotKeyManager::new().expect("a second hotkey client");
+    let taken: global_hotkey::hotkey::HotKey = "Ctrl+Alt+K".parse().unwrap();
+    other
+        .register(taken)
+        .expect("the other client grabs Ctrl+Alt+K");
+    app.type_into("Global hotkey", "Ctrl+Alt+K");
+    app.save_settings();
+    let note = app.harness.state().view().hotkey_note.clone();
+    assert!(
+        note.as_deref().is_some_and(|n| n.contains("hotkey.taken")),
+        "{note:?}"
+    );
+    assert!(app.has_label("The global hotkey is not active"));
+    other.unregister(taken).unwrap();
+}
+
+/// A microphone whose `open` blocks until the test lets go: a recording that never starts
+/// and so never finishes.
+struct StuckMic {
+    entered: SyncSender<()>,
+    release: Mutex<Receiver<()>>,
+    released: Arc<AtomicBool>,
+}
+
+impl Microphone for StuckMic {
+    fn open(
+        &self,
+        _device: Option<&str>,
+        _pre_roll_ms: u32,
+    ) -> Result<(Box<dyn AudioSource>, SourceKind), String> {
+        let _ = self.entered.try_send(());
+        let _ = self.release.lock().unwrap().recv();
+        self.released.store(true, Ordering::SeqCst);
+        Err("capture.no-device".into())
+    }
+}
+
+struct Stuck {
+    ui: PersykUi,
+    entered: Receiver<()>,
+    release: SyncSender<()>,
+    released: Arc<AtomicBool>,
+    _dir: tempfile::TempDir,
+}
+
+fn stuck_backend() -> Stuck {
+    let dir = tempfile::tempdir().unwrap();
+    let (entered_tx, entered) = sync_channel(1);
+    let (release, release_rx) = sync_channel(1);
+    let released = Arc::new(AtomicBool::new(false));
+    let mut settings = Settings::default();
+    settings.sessions.directory = Some(dir.path().join("sessions"));
+    let waker = Waker::new();
+    let backend = BackendHandle::spawn(
+        BackendConfig {
+            settings_path: None,
+            dev: true,
+            microphone: Arc::new(StuckMic {
+                entered: entered_tx,
+                release: Mutex::new(release_rx),
+                released: released.clone(),
+            }),
+            keys: Arc::new(MemKeys(Mutex::new(Some("sk-test".into())))),
+            replay_factor: 0.0,
+        },
+        settings.clone(),
+        waker.clone(),
+    )
+    .unwrap();
+    let ui = PersykUi::new(
+        backend,
+        Box::new(Recorded::default()),
+        waker,
+        settings,
+        true,
+    );
+    Stuck {
+        ui,
+        entered,
+        release,
+        released,
+        _dir: dir,
+    }
+}
+
+/// Issue #16 item 12 (UI part): quitting blocked the UI thread for up to 30 s in
+/// `shutdown`, then `Drop` waited another 30 s. Now quitting never blocks the UI: the
+/// window paints "Finishing…" and closes once the one deadline has passed, and nothing waits
+/// again afterwards.
+#[test]
+fn issue16_12_quitting_waits_one_deadline_and_keeps_painting() {
+    let Stuck {
+        ui,
+        entered,
+        release,
+        released,
+        _dir,
+    } = stuck_backend();
+    let mut app = shell_app(ui, true);
+    app.harness
+        .state_mut()
+        .set_quit_deadline(Duration::from_millis(300));
+    app.harness.step();
+    (app.post)(ShellEvent::TrayClick);
+    app.harness.step();
+    entered
+        .recv_timeout(WAIT)
+        .expect("the recording is starting");
+
+    (app.post)(ShellEvent::Menu(MenuAction::Quit));
+    app.harness.step();
+    // The frame that handled Quit returned at once: it paints "Finishing…" and has not
+    // closed the window, although the backend is still stuck.
+    assert!(app.harness.state().is_quitting());
+    assert!(app.has_label("Finishing…"), "the window shows Finishing…");
+    assert!(!app.harness.state().is_closing());
+    assert!(!app.commands().contains(&ViewportCommand::Close));
+    assert!(!released.load(Ordering::SeqCst));
+    // Later frames keep painting until the deadline has passed, then close.
+    app.wait_until("the window to close", |a| a.harness.state().is_closing());
+    assert!(
+        !released.load(Ordering::SeqCst),
+        "closed by the deadline, the recording is still stuck"
+    );
+    // eframe's `on_exit` and the handle's `Drop` must not wait again: with the backend still
+    // stuck, a second wait would last until the watchdog below lets the microphone go.
+    let watchdog = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(20));
+        let _ = release.send(());
+    });
+    eframe::App::on_exit(app.harness.state_mut());
+    drop(app);
+    assert!(
+        !released.load(Ordering::SeqCst),
+        "on_exit or Drop waited again for the stuck backend after the deadline had passed"
+    );
+    drop(watchdog);
+}
+
+/// The same rule one level down: a timed-out `BackendHandle::shutdown` is final, `Drop`
+/// does not wait another 30 s.
+#[test]
+fn issue16_12_backend_shutdown_has_one_deadline() {
+    let Stuck {
+        mut ui,
+        entered,
+        release,
+        released,
+        _dir,
+    } = stuck_backend();
+    ui.start();
+    entered
+        .recv_timeout(WAIT)
+        .expect("the recording is starting");
+    assert!(
+        !ui.shutdown(Duration::from_millis(200)),
+        "the backend is stuck"
+    );
+    let watchdog = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(20));
+        let _ = release.send(());
+    });
+    drop(ui);
+    assert!(
+        !released.load(Ordering::SeqCst),
+        "Drop waited again for the stuck backend after shutdown had timed out"
+    );
+    drop(watchdog);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Microphone permission (issue #11 item 1).
+
+type Answer = Box<dyn FnOnce(bool) + Send>;
+
+/// A permission the test answers by hand, like a user reading the system prompt.
+struct ManualPermission {
+    status: Mutex<Access>,
+    pending: Mutex<Option<Answer>>,
+}
+
+impl MicrophonePermission for ManualPermission {
+    fn status(&self) -> Access {
+        *self.status.lock().unwrap()
+    }
+    fn request(&self, answer: Answer) {
+        *self.pending.lock().unwrap() = Some(answer);
+    }
+}
+
+impl ManualPermission {
+    fn answer(&self, granted: bool) {
+        *self.status.lock().unwrap() = if granted {
+            Access::Granted
+        } else {
+            Access::Denied
+        };
+        let f = self
+            .pending
+            .lock()
+            .unwrap()
+            .take()
+            .expect("a question was asked");
+        f(granted);
+    }
+}
+
+/// The tone microphone behind a permission; remembers whether the input was opened.
+struct PermittedMic {
+    permission: Arc<ManualPermission>,
+    opened: Arc<AtomicBool>,
+}
+
+impl Microphone for PermittedMic {
+    fn permission(&self) -> Option<Arc<dyn MicrophonePermission>> {
+        Some(self.permission.clone())
+    }
+    fn open(
+        &self,
+        device: Option<&str>,
+        pre_roll_ms: u32,
+    ) -> Result<(Box<dyn AudioSource>, SourceKind), String> {
+        self.opened.store(true, Ordering::SeqCst);
+        ToneMic { seconds: 30.0 }.open(device, pre_roll_ms)
+    }
+}
+
+/// Effects that record the URLs opened.
+#[derive(Default, Clone)]
+struct UrlEffects(Arc<Mutex<Vec<String>>>);
+
+impl Effects for UrlEffects {
+    fn copy(&mut self, _text: &str) -> Result<(), String> {
+        Ok(())
+    }
+    fn notify(&mut self, _title: &str, _body: &str) {}
+    fn open_url(&mut self, url: &str) -> Result<(), String> {
+        self.0.lock().unwrap().push(url.to_owned());
+        Ok(())
+    }
+}
+
+struct MicApp {
+    harness: Harness<'static, PersykUi>,
+    permission: Arc<ManualPermission>,
+    opened: Arc<AtomicBool>,
+    urls: UrlEffects,
+    root: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+    _fake: (tokio::runtime::Runtime, persyk::realtime::fake::FakeServer),
+}
+
+fn mic_app(status: Access) -> MicApp {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("sessions");
+    std::fs::create_dir_all(&root).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = rt
+        .block_on(persyk::realtime::fake::spawn(one_utterance(
+            "permission",
+            "Said after the prompt.",
+        )))
+        .unwrap();
+    let mut settings = Settings::default();
+    settings.sessions.directory = Some(root.clone());
+    settings.provider.base_url = Some(format!("ws://{}/v1", server.addr));
+    let permission = Arc::new(ManualPermission {
+        status: Mutex::new(status),
+        pending: Mutex::new(None),
+    });
+    let opened = Arc::new(AtomicBool::new(false));
+    let waker = Waker::new();
+    let backend = BackendHandle::spawn(
+        BackendConfig {
+            settings_path: None,
+            dev: true,
+            microphone: Arc::new(PermittedMic {
+                permission: permission.clone(),
+                opened: opened.clone(),
+            }),
+            keys: Arc::new(MemKeys(Mutex::new(Some("sk-test".into())))),
+            replay_factor: 0.0,
+        },
+        settings.clone(),
+        waker.clone(),
+    )
+    .unwrap();
+    let urls = UrlEffects::default();
+    let ui = PersykUi::new(backend, Box::new(urls.clone()), waker, settings, true);
+    let harness = Harness::builder()
+        .with_size(eframe::egui::vec2(640.0, 900.0))
+        .build_ui_state(|ui, state: &mut PersykUi| state.ui(ui), ui);
+    MicApp {
+        harness,
+        permission,
+        opened,
+        urls,
+        root,
+        _dir: dir,
+        _fake: (rt, server),
+    }
+}
+
+impl MicApp {
+    fn wait_label(&mut self, text: &str) {
+        let start = Instant::now();
+        loop {
+            self.harness.step();
+            if self
+                .harness
+                .query_all_by_label_contains(text)
+                .next()
+                .is_some()
+            {
+                return;
+            }
+            assert!(start.elapsed() < WAIT, "timed out waiting for {text:?}");
+            std::thread::sleep(Duration::from_millis(15));
+        }
+    }
+
+    fn click(&mut self, label: &str) {
+        self.harness
+            .get_by_role_and_label(Role::Button, label)
+            .click();
+        self.harness.step();
+        self.harness.step();
+    }
+
+    fn sessions(&self) -> usize {
+        std::fs::read_dir(&self.root).unwrap().count()
+    }
+}
+
+/// Issue #11 item 1: the microphone permission was only read, never requested, so with
+/// nobody having decided a capture started, recorded zeros without a prompt and halted with
+/// `capture.silent-input`. Now Start asks first, says it waits, and opens the input only
+/// after access was granted.
+#[test]
+fn issue11_01_microphone_access_is_asked_before_the_input_opens() {
+    let mut app = mic_app(Access::NotDetermined);
+    app.harness.step();
+    app.click("Start dictation");
+    app.wait_label("Waiting for microphone permission…");
+    // The question is open: no input, no session, no silence detector yet.
+    assert!(!app.opened.load(Ordering::SeqCst));
+    assert_eq!(app.sessions(), 0);
+    app.permission.answer(true);
+    app.wait_label("Said after the prompt.");
+    assert!(app.opened.load(Ordering::SeqCst));
+    assert_eq!(app.sessions(), 1);
+}
+
+/// Issue #11 item 1, refused: Start says `capture.permission-denied`, explains where to turn
+/// the microphone on and opens that System Settings pane; nothing is recorded, so no empty
+/// session appears in the history.
+#[test]
+fn issue11_01_a_refused_microphone_explains_and_records_nothing() {
+    let mut app = mic_app(Access::NotDetermined);
+    app.harness.step();
+    app.click("Start dictation");
+    app.wait_label("Waiting for microphone permission…");
+    app.permission.answer(false);
+    app.wait_label("capture.permission-denied");
+    assert!(!app.opened.load(Ordering::SeqCst));
+    assert_eq!(app.sessions(), 0);
+    app.click("Open Microphone Privacy Settings");
+    assert_eq!(
+        app.urls.0.lock().unwrap().clone(),
+        vec![PRIVACY_MICROPHONE_URL.to_owned()]
+    );
+    // Denied earlier: the next Start refuses at once, without asking again.
+    app.click("Start dictation");
+    app.wait_label("capture.permission-denied");
+    assert!(app.permission.pending.lock().unwrap().is_none());
+    assert!(!app.opened.load(Ordering::SeqCst));
+    assert_eq!(app.sessions(), 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Where the API key lives on Linux (issue #16 item 10).
+
+/// Runs this binary's test `name` again in a child under `dbus-run-session` (a private
+/// session bus with no Secret Service on it). Returns `true` in the child.
+#[cfg(target_os = "linux")]
+fn in_dbus_child(name: &str) -> bool {
+    if std::env::var_os("PERSYK_TEST_DBUS_CHILD").is_some() {
+        return true;
+    }
+    let exe = std::env::current_exe().expect("test binary");
+    let out = match Command::new("dbus-run-session")
+        .arg("--")
+        .arg(exe)
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env("PERSYK_TEST_DBUS_CHILD", "1")
+        .env_remove("DBUS_SESSION_BUS_ADDRESS")
+        .output()
+    {
+        Ok(o) => o,
+        Err(_) => {
+            eprintln!("SKIPPED: dbus-run-session is not installed (apt-get install dbus-daemon)");
+            return false;
+        }
+    };
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "the test failed on its own bus:\n{text}"
+    );
+    assert!(text.contains("1 passed"), "the child ran no test:\n{text}");
+    false
+}
+
+/// Issue #16 item 10, the fallback: on Linux the key went to the kernel keyring, which
+/// forgets it at reboot, while Settings said it was kept in the system's secret store. With
+/// no Secret Service on the session bus, Settings now says how long the key lasts.
+#[cfg(target_os = "linux")]
+#[test]
+fn issue16_10_without_a_secret_service_settings_say_the_key_lasts_until_reboot() {
+    use persyk::credentials::{self, KeyStorage};
+    if !in_dbus_child(
+        "app::issue16_10_without_a_secret_service_settings_say_the_key_lasts_until_reboot",
+    ) {
+        return;
+    }
+    assert_eq!(credentials::storage(), KeyStorage::KernelKeyring);
+    let mut f = fixture(None, None, 1.0, |_| {});
+    f.ui.set_key_storage(credentials::storage());
+    let mut harness = Harness::builder()
+        .with_size(eframe::egui::vec2(640.0, 900.0))
+        .build_ui_state(|ui, state: &mut PersykUi| state.ui(ui), f.ui);
+    harness.step();
+    let said = |h: &Harness<'static, PersykUi>, text: &str| {
+        h.query_all_by_label_contains(text).next().is_some()
+    };
+    assert!(said(&harness, "only until you restart the computer"));
+    assert!(!said(&harness, "kept in the system's secret store"));
+}
+
+/// A Secret Service on the test's own session bus, enough for one item in one collection
+/// (the shape GNOME Keyring answers with), built with zbus's own interface macro so the
+/// wire format is the library's, not the client's.
+#[cfg(target_os = "linux")]
+mod fake_secret_service {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+
+    use zbus::zvariant::{OwnedObjectPath, OwnedValue, Value};
+
+    pub const COLLECTION: &str = "/org/freedesktop/secrets/collection/login";
+    type Secret = (OwnedObjectPath, Vec<u8>, Vec<u8>, String);
+
+    #[derive(Default)]
+    pub struct State {
+        /// Item path → (attributes, secret value).
+        pub items: HashMap<String, (HashMap<String, String>, Vec<u8>)>,
+        pub next: u32,
+    }
+
+    pub type Shared = Arc<Mutex<State>>;
+
+    pub struct Service(pub Shared);
+    pub struct Collection(pub Shared);
+    pub struct Item(pub Shared, pub String);
+
+    #[zbus::interface(name = "org.freedesktop.Secret.Service")]
+    impl Service {
+        fn open_session(
+            &self,
+            algorithm: &str,
+            _input: Value<'_>,
+        ) -> zbus::fdo::Result<(OwnedValue, OwnedObjectPath)> {
+            if algorithm != "plain" {
+                return Err(zbus::fdo::Error::NotSupported(algorithm.into()));
+            }
+            Ok((
+                OwnedValue::try_from(Value::from("")).unwrap(),
+                OwnedObjectPath::try_from("/org/freedesktop/secrets/session/1").unwrap(),
+            ))
+        }
+
+        fn search_items(
+            &self,
+            attributes: HashMap<String, String>,
+        ) -> (Vec<OwnedObjectPath>, Vec<OwnedObjectPath>) {
+            let state = self.0.lock().unwrap();
+            let found = state
+                .items
+                .iter()
+                .filter(|(_, (a, _))| attributes.iter().all(|(k, v)| a.get(k) == Some(v)))
+                .map(|(p, _)| OwnedObjectPath::try_from(p.clone()).unwrap())
+                .collect();
+            (found, Vec::new())
+        }
+
+        fn unlock(&self, objects: Vec<OwnedObjectPath>) -> (Vec<OwnedObjectPath>, OwnedObjectPath) {
+            (objects, OwnedObjectPath::try_from("/").unwrap())
+        }
+
+        fn read_alias(&self, name: &str) -> OwnedObjectPath {
+            OwnedObjectPath::try_from(if name == "default" { COLLECTION } else { "/" }).unwrap()
+        }
+
+        fn get_secrets(
+            &self,
+            items: Vec<OwnedObjectPath>,
+            session: OwnedObjectPath,
+        ) -> HashMap<OwnedObjectPath, Secret> {
+            let state = self.0.lock().unwrap();
+            items
+                .into_iter()
+                .filter_map(|p| {
+                    let (_, value) = state.items.get(p.as_str())?;
+                    Some((
+                        p,
+                        (
+                            session.clone(),
+                            Vec::new(),
+                            value.clone(),
+                            "text/plain".into(),
+                        ),
+                    ))
+                })
+                .collect()
+        }
+    }
+
+    #[zbus::interface(name = "org.freedesktop.Secret.Collection")]
+    impl Collection {
+        async fn create_item(
+            &self,
+            properties: HashMap<String, OwnedValue>,
+            secret: Secret,
+            replace: bool,
+            #[zbus(object_server)] server: &zbus::ObjectServer,
+        ) -> zbus::fdo::Result<(OwnedObjectPath, OwnedObjectPath)> {
+            let attributes: HashMap<String, String> = properties
+                .get("org.freedesktop.Secret.Item.Attributes")
+                .and_then(|v| HashMap::try_from(v.try_clone().ok()?).ok())
+                .ok_or_else(|| zbus::fdo::Error::InvalidArgs("attributes".into()))?;
+            let path = {
+                let mut state = self.0.lock().unwrap();
+                let existing = state
+                    .items
+                    .iter()
+                    .find(|(_, (a, _))| *a == attributes)
+                    .map(|(p, _)| p.clone());
+                match existing {
+                    Some(p) if replace => {
+                        state.items.insert(p.clone(), (attributes, secret.2));
+                        p
+                    }
+                    _ => {
+                        state.next += 1;
+                        let p = format!("{COLLECTION}/{}", state.next);
+                        state.items.insert(p.clone(), (attributes, secret.2));
+                        p
+                    }
+                }
+            };
+            server
+                .at(path.as_str(), Item(self.0.clone(), path.clone()))
+                .await?;
+            Ok((
+                OwnedObjectPath::try_from(path).unwrap(),
+                OwnedObjectPath::try_from("/").unwrap(),
+            ))
+        }
+    }
+
+    #[zbus::interface(name = "org.freedesktop.Secret.Item")]
+    impl Item {
+        fn delete(&self) -> OwnedObjectPath {
+            self.0.lock().unwrap().items.remove(&self.1);
+            OwnedObjectPath::try_from("/").unwrap()
+        }
+    }
+
+    /// Serves the fake as `org.freedesktop.secrets` on the session bus.
+    pub fn serve() -> (zbus::blocking::Connection, Shared) {
+        let state = Shared::default();
+        let conn = zbus::blocking::connection::Builder::session()
+            .unwrap()
+            .serve_at("/org/freedesktop/secrets", Service(state.clone()))
+            .unwrap()
+            .serve_at(COLLECTION, Collection(state.clone()))
+            .unwrap()
+            .name("org.freedesktop.secrets")
+            .unwrap()
+            .build()
+            .unwrap();
+        (conn, state)
+    }
+}
+
+/// Issue #16 item 10, the fix: where the session bus offers a Secret Service, the key goes
+/// there (kept across reboots), under the attributes `secret-tool lookup service
+/// app.persyk.Persyk username openai-api-key` finds, and Settings says so.
+#[cfg(target_os = "linux")]
+#[test]
+fn issue16_10_the_key_goes_to_the_secret_service_where_there_is_one() {
+    use persyk::credentials::{self, KeyStorage};
+    if !in_dbus_child("app::issue16_10_the_key_goes_to_the_secret_service_where_there_is_one") {
+        return;
+    }
+    let (_conn, state) = fake_secret_service::serve();
+    assert_eq!(credentials::storage(), KeyStorage::SecretService);
+    const KEY: &str = "sk-persyk-test-0123456789abcdef";
+    credentials::store_key(KEY).expect("stored in the Secret Service");
+    {
+        let s = state.lock().unwrap();
+        assert_eq!(s.items.len(), 1);
+        let (attributes, value) = s.items.values().next().unwrap();
+        assert_eq!(
+            attributes.get("service").map(String::as_str),
+            Some(credentials::SERVICE)
+        );
+        assert_eq!(
+            attributes.get("username").map(String::as_str),
+            Some(credentials::ACCOUNT)
+        );
+        assert_eq!(value.as_slice(), KEY.as_bytes());
+    }
+    assert_eq!(credentials::stored_key().unwrap().as_deref(), Some(KEY));
+    // Replacing keeps one item.
+    credentials::store_key("sk-persyk-test-replaced-0123456789").unwrap();
+    assert_eq!(state.lock().unwrap().items.len(), 1);
+    assert_eq!(
+        credentials::stored_key().unwrap().as_deref(),
+        Some("sk-persyk-test-replaced-0123456789")
+    );
+    credentials::delete_key().unwrap();
+    assert!(state.lock().unwrap().items.is_empty());
+    assert_eq!(credentials::stored_key().unwrap(), None);
+    assert!(
+        KeyStorage::SecretService
+            .describe()
+            .contains("across restarts")
+    );
+}
