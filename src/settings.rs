@@ -55,6 +55,12 @@ pub enum SettingsError {
     BadLanguage,
     #[error("settings.pre-roll-too-long: the pre-roll is at most 500 ms")]
     PreRollTooLong,
+    #[error(
+        "settings.bad-local-model: the on-device model must be a catalog name such as \"base.en\" or an absolute path to a model file"
+    )]
+    BadLocalModel,
+    #[error("settings.bad-local-threads: on-device recognition uses 1 to 64 threads")]
+    BadLocalThreads,
 }
 
 impl SettingsError {
@@ -70,6 +76,8 @@ impl SettingsError {
             SettingsError::EmptyModel => "settings.empty-model",
             SettingsError::BadLanguage => "settings.bad-language",
             SettingsError::PreRollTooLong => "settings.pre-roll-too-long",
+            SettingsError::BadLocalModel => "settings.bad-local-model",
+            SettingsError::BadLocalThreads => "settings.bad-local-threads",
         }
     }
 }
@@ -116,6 +124,84 @@ pub struct ProviderSettings {
     pub language: Option<String>,
 }
 
+/// Which engine turns speech into text.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum RecognitionEngine {
+    /// The OpenAI Realtime API, configured in the `provider` section (needs a key and a
+    /// network).
+    #[default]
+    Openai,
+    /// Whisper on this device (whisper.cpp), offline.
+    Local,
+}
+
+/// The `recognition` section: online or on this device.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecognitionSettings {
+    #[serde(default)]
+    pub engine: RecognitionEngine,
+    /// The on-device model: a catalog name (`"base.en"`) or an absolute path to a ggml
+    /// file; `None` = [`DEFAULT_LOCAL_MODEL`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_model: Option<String>,
+    /// Inference threads; `None` = the available cores, at most 8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_threads: Option<u32>,
+}
+
+/// The catalog model used on the device when the settings name none.
+pub const DEFAULT_LOCAL_MODEL: &str = "base.en";
+
+/// What the `recognition.localModel` setting names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LocalModelChoice {
+    /// A model of the catalog, by name.
+    Catalog(String),
+    /// A model file the user pointed to.
+    File(PathBuf),
+}
+
+impl RecognitionSettings {
+    /// The chosen on-device model (validated).
+    pub fn local_model(&self) -> Result<LocalModelChoice, SettingsError> {
+        let raw = self
+            .local_model
+            .as_deref()
+            .map(str::trim)
+            .unwrap_or(DEFAULT_LOCAL_MODEL);
+        if raw.is_empty() || raw.chars().any(char::is_control) {
+            return Err(SettingsError::BadLocalModel);
+        }
+        if raw.contains('/') || raw.contains('\\') {
+            let path = PathBuf::from(raw);
+            return if path.is_absolute() {
+                Ok(LocalModelChoice::File(path))
+            } else {
+                Err(SettingsError::BadLocalModel)
+            };
+        }
+        if raw
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+        {
+            Ok(LocalModelChoice::Catalog(raw.to_owned()))
+        } else {
+            Err(SettingsError::BadLocalModel)
+        }
+    }
+
+    /// The inference threads (validated); `None` = the default.
+    pub fn local_threads(&self) -> Result<Option<usize>, SettingsError> {
+        match self.local_threads {
+            None => Ok(None),
+            Some(n @ 1..=64) => Ok(Some(n as usize)),
+            Some(_) => Err(SettingsError::BadLocalThreads),
+        }
+    }
+}
+
 /// How the global hotkey behaves.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -156,6 +242,8 @@ pub struct Settings {
     pub provider: ProviderSettings,
     #[serde(default)]
     pub hotkey: HotkeySettings,
+    #[serde(default)]
+    pub recognition: RecognitionSettings,
     /// Keys this version does not know, kept as they were.
     #[serde(flatten)]
     pub other: Map<String, Value>,
@@ -302,6 +390,8 @@ impl Settings {
         if self.capture.pre_roll_ms > 500 {
             return Err(SettingsError::PreRollTooLong);
         }
+        self.recognition.local_model()?;
+        self.recognition.local_threads()?;
         self.provider().map(drop)
     }
 
@@ -330,6 +420,61 @@ mod tests {
         Settings {
             provider: p,
             ..Settings::default()
+        }
+    }
+
+    #[test]
+    fn recognition_section_round_trips_and_validates() {
+        let s: Settings = serde_json::from_str(
+            r#"{"recognition":{"engine":"local","localModel":"small.en","localThreads":4}}"#,
+        )
+        .unwrap();
+        assert_eq!(s.recognition.engine, RecognitionEngine::Local);
+        assert_eq!(
+            s.recognition.local_model().unwrap(),
+            LocalModelChoice::Catalog("small.en".into())
+        );
+        assert_eq!(s.recognition.local_threads().unwrap(), Some(4));
+        s.validate().unwrap();
+        let back = serde_json::to_value(&s).unwrap();
+        assert_eq!(back["recognition"]["engine"], "local");
+
+        let d = Settings::default();
+        assert_eq!(d.recognition.engine, RecognitionEngine::Openai);
+        assert_eq!(
+            d.recognition.local_model().unwrap(),
+            LocalModelChoice::Catalog(DEFAULT_LOCAL_MODEL.into())
+        );
+        assert!(serde_json::to_value(&d).unwrap()["recognition"]["localModel"].is_null());
+
+        let path = RecognitionSettings {
+            local_model: Some("/models/ggml-medium.bin".into()),
+            ..RecognitionSettings::default()
+        };
+        assert_eq!(
+            path.local_model().unwrap(),
+            LocalModelChoice::File("/models/ggml-medium.bin".into())
+        );
+        for bad in ["", "models/x.bin", "base en", "a\nb"] {
+            let r = RecognitionSettings {
+                local_model: Some(bad.into()),
+                ..RecognitionSettings::default()
+            };
+            assert_eq!(
+                r.local_model().unwrap_err().code(),
+                "settings.bad-local-model",
+                "{bad:?}"
+            );
+        }
+        for bad in [0, 65] {
+            let r = RecognitionSettings {
+                local_threads: Some(bad),
+                ..RecognitionSettings::default()
+            };
+            assert_eq!(
+                r.local_threads().unwrap_err().code(),
+                "settings.bad-local-threads"
+            );
         }
     }
 
