@@ -4,35 +4,11 @@
 //!
 //! Needs `espeak-ng` (installed by `scripts/setup`).
 
-use std::path::Path;
-use std::process::Command;
+mod support;
 
-use persyk::capture::convert::Converter;
 use persyk::capture::segment::{EndReason, SegmentEvent, Segmenter, SegmenterConfig, Utterance};
 
 const RATE: u32 = 24_000;
-
-fn speak(dir: &Path, n: usize, text: &str) -> Vec<i16> {
-    let path = dir.join(format!("phrase-{n}.wav"));
-    let status = Command::new("espeak-ng")
-        .arg("-w")
-        .arg(&path)
-        .arg(text)
-        .status()
-        .expect("espeak-ng missing: run scripts/setup (apt-get install -y espeak-ng)");
-    assert!(status.success(), "espeak-ng failed");
-    let mut reader = hound::WavReader::open(&path).expect("espeak-ng wav");
-    let spec = reader.spec();
-    let frames: Vec<f32> = reader
-        .samples::<i16>()
-        .map(|s| f32::from(s.expect("sample")) / 32768.0)
-        .collect();
-    let mut conv = Converter::new(spec.sample_rate, spec.channels).expect("converter");
-    let mut out = Vec::new();
-    conv.push(&frames, &mut out);
-    conv.flush(&mut out);
-    out
-}
 
 /// Deterministic noise at about -66 dBFS RMS.
 struct Bed(u64);
@@ -66,7 +42,7 @@ fn espeak_phrases_separated_by_pauses_are_one_utterance_each() {
     let mut extents = Vec::new();
     silence(&mut recording, 800);
     for (i, text) in phrases.iter().enumerate() {
-        let speech = speak(dir.path(), i, text);
+        let speech = support::espeak_as_recorded(dir.path(), &format!("phrase-{i}"), text);
         let first = speech
             .iter()
             .position(|s| s.unsigned_abs() > 300)

@@ -6,15 +6,11 @@
 //! noise must come back as no speech; broken model files must be refused with a code.
 #![cfg(feature = "local")]
 
-use std::path::PathBuf;
+mod support;
 
-use persyk::capture::convert::Converter;
 use persyk::local::whisper::LocalModel;
 use persyk::local::{LocalOptions, Verdict};
-
-fn test_model_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/test-model")
-}
+use support::test_model_dir;
 
 fn model() -> LocalModel {
     let path = test_model_dir().join("ggml-tiny.en.bin");
@@ -34,18 +30,7 @@ fn options() -> LocalOptions {
 
 /// jfk.wav as Persyk records it: 24 kHz mono PCM16.
 fn jfk_24k() -> Vec<i16> {
-    let mut reader = hound::WavReader::open(test_model_dir().join("jfk.wav"))
-        .expect("jfk.wav (fetch-test-model)");
-    let spec = reader.spec();
-    let frames: Vec<f32> = reader
-        .samples::<i16>()
-        .map(|s| f32::from(s.expect("sample")) / 32768.0)
-        .collect();
-    let mut conv = Converter::new(spec.sample_rate, spec.channels).expect("converter");
-    let mut out = Vec::new();
-    conv.push(&frames, &mut out);
-    conv.flush(&mut out);
-    out
+    support::wav_as_recorded(&test_model_dir().join("jfk.wav"))
 }
 
 fn words(text: &str) -> Vec<String> {
