@@ -202,6 +202,22 @@ impl RecognitionSettings {
     }
 }
 
+/// The `feedback` section: what Persyk does around a dictation besides the transcript.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FeedbackSettings {
+    /// Short start and stop sounds; `None` = on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sounds: Option<bool>,
+}
+
+impl FeedbackSettings {
+    /// Whether the start and stop sounds play (on unless turned off).
+    pub fn sounds_enabled(&self) -> bool {
+        self.sounds.unwrap_or(true)
+    }
+}
+
 /// How the global hotkey behaves.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -244,6 +260,8 @@ pub struct Settings {
     pub hotkey: HotkeySettings,
     #[serde(default)]
     pub recognition: RecognitionSettings,
+    #[serde(default)]
+    pub feedback: FeedbackSettings,
     /// Keys this version does not know, kept as they were.
     #[serde(flatten)]
     pub other: Map<String, Value>,

@@ -16,6 +16,7 @@ use eframe::egui::{ViewportCommand, ViewportEvent, ViewportId};
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use persyk::app::shell::{MenuAction, Post, Shell, ShellEvent, ShellOptions, TrayPort};
+use persyk::app::sounds::{Cue, Sounds};
 use persyk::app::tray::{TrayError, TrayState};
 use persyk::app::ui::Page;
 use persyk::settings::HotkeyMode;
@@ -61,6 +62,7 @@ fn shell(f: Fixture, with_tray: bool) -> ShellApp {
         ShellOptions {
             hidden: false,
             no_hotkey: true,
+            ..ShellOptions::default()
         },
         move |_post| {
             if with_tray {
@@ -237,6 +239,49 @@ fn tray_clicks_toggle_dictation_and_the_icon_follows() {
         app.copies.lock().unwrap().clone(),
         vec!["Said through the tray.".to_owned(); 2]
     );
+}
+
+/// Dictates once through the tray with a cue recorder in place of the sound device and
+/// returns the cues it was asked to play.
+fn cues_of_one_dictation(edit: impl FnOnce(&mut persyk::settings::Settings)) -> Vec<Cue> {
+    let mut app = shell(
+        fixture(Some(dictation_scenario()), Some("sk-test"), 30.0, edit),
+        true,
+    );
+    let played: Arc<Mutex<Vec<Cue>>> = Arc::default();
+    let recorder = played.clone();
+    app.harness
+        .state_mut()
+        .set_sounds(Sounds::spawn(move |cue| recorder.lock().unwrap().push(cue)));
+    app.step();
+    (app.post)(ShellEvent::TrayClick);
+    app.wait_until("a canonical message", |a| {
+        a.harness
+            .query_all_by_label("Said through the tray.")
+            .next()
+            .is_some()
+    });
+    (app.post)(ShellEvent::TrayClick);
+    app.wait_until("idle again", |a| {
+        a.last_sync() == Some((TrayState::Idle, false, true))
+    });
+    // The player runs on its own thread: give it a moment to take the last cue.
+    let start = Instant::now();
+    while played.lock().unwrap().len() < 2 && start.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    played.lock().unwrap().clone()
+}
+
+#[test]
+fn a_dictation_plays_the_start_cue_then_the_stop_cue() {
+    assert_eq!(cues_of_one_dictation(|_| {}), vec![Cue::Start, Cue::Stop]);
+}
+
+#[test]
+fn no_cue_plays_when_sounds_are_turned_off() {
+    let cues = cues_of_one_dictation(|s| s.feedback.sounds = Some(false));
+    assert!(cues.is_empty(), "{cues:?}");
 }
 
 #[test]

@@ -11,7 +11,8 @@
 //!
 //! Module map: [`model`] (messages and view data), [`backend`] (the worker), [`ui`] (egui
 //! rendering of the view model; tested headless with egui_kittest), [`effects`] (clipboard,
-//! notifications), [`tray`], [`hotkey`], [`permission`] (microphone access), [`shell`] (the
+//! notifications), [`sounds`] (start/stop cues), [`tray`], [`hotkey`], [`permission`]
+//! (microphone access), [`shell`] (the
 //! eframe `App`), `macos` (AppKit pieces, macOS only).
 //!
 //! Invariants:
@@ -30,6 +31,7 @@ mod macos;
 pub mod model;
 pub mod permission;
 pub mod shell;
+pub mod sounds;
 pub mod tray;
 pub mod ui;
 

@@ -19,6 +19,7 @@ use eframe::egui;
 
 use super::backend::{SHUTDOWN_DEADLINE, ShutdownStatus};
 use super::hotkey;
+use super::sounds::{self, Cue, Sounds};
 use super::tray::{Tray, TrayError, TrayState};
 use super::ui::{Page, PersykUi};
 use crate::settings::HotkeyMode;
@@ -73,6 +74,9 @@ pub struct ShellOptions {
     pub hidden: bool,
     /// Register the global hotkey (tests turn it off: it needs a display server).
     pub no_hotkey: bool,
+    /// Play the start and stop cues on the default output (when the settings allow);
+    /// off for tests, which have no sound device.
+    pub play_sounds: bool,
 }
 
 /// The running app.
@@ -84,6 +88,9 @@ pub struct Shell {
     options: ShellOptions,
     hotkeys: hotkey::Hotkeys,
     hotkey_generation: Option<u64>,
+    /// The start/stop cue player, and the tray state the last cue was chosen from.
+    sounds: Option<Sounds>,
+    cue_state: TrayState,
     quitting: bool,
     /// The close command was sent (after the backend stopped or the deadline passed).
     closing: bool,
@@ -143,6 +150,12 @@ impl Shell {
             options,
             hotkeys: hotkey::Hotkeys::new(),
             hotkey_generation: None,
+            sounds: if options.play_sounds {
+                Sounds::spawn(sounds::play_on_default_output)
+            } else {
+                None
+            },
+            cue_state: TrayState::Idle,
             quitting: false,
             closing: false,
             quit_deadline: SHUTDOWN_DEADLINE,
@@ -176,6 +189,33 @@ impl Shell {
                 "The global hotkey is not active: {e}. The menu-bar icon and the Start button \
                  still work."
             ));
+        }
+    }
+
+    /// Replaces the cue player (tests record cues instead of playing them).
+    pub fn set_sounds(&mut self, sounds: Option<Sounds>) {
+        self.sounds = sounds;
+    }
+
+    /// Plays the start cue when a dictation begins (leaves idle) and the stop cue when it
+    /// stops recording, if the settings allow. Never waits: the player has its own thread.
+    fn cue(&mut self) {
+        let state = self.ui.tray_state();
+        let previous = std::mem::replace(&mut self.cue_state, state);
+        let cue = match (previous, state) {
+            (TrayState::Idle | TrayState::Error, TrayState::Connecting | TrayState::Recording) => {
+                Cue::Start
+            }
+            (
+                TrayState::Connecting | TrayState::Recording,
+                TrayState::Finishing | TrayState::Idle,
+            ) => Cue::Stop,
+            _ => return,
+        };
+        if let Some(sounds) = &self.sounds
+            && self.ui.settings().feedback.sounds_enabled()
+        {
+            sounds.play(cue);
         }
     }
 
@@ -311,6 +351,7 @@ impl Shell {
             }
         }
         self.sync_hotkey();
+        self.cue();
         if let Some(tray) = &mut self.tray {
             tray.sync(
                 self.ui.tray_state(),

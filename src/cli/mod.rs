@@ -322,6 +322,7 @@ fn app(hidden: bool, bare: bool) -> u8 {
     } else {
         persyk::app::run(persyk::app::shell::ShellOptions {
             hidden,
+            play_sounds: true,
             ..Default::default()
         })
     };

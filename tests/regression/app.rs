@@ -61,6 +61,7 @@ fn shell_app(ui: PersykUi, no_hotkey: bool) -> ShellApp {
         ShellOptions {
             hidden: false,
             no_hotkey,
+            ..ShellOptions::default()
         },
         move |_post| Ok(Box::new(FakeTray(tray_syncs)) as Box<dyn TrayPort>),
     );
