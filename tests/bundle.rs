@@ -6,7 +6,8 @@
 //!   version keys equal to the crate's version.
 //! - Every PNG in `assets/tray/` and `bundle/icon/persyk-1024.png` is a well-formed PNG
 //!   (signature, chunk CRCs, IHDR, IDAT, IEND) of the right size, 8-bit RGBA.
-//! - `scripts/make-icons --check`: the committed PNGs are exactly what the script draws.
+//! - `scripts/make-icons --check`: the committed PNGs are exactly what the script draws;
+//!   `scripts/make-sounds --check` the same for the start/stop cues.
 //! - `scripts/bundle-macos` is valid bash, and off macOS it refuses with exit code 2.
 
 use std::collections::HashMap;
@@ -290,6 +291,20 @@ fn committed_icons_match_make_icons() {
     assert!(
         out.status.success(),
         "the committed icons differ from what scripts/make-icons draws; rerun it:\n{}",
+        show(&out)
+    );
+}
+
+#[test]
+fn committed_sounds_match_make_sounds() {
+    let out = Command::new(repo("scripts/make-sounds"))
+        .arg("--check")
+        .current_dir(repo(""))
+        .output()
+        .expect("run scripts/make-sounds --check");
+    assert!(
+        out.status.success(),
+        "the committed cues differ from what scripts/make-sounds synthesizes; rerun it:\n{}",
         show(&out)
     );
 }
