@@ -310,20 +310,38 @@ pub struct ModelInfo {
     pub state: ModelState,
 }
 
-/// A models folder and where its models come from.
+/// A models folder, the catalog it offers and where its models come from.
 #[derive(Debug, Clone)]
 pub struct ModelStore {
     dir: PathBuf,
     base_url: String,
+    catalog: &'static [CatalogModel],
 }
 
 impl ModelStore {
-    /// The folder `dir`, downloading from [`DEFAULT_BASE_URL`].
+    /// The folder `dir` with [`CATALOG`], downloading from [`DEFAULT_BASE_URL`].
     pub fn new(dir: PathBuf) -> ModelStore {
         ModelStore {
             dir,
             base_url: DEFAULT_BASE_URL.to_owned(),
+            catalog: CATALOG,
         }
+    }
+
+    /// Offers `catalog` instead of [`CATALOG`] (tests serve small files under their own
+    /// pinned hashes).
+    pub fn with_catalog(mut self, catalog: &'static [CatalogModel]) -> ModelStore {
+        self.catalog = catalog;
+        self
+    }
+
+    pub fn catalog(&self) -> &'static [CatalogModel] {
+        self.catalog
+    }
+
+    /// The model of this store's catalog called `name`.
+    pub fn find(&self, name: &str) -> Option<&'static CatalogModel> {
+        self.catalog.iter().find(|m| m.name == name)
     }
 
     /// The default folder and base URL, each overridable by its environment variable
@@ -371,7 +389,7 @@ impl ModelStore {
 
     /// Every catalog model with its state.
     pub fn list(&self) -> Vec<ModelInfo> {
-        CATALOG
+        self.catalog
             .iter()
             .map(|model| ModelInfo {
                 model,
@@ -391,7 +409,7 @@ impl ModelStore {
             }
             LocalModelChoice::Catalog(name) => {
                 let path = self.path(name);
-                match find(name) {
+                match self.find(name) {
                     Some(model) => match self.state(model) {
                         ModelState::Installed => {}
                         ModelState::Damaged { .. } => return Err(ModelError::Damaged),
