@@ -73,8 +73,13 @@ pub fn rm(name: &str) -> u8 {
     }
 }
 
+/// How long a Ctrl+C waits for the download to notice before the process exits anyway (a
+/// read from a stalled server only returns at its timeout). The part is a prefix of the
+/// file either way: the next run re-hashes it.
+const CTRL_C_GRACE: Duration = Duration::from_secs(3);
+
 /// Sets `flag` on the first Ctrl+C (a thread with a small runtime waits for the signal).
-fn cancel_on_ctrl_c(flag: Arc<AtomicBool>) {
+fn cancel_on_ctrl_c(flag: Arc<AtomicBool>, name: String) {
     let _ = std::thread::Builder::new()
         .name("persyk-ctrl-c".into())
         .spawn(move || {
@@ -84,6 +89,10 @@ fn cancel_on_ctrl_c(flag: Arc<AtomicBool>) {
                 && rt.block_on(tokio::signal::ctrl_c()).is_ok()
             {
                 flag.store(true, Ordering::SeqCst);
+                std::thread::sleep(CTRL_C_GRACE);
+                eprintln!("\npersyk: {}", models::ModelError::Cancelled);
+                eprintln!("persyk: run `persyk models download {name}` again to resume");
+                std::process::exit(i32::from(EXIT_INTERRUPTED));
             }
         });
 }
@@ -159,7 +168,7 @@ pub fn download(name: &str) -> u8 {
         Err(code) => return code,
     };
     let cancel = Arc::new(AtomicBool::new(false));
-    cancel_on_ctrl_c(cancel.clone());
+    cancel_on_ctrl_c(cancel.clone(), name.to_owned());
     let mut bar = Bar {
         terminal: std::io::stderr().is_terminal(),
         last_draw: None,
