@@ -22,11 +22,13 @@
 //!   painting meanwhile.
 //! - Discard deletes only a session this backend created, and never while it records.
 //! - A search result is dropped when a newer query has been asked meanwhile.
+//! - Model downloads run on blocking threads beside everything else, one per model; quitting
+//!   cancels them (their parts stay for the next download to resume).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -235,6 +237,7 @@ impl BackendHandle {
                         active: None,
                         created: HashSet::new(),
                         latest_search: Arc::new(AtomicU64::new(0)),
+                        downloads: Arc::new(Mutex::new(HashMap::new())),
                     };
                     rt.block_on(backend.run(cmd_rx, shutdown_rx));
                     // Done means saved: blocking tasks still running (a search) are not
@@ -336,7 +339,11 @@ struct Backend {
     /// Sessions this backend created (the only ones Discard may delete).
     created: HashSet<PathBuf>,
     latest_search: Arc<AtomicU64>,
+    /// The cancel flag of each running model download, by model name.
+    downloads: Downloads,
 }
+
+type Downloads = Arc<Mutex<HashMap<String, Arc<AtomicBool>>>>;
 
 async fn recording_done(active: &mut Option<Active>) -> Finished {
     match active {
@@ -397,7 +404,11 @@ impl Backend {
                 _ = shutdown.changed() => break,
             }
         }
-        // Quitting: a running recording is stopped and finished like a user's Stop, by the
+        // Quitting: downloads stop where they are (their parts stay) ...
+        for flag in lock_downloads(&self.downloads).values() {
+            flag.store(true, Ordering::SeqCst);
+        }
+        // ... and a running recording is stopped and finished like a user's Stop, by the
         // deadline the UI set (the window closes then whatever happens here).
         let by = (*shutdown.borrow()).unwrap_or_else(|| Instant::now() + SHUTDOWN_DEADLINE);
         if let Some(mut active) = self.active.take() {
@@ -544,6 +555,46 @@ impl Backend {
                 let update = self.save_settings(*settings, api_key).await;
                 notify.send(update).await;
             }
+            Command::ListModels { store } => {
+                tokio::spawn(async move {
+                    if let Ok(list) = tokio::task::spawn_blocking(move || store.list()).await {
+                        notify.send(Update::Models(list)).await;
+                    }
+                });
+            }
+            Command::DownloadModel { store, name } => {
+                download_model(store, name, self.downloads.clone(), notify);
+            }
+            Command::CancelDownload { name } => {
+                if let Some(flag) = lock_downloads(&self.downloads).get(&name) {
+                    flag.store(true, Ordering::SeqCst);
+                }
+            }
+            Command::DeleteModel { store, name } => {
+                let busy = lock_downloads(&self.downloads).contains_key(&name);
+                tokio::spawn(async move {
+                    let result = if busy {
+                        Err("models.busy".to_owned())
+                    } else {
+                        let s = store.clone();
+                        let n = name.clone();
+                        tokio::task::spawn_blocking(move || {
+                            s.delete(&n).map_err(|e| e.code().to_owned())
+                        })
+                        .await
+                        .unwrap_or_else(|_| Err("app.task-failed".into()))
+                    };
+                    notify
+                        .send(match result {
+                            Ok(_) => Update::ModelDeleted { name },
+                            Err(code) => Update::ModelFailed { name, code },
+                        })
+                        .await;
+                    if let Ok(list) = tokio::task::spawn_blocking(move || store.list()).await {
+                        notify.send(Update::Models(list)).await;
+                    }
+                });
+            }
         }
     }
 
@@ -676,6 +727,16 @@ impl Backend {
         if let Err(e) = settings.validate() {
             return failed(e.code());
         }
+        // A model file the user pointed to must be one whisper.cpp can load.
+        if let Ok(crate::settings::LocalModelChoice::File(path)) =
+            settings.recognition.local_model()
+        {
+            match tokio::task::spawn_blocking(move || crate::local::check_model_file(&path)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return failed(e.code()),
+                Err(_) => return failed("app.task-failed"),
+            }
+        }
         if let Some(key) = api_key {
             let keys = self.config.keys.clone();
             let key = key.trim().to_owned();
@@ -708,6 +769,69 @@ impl Backend {
         self.settings = settings;
         Update::SettingsSaved
     }
+}
+
+fn lock_downloads(
+    d: &Mutex<HashMap<String, Arc<AtomicBool>>>,
+) -> std::sync::MutexGuard<'_, HashMap<String, Arc<AtomicBool>>> {
+    d.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// How often a download reports progress to the window.
+const PROGRESS_EVERY: Duration = Duration::from_millis(100);
+
+/// Starts downloading `name` on a blocking thread unless it is downloading already.
+fn download_model(
+    store: crate::local::models::ModelStore,
+    name: String,
+    downloads: Downloads,
+    notify: Notifier,
+) {
+    let Some(model) = store.find(&name) else {
+        tokio::spawn(async move {
+            notify
+                .send(Update::ModelFailed {
+                    name,
+                    code: "models.unknown".into(),
+                })
+                .await;
+        });
+        return;
+    };
+    let cancel = Arc::new(AtomicBool::new(false));
+    {
+        let mut running = lock_downloads(&downloads);
+        if running.contains_key(&name) {
+            return;
+        }
+        running.insert(name.clone(), cancel.clone());
+    }
+    tokio::task::spawn_blocking(move || {
+        let mut last: Option<Instant> = None;
+        let result = store.download(model, &cancel, &mut |progress| {
+            let done = progress.done_bytes >= progress.total_bytes;
+            if done || last.is_none_or(|t| t.elapsed() >= PROGRESS_EVERY) {
+                last = Some(Instant::now());
+                // A full queue drops a progress report; the next one says more.
+                let _ = notify.updates.try_send(Update::ModelProgress {
+                    name: name.clone(),
+                    progress,
+                });
+                notify.waker.wake();
+            }
+        });
+        lock_downloads(&downloads).remove(&name);
+        let update = match result {
+            Ok(_) => Update::ModelDownloaded { name },
+            Err(e) => Update::ModelFailed {
+                name,
+                code: e.code().to_owned(),
+            },
+        };
+        let _ = notify.updates.blocking_send(update);
+        let _ = notify.updates.blocking_send(Update::Models(store.list()));
+        notify.waker.wake();
+    });
 }
 
 fn finished_from(

@@ -15,6 +15,7 @@ use std::sync::{Arc, OnceLock};
 use eframe::egui;
 use tokio::sync::watch;
 
+use crate::local::models::{ModelInfo, ModelStore, Progress};
 use crate::realtime::engine::{EngineView, RemovalOutcome};
 use crate::session::search::Cursor;
 use crate::settings::Settings;
@@ -53,6 +54,14 @@ pub enum Command {
         settings: Box<Settings>,
         api_key: Option<String>,
     },
+    /// What the models folder holds for each catalog model (answered with `Models`).
+    ListModels { store: ModelStore },
+    /// Download a catalog model (progress, then `ModelDownloaded` or `ModelFailed`).
+    DownloadModel { store: ModelStore, name: String },
+    /// Stop a running download; its part stays for the next download to resume.
+    CancelDownload { name: String },
+    /// Delete a downloaded model (and any part of it).
+    DeleteModel { store: ModelStore, name: String },
 }
 
 /// Where a recording's audio comes from.
@@ -191,6 +200,24 @@ pub enum Update {
     SettingsSaved,
     SettingsFailed {
         code: String,
+    },
+    /// Every catalog model and what the folder holds for it.
+    Models(Vec<ModelInfo>),
+    /// A running download's progress (at most about ten a second per download).
+    ModelProgress {
+        name: String,
+        progress: Progress,
+    },
+    ModelDownloaded {
+        name: String,
+    },
+    /// A download or deletion failed (a stable code; `models.cancelled` after Cancel).
+    ModelFailed {
+        name: String,
+        code: String,
+    },
+    ModelDeleted {
+        name: String,
     },
 }
 

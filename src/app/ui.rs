@@ -11,6 +11,10 @@
 //!   text, a published message, or an opened session's saved message.
 //! - No timer runs while idle: repaints are requested only while a recording runs (meter and
 //!   elapsed time) or a search is debouncing.
+//! - Model downloads run in the backend; the Settings page only shows their `ModelProgress`
+//!   updates (the backend's waker repaints) and sends Download / Cancel / Delete. First run
+//!   (no key, online recognition) offers both a key and an offline download of the default
+//!   model.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -25,8 +29,9 @@ use super::model::{
     AudioOrigin, Command, Finished, Live, OpenedSession, ResultRow, SearchResults, Update, Waker,
 };
 use super::tray::TrayState;
+use crate::local::models::{ModelInfo, ModelState, ModelStore, Phase, Progress};
 use crate::realtime::engine::{EngineState, EngineView, RemovalOutcome};
-use crate::settings::{HotkeyMode, Settings};
+use crate::settings::{DEFAULT_LOCAL_MODEL, HotkeyMode, RecognitionEngine, Settings};
 
 /// Quiet time after typing before a search runs.
 pub const SEARCH_DEBOUNCE: Duration = Duration::from_millis(250);
@@ -126,6 +131,15 @@ pub struct SettingsForm {
     pub pre_roll_ms: u32,
     pub hotkey: String,
     pub push_to_talk: bool,
+    /// Recognition on this device (Whisper) instead of OpenAI.
+    pub local: bool,
+    /// The catalog model (when `use_model_file` is off).
+    pub local_model: String,
+    /// Use the model file at `model_path` instead of a catalog model.
+    pub use_model_file: bool,
+    pub model_path: String,
+    /// Inference threads; 0 = automatic.
+    pub local_threads: u32,
 }
 
 impl SettingsForm {
@@ -158,6 +172,23 @@ impl SettingsForm {
                 .clone()
                 .unwrap_or_else(|| crate::settings::DEFAULT_HOTKEY.to_owned()),
             push_to_talk: s.hotkey.mode == HotkeyMode::PushToTalk,
+            local: s.recognition.engine == RecognitionEngine::Local,
+            local_model: match &s.recognition.local_model {
+                Some(m) if !m.contains('/') => m.trim().to_owned(),
+                _ => DEFAULT_LOCAL_MODEL.to_owned(),
+            },
+            use_model_file: s
+                .recognition
+                .local_model
+                .as_ref()
+                .is_some_and(|m| m.contains('/')),
+            model_path: s
+                .recognition
+                .local_model
+                .clone()
+                .filter(|m| m.contains('/'))
+                .unwrap_or_default(),
+            local_threads: s.recognition.local_threads.unwrap_or(0),
         }
     }
 
@@ -193,6 +224,21 @@ impl SettingsForm {
         } else {
             HotkeyMode::Toggle
         };
+        s.recognition.engine = if self.local {
+            RecognitionEngine::Local
+        } else {
+            RecognitionEngine::Openai
+        };
+        // The default model is written only if the file already named one.
+        s.recognition.local_model = if self.use_model_file {
+            opt(&self.model_path)
+        } else if self.local_model == DEFAULT_LOCAL_MODEL && base.recognition.local_model.is_none()
+        {
+            None
+        } else {
+            opt(&self.local_model)
+        };
+        s.recognition.local_threads = (self.local_threads > 0).then_some(self.local_threads);
         s
     }
 }
@@ -214,6 +260,24 @@ enum Action {
     MoreResults,
     Recover(PathBuf),
     SaveSettings,
+    DownloadModel(String),
+    CancelDownload(String),
+    DeleteModel(String),
+    /// First run: choose on-device recognition with the default model and download it.
+    OfflineFirstRun,
+}
+
+/// The Settings page's view of the models folder.
+#[derive(Default)]
+struct ModelsView {
+    /// The folder and its catalog (`None`: no data folder to keep models in).
+    store: Option<ModelStore>,
+    rows: Option<Vec<ModelInfo>>,
+    asked: bool,
+    /// Running downloads and where they stand.
+    progress: HashMap<String, Progress>,
+    /// The last outcome per model (text, is_error).
+    notes: HashMap<String, (String, bool)>,
 }
 
 /// The whole window's state.
@@ -252,6 +316,7 @@ pub struct PersykUi {
     waiting_permission: bool,
     /// Where the API key is kept (said on the Settings page).
     key_storage: Option<crate::credentials::KeyStorage>,
+    models: ModelsView,
 }
 
 impl PersykUi {
@@ -294,6 +359,10 @@ impl PersykUi {
             quitting: false,
             waiting_permission: false,
             key_storage: None,
+            models: ModelsView {
+                store: ModelStore::from_env().ok(),
+                ..ModelsView::default()
+            },
         }
     }
 
@@ -397,6 +466,15 @@ impl PersykUi {
     /// not survive a reboot).
     pub fn set_key_storage(&mut self, storage: crate::credentials::KeyStorage) {
         self.key_storage = Some(storage);
+    }
+
+    /// The models folder the Settings page shows and downloads into (tests point it at a
+    /// temporary folder and a loopback server).
+    pub fn set_model_store(&mut self, store: ModelStore) {
+        self.models = ModelsView {
+            store: Some(store),
+            ..ModelsView::default()
+        };
     }
 
     pub fn set_tray_note(&mut self, note: Option<String>) {
@@ -551,6 +629,28 @@ impl PersykUi {
             }
             Update::SettingsFailed { code } => {
                 self.form_error = Some(format!("Not saved: {code}"));
+            }
+            Update::Models(rows) => self.models.rows = Some(rows),
+            Update::ModelProgress { name, progress } => {
+                self.models.notes.remove(&name);
+                self.models.progress.insert(name, progress);
+            }
+            Update::ModelDownloaded { name } => {
+                self.models.progress.remove(&name);
+                self.models
+                    .notes
+                    .insert(name, ("Downloaded and verified".into(), false));
+            }
+            Update::ModelFailed { name, code } => {
+                self.models.progress.remove(&name);
+                let note = match code.as_str() {
+                    "models.cancelled" => ("Stopped; Download resumes it".to_owned(), false),
+                    c => (describe_model_failure(c), true),
+                };
+                self.models.notes.insert(name, note);
+            }
+            Update::ModelDeleted { name } => {
+                self.models.notes.insert(name, ("Deleted".into(), false));
             }
         }
     }
@@ -711,6 +811,20 @@ impl PersykUi {
                 self.send(Command::Recover { location });
             }
             Action::SaveSettings => self.save_settings(),
+            Action::DownloadModel(name) => self.download_model(name),
+            Action::CancelDownload(name) => self.send(Command::CancelDownload { name }),
+            Action::DeleteModel(name) => {
+                if let Some(store) = self.models.store.clone() {
+                    self.send(Command::DeleteModel { store, name });
+                }
+            }
+            Action::OfflineFirstRun => {
+                self.form.local = true;
+                self.form.use_model_file = false;
+                self.form.local_model = DEFAULT_LOCAL_MODEL.to_owned();
+                self.save_settings();
+                self.download_model(DEFAULT_LOCAL_MODEL.to_owned());
+            }
         }
     }
 
@@ -740,7 +854,7 @@ impl PersykUi {
     }
 
     fn dictation_page(&mut self, ui: &mut egui::Ui) {
-        if !self.form.key_stored {
+        if !self.form.key_stored && self.settings.recognition.engine == RecognitionEngine::Openai {
             ui.colored_label(
                 ui.visuals().warn_fg_color,
                 "Add your OpenAI API key in Settings to start dictating.",
@@ -940,13 +1054,17 @@ impl PersykUi {
     }
 
     fn settings_page(&mut self, ui: &mut egui::Ui) {
-        if !self.form.key_stored {
-            ui.colored_label(
-                ui.visuals().warn_fg_color,
-                "Persyk needs an OpenAI API key to transcribe. Paste it below: it is never \
-                 written to a file or a session.",
-            );
+        egui::ScrollArea::vertical()
+            .auto_shrink([false, false])
+            .show(ui, |ui| self.settings_page_ui(ui));
+    }
+
+    fn settings_page_ui(&mut self, ui: &mut egui::Ui) {
+        if !self.form.key_stored && self.settings.recognition.engine == RecognitionEngine::Openai {
+            self.first_run_ui(ui);
         }
+        self.recognition_ui(ui);
+        ui.separator();
         match self.key_storage {
             Some(s) if !s.survives_reboot() => {
                 ui.colored_label(ui.visuals().warn_fg_color, s.describe());
@@ -1058,6 +1176,202 @@ impl PersykUi {
         }
     }
 
+    /// No key yet and online recognition: both ways to start.
+    fn first_run_ui(&mut self, ui: &mut egui::Ui) {
+        let size = self
+            .models
+            .store
+            .as_ref()
+            .and_then(|s| s.find(DEFAULT_LOCAL_MODEL))
+            .map(|m| format!(" ({})", fmt_mib(m.bytes)))
+            .unwrap_or_default();
+        let mut clicked = false;
+        ui.group(|ui| {
+            ui.strong("Welcome. Choose how Persyk turns speech into text:");
+            ui.colored_label(
+                ui.visuals().warn_fg_color,
+                "Online: Persyk needs an OpenAI API key to transcribe. Paste it below: it is \
+                 never written to a file or a session.",
+            );
+            ui.label(format!(
+                "Offline: download the Whisper model {DEFAULT_LOCAL_MODEL}{size} once and \
+                 dictate on this device, without a key or a network."
+            ));
+            clicked = ui
+                .add_enabled(
+                    self.models.store.is_some(),
+                    egui::Button::new(format!(
+                        "Download {DEFAULT_LOCAL_MODEL} and dictate offline"
+                    )),
+                )
+                .clicked();
+        });
+        if clicked {
+            self.pending.push(Action::OfflineFirstRun);
+        }
+    }
+
+    /// "Recognition": online or on this device, the model picker and threads.
+    fn recognition_ui(&mut self, ui: &mut egui::Ui) {
+        let mut actions = Vec::new();
+        let before = self.form.clone();
+        ui.strong("Recognition");
+        ui.horizontal(|ui| {
+            ui.radio_value(&mut self.form.local, false, "OpenAI (online)");
+            ui.radio_value(&mut self.form.local, true, "On this device (Whisper)");
+        });
+        if self.form.local {
+            if self.models.store.is_some() && !self.models.asked {
+                self.models.asked = true;
+                if let Some(store) = self.models.store.clone() {
+                    self.send(Command::ListModels { store });
+                }
+            }
+            let f = &mut self.form;
+            let m = &self.models;
+            match &m.store {
+                None => {
+                    ui.colored_label(
+                        ui.visuals().warn_fg_color,
+                        "There is no data folder to keep models in; use a model file.",
+                    );
+                }
+                Some(store) => {
+                    ui.label(
+                        RichText::new(format!("Models folder: {}", store.dir().display()))
+                            .small()
+                            .weak(),
+                    );
+                    for model in store.catalog() {
+                        let state = m.rows.as_ref().and_then(|rows| {
+                            rows.iter()
+                                .find(|r| r.model.name == model.name)
+                                .map(|r| r.state)
+                        });
+                        ui.push_id(model.name, |ui| {
+                            ui.horizontal(|ui| {
+                                let chosen = !f.use_model_file && f.local_model == model.name;
+                                if ui
+                                    .radio(
+                                        chosen,
+                                        format!("{} ({})", model.name, fmt_mib(model.bytes)),
+                                    )
+                                    .clicked()
+                                {
+                                    f.use_model_file = false;
+                                    f.local_model = model.name.to_owned();
+                                }
+                                if let Some(p) = m.progress.get(model.name) {
+                                    ui.add(
+                                        egui::ProgressBar::new(p.fraction())
+                                            .desired_width(120.0)
+                                            .show_percentage(),
+                                    );
+                                    ui.label(match p.phase {
+                                        Phase::Checking => {
+                                            "Checking the partial download…".to_owned()
+                                        }
+                                        Phase::Downloading => format!(
+                                            "Downloading {} of {}",
+                                            fmt_mib(p.done_bytes),
+                                            fmt_mib(p.total_bytes)
+                                        ),
+                                    });
+                                    if ui.button("Cancel").clicked() {
+                                        actions.push(Action::CancelDownload(model.name.to_owned()));
+                                    }
+                                    return;
+                                }
+                                match state {
+                                    Some(ModelState::Installed) => {
+                                        ui.label("Downloaded");
+                                        if ui.button("Delete").clicked() {
+                                            actions
+                                                .push(Action::DeleteModel(model.name.to_owned()));
+                                        }
+                                    }
+                                    Some(other) => {
+                                        ui.label(match other {
+                                            ModelState::Partial { bytes } => {
+                                                format!("Partly downloaded ({})", fmt_mib(bytes))
+                                            }
+                                            ModelState::Damaged { .. } => {
+                                                "Damaged: download it again".to_owned()
+                                            }
+                                            _ => "Not downloaded".to_owned(),
+                                        });
+                                        if ui.button("Download").clicked() {
+                                            actions
+                                                .push(Action::DownloadModel(model.name.to_owned()));
+                                        }
+                                        if matches!(
+                                            other,
+                                            ModelState::Partial { .. } | ModelState::Damaged { .. }
+                                        ) && ui.button("Delete").clicked()
+                                        {
+                                            actions
+                                                .push(Action::DeleteModel(model.name.to_owned()));
+                                        }
+                                    }
+                                    None => {
+                                        ui.label(RichText::new("…").weak());
+                                    }
+                                }
+                            });
+                            ui.label(RichText::new(model.description).small().weak());
+                            if let Some((text, error)) = m.notes.get(model.name) {
+                                let color = if *error {
+                                    ui.visuals().error_fg_color
+                                } else {
+                                    ui.visuals().text_color()
+                                };
+                                ui.colored_label(color, text);
+                            }
+                        });
+                    }
+                }
+            }
+            if ui.radio(f.use_model_file, "Use a model file…").clicked() {
+                f.use_model_file = true;
+            }
+            egui::Grid::new("local-model")
+                .num_columns(2)
+                .show(ui, |ui| {
+                    field(ui, "Model file", |ui| {
+                        ui.add_enabled(
+                            f.use_model_file,
+                            egui::TextEdit::singleline(&mut f.model_path)
+                                .hint_text("/path/to/ggml-model.bin"),
+                        )
+                    });
+                    field(ui, "Threads (0 = automatic)", |ui| {
+                        ui.add(egui::DragValue::new(&mut f.local_threads).range(0..=64))
+                    });
+                });
+        }
+        if self.form != before {
+            self.form_saved = false;
+        }
+        self.pending.extend(actions);
+    }
+
+    fn download_model(&mut self, name: String) {
+        if let Some(store) = self.models.store.clone() {
+            self.models.notes.remove(&name);
+            let total = store.find(&name).map_or(0, |m| m.bytes);
+            // Shown at once; the backend's reports replace it.
+            self.models.progress.insert(
+                name.clone(),
+                Progress {
+                    phase: Phase::Downloading,
+                    done_bytes: 0,
+                    total_bytes: total,
+                },
+            );
+            self.send(Command::DownloadModel { store, name });
+        }
+    }
+
     fn save_settings(&mut self) {
         let settings = self.form.to_settings(&self.settings);
         if let Err(e) = settings.validate() {
@@ -1083,6 +1397,29 @@ fn field(ui: &mut egui::Ui, label: &str, add: impl FnOnce(&mut egui::Ui) -> egui
     let l = ui.label(label);
     add(ui).labelled_by(l.id);
     ui.end_row();
+}
+
+fn fmt_mib(bytes: u64) -> String {
+    format!("{:.0} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+fn describe_model_failure(code: &str) -> String {
+    let hint = match code {
+        "models.network" | "models.truncated" => "the connection dropped; Download resumes it",
+        "models.disk-full" => "the disk is full; free some space, then Download resumes it",
+        "models.hash-mismatch" => {
+            "the file did not match its pinned checksum; nothing was installed"
+        }
+        "models.size-mismatch" => "the server sent a file of the wrong size; nothing was installed",
+        "models.busy" => "it is being downloaded already",
+        "models.http-status" => "the server refused",
+        _ => "",
+    };
+    if hint.is_empty() {
+        format!("Failed ({code})")
+    } else {
+        format!("Failed: {hint} ({code})")
+    }
 }
 
 fn describe_start_failure(code: &str) -> String {
@@ -1444,5 +1781,34 @@ mod tests {
         assert_eq!(back.provider, s.provider);
         assert_eq!(back.sessions, s.sessions);
         assert_eq!(back.hotkey.keys.as_deref(), Some("Alt+Space"));
+    }
+
+    #[test]
+    fn the_recognition_choice_round_trips() {
+        let s = Settings::default();
+        let mut form = SettingsForm::from_settings(&s, false);
+        assert!(!form.local);
+        assert_eq!(form.local_model, DEFAULT_LOCAL_MODEL);
+        // The default model is not written out; another one, a file and threads are.
+        form.local = true;
+        let back = form.to_settings(&s);
+        assert_eq!(back.recognition.engine, RecognitionEngine::Local);
+        assert_eq!(back.recognition.local_model, None);
+        form.local_model = "small.en".into();
+        form.local_threads = 4;
+        let back = form.to_settings(&s);
+        assert_eq!(back.recognition.local_model.as_deref(), Some("small.en"));
+        assert_eq!(back.recognition.local_threads, Some(4));
+        form.use_model_file = true;
+        form.model_path = " /m/ggml-x.bin ".into();
+        let back = form.to_settings(&s);
+        assert_eq!(
+            back.recognition.local_model.as_deref(),
+            Some("/m/ggml-x.bin")
+        );
+        let again = SettingsForm::from_settings(&back, false);
+        assert!(again.use_model_file && again.local);
+        assert_eq!(again.model_path, "/m/ggml-x.bin");
+        assert_eq!(again.local_threads, 4);
     }
 }

@@ -13,6 +13,7 @@ mod context;
 #[cfg(feature = "app")]
 mod dictate;
 mod fake_cmd;
+mod models;
 mod search_cmds;
 mod store_cmds;
 mod transcribe;
@@ -169,6 +170,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// On-device Whisper models: list, download (resumable) or delete.
+    Models {
+        #[command(subcommand)]
+        action: ModelsAction,
+    },
     /// Serve a scripted fake of the OpenAI Realtime API on 127.0.0.1 (for client tests).
     FakeProvider {
         /// Scenario JSON (see tests/scenarios/).
@@ -184,6 +190,16 @@ enum Command {
         #[arg(long)]
         full_audio: bool,
     },
+}
+
+#[derive(Subcommand)]
+enum ModelsAction {
+    /// The catalog, with what is downloaded, and the models folder.
+    List,
+    /// Download and verify a catalog model (Ctrl+C stops; run again to resume).
+    Download { name: String },
+    /// Delete a downloaded model (and any partial download of it).
+    Rm { name: String },
 }
 
 pub const EXIT_VIOLATION: u8 = 1;
@@ -304,6 +320,11 @@ pub fn run() -> ExitCode {
             leaf,
             json,
         } => context::run(&session, leaf.as_deref(), json),
+        Command::Models { action } => match action {
+            ModelsAction::List => models::list(),
+            ModelsAction::Download { name } => models::download(&name),
+            ModelsAction::Rm { name } => models::rm(&name),
+        },
         Command::FakeProvider {
             scenario,
             port,

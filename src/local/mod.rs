@@ -5,7 +5,8 @@
 //! the result ([`Recognition`]) and the guard that keeps Whisper's inventions on silence
 //! ("Thank you.", "[BLANK_AUDIO]") out of a transcript ([`judge`]). The engine itself,
 //! [`whisper::LocalModel`], sits behind the `local` cargo feature (on by default), because it
-//! builds whisper.cpp from source.
+//! builds whisper.cpp from source. [`models`] is the catalog of downloadable models and the
+//! models folder (no whisper.cpp needed).
 //!
 //! Invariants:
 //! - A file is handed to whisper.cpp only after its header says it is a ggml Whisper model;
@@ -15,6 +16,7 @@
 //! - Recognition never runs on the UI thread or a tokio worker: callers run it on a thread of
 //!   their own (inference blocks for as long as the utterance takes).
 
+pub mod models;
 #[cfg(feature = "local")]
 pub mod whisper;
 

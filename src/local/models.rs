@@ -1,0 +1,764 @@
+//! The on-device models: the catalog of official whisper.cpp ggml files, and the models
+//! folder they are downloaded into.
+//!
+//! [`CATALOG`] names each model with its file, its size in bytes and its pinned SHA-256 (the
+//! Git LFS object id of the file at [`DEFAULT_BASE_URL`]'s revision). A [`ModelStore`] is one
+//! models folder — `<platform data dir>/models/` by default ([`default_dir`]) — and the base
+//! URL it downloads from. [`ModelStore::download`] fetches `ggml-<name>.bin` into
+//! `ggml-<name>.bin.part`, resuming from the part's length with an HTTP `Range` request,
+//! reports [`Progress`], stops when the cancel flag is set, and installs the file only after
+//! its SHA-256 and size match the catalog.
+//!
+//! Invariants:
+//! - A file reaches its final name `ggml-<name>.bin` only by one `rename` of a `.part` whose
+//!   bytes were hashed and matched the pinned SHA-256 and size, and which was fsynced before
+//!   (the folder after). So a partial or corrupted download is never at a name that
+//!   [`ModelStore::resolve`] returns; resolving a catalog model also checks its size and its
+//!   ggml header.
+//! - A `.part` is kept across a cancel, a dropped connection or a full disk (the next
+//!   download resumes it) and deleted when the server sent something else (wrong size, wrong
+//!   hash, not a ggml file), so a bad part is never resumed twice.
+//! - Only `https://` URLs leave the machine; plain `http://` is accepted for a loopback host
+//!   only (tests), by the same host rule as the provider URL
+//!   ([`crate::realtime::endpoint::is_loopback_host`]). Redirects from an `https` base stay
+//!   `https`.
+//! - One download per model at a time: the `.part` is held with an exclusive file lock, so
+//!   the app and the CLI never write the same part (`models.busy`).
+//! - The folder is created 0700 and files 0600; error messages never contain a URL or a
+//!   path.
+
+use std::fs::{self, File, OpenOptions, Permissions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+use super::{LocalError, check_model_file};
+use crate::session::fsio::{PRIVATE_FILE_MODE, create_private_dir_all, sync_dir};
+use crate::settings::LocalModelChoice;
+
+/// One model of the catalog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CatalogModel {
+    /// The name settings and the CLI use (`"base.en"`).
+    pub name: &'static str,
+    /// Exact size of the file in bytes.
+    pub bytes: u64,
+    /// SHA-256 of the file, lowercase hex.
+    pub sha256: &'static str,
+    /// A short description for the model picker.
+    pub description: &'static str,
+}
+
+impl CatalogModel {
+    /// The file name in the models folder and at the download URL.
+    pub fn file_name(&self) -> String {
+        file_name(self.name)
+    }
+}
+
+/// The official whisper.cpp models Persyk offers. Sizes and SHA-256 values are the Git LFS
+/// object ids and sizes of the files in the `ggerganov/whisper.cpp` model repository at the
+/// pinned revision (see `docs/app.md`, "Models").
+pub const CATALOG: &[CatalogModel] = &[
+    CatalogModel {
+        name: "tiny.en",
+        bytes: 77_704_715,
+        sha256: "921e4cf8686fdd993dcd081a5da5b6c365bfde1162e72b08d75ac75289920b1f",
+        description: "English, fastest, least accurate",
+    },
+    CatalogModel {
+        name: "base.en",
+        bytes: 147_964_211,
+        sha256: "a03779c86df3323075f5e796cb2ce5029f00ec8869eee3fdfb897afe36c6d002",
+        description: "English, fast, good for dictation (default)",
+    },
+    CatalogModel {
+        name: "small.en",
+        bytes: 487_614_201,
+        sha256: "c6138d6d58ecc8322097e0f987c32f1be8bb0a18532a3f88f734d1bbf9c41e5d",
+        description: "English, more accurate, about 3x slower than base.en",
+    },
+    CatalogModel {
+        name: "large-v3-turbo-q5_0",
+        bytes: 574_041_195,
+        sha256: "394221709cd5ad1f40c46e6031ca61bce88931e6e088c188294c6d5a55ffa7e2",
+        description: "99 languages, accurate, quantized (5-bit)",
+    },
+    CatalogModel {
+        name: "large-v3-turbo",
+        bytes: 1_624_555_275,
+        sha256: "1fc70f774d38eb169993ac391eea357ef47c88757ef72ee5943879b7e8e2bc69",
+        description: "99 languages, most accurate, needs about 2 GB of memory",
+    },
+];
+
+/// Where the catalog's files are downloaded from: the whisper.cpp model repository at a
+/// pinned revision, so the files cannot change under the pinned hashes.
+pub const DEFAULT_BASE_URL: &str =
+    "https://huggingface.co/ggerganov/whisper.cpp/resolve/5359861c739e955e79d9a303bcbc70fb988958b1";
+
+/// Overrides the models folder (like `PERSYK_CONFIG` for the settings file).
+pub const MODELS_DIR_ENV: &str = "PERSYK_MODELS_DIR";
+/// Overrides the download base URL (`https://`, or `http://` to a loopback host).
+pub const MODELS_URL_ENV: &str = "PERSYK_MODELS_URL";
+
+/// The suffix of a download in progress.
+pub const PART_SUFFIX: &str = ".part";
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+const READ_TIMEOUT: Duration = Duration::from_secs(30);
+const CHUNK_BYTES: usize = 64 * 1024;
+
+/// The catalog model called `name`.
+pub fn find(name: &str) -> Option<&'static CatalogModel> {
+    CATALOG.iter().find(|m| m.name == name)
+}
+
+/// `ggml-<name>.bin`.
+pub fn file_name(name: &str) -> String {
+    format!("ggml-{name}.bin")
+}
+
+/// The models folder: `$PERSYK_MODELS_DIR` if set, else `models/` in the platform data
+/// directory (`~/Library/Application Support/app.persyk.Persyk/models` on macOS,
+/// `~/.local/share/persyk/models` on Linux).
+pub fn default_dir() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(MODELS_DIR_ENV).filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    let [qualifier, organization, application] = crate::settings::PROJECT_ID;
+    directories::ProjectDirs::from(qualifier, organization, application)
+        .map(|d| d.data_dir().join("models"))
+}
+
+/// The file of the catalog model `name` in the default models folder, checked like
+/// [`ModelStore::resolve`] (downloaded, complete, a ggml file).
+pub fn model_file(name: &str) -> Result<PathBuf, ModelError> {
+    ModelStore::from_env()?.resolve(&LocalModelChoice::Catalog(name.to_owned()))
+}
+
+/// Why a model could not be listed, downloaded, deleted or used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ModelError {
+    #[error("models.unknown: there is no such model in the catalog")]
+    Unknown,
+    #[error("models.not-downloaded: the model is not downloaded yet")]
+    NotDownloaded,
+    #[error(
+        "models.damaged: the downloaded model file has the wrong size; delete it and download it again"
+    )]
+    Damaged,
+    #[error("models.no-data-dir: there is no data folder to keep models in")]
+    NoDataDir,
+    #[error(
+        "models.bad-url: the model download URL must be an http:// or https:// URL with a host"
+    )]
+    BadUrl,
+    #[error(
+        "models.insecure-url: plain http:// model downloads are allowed only from a loopback host; use https://"
+    )]
+    InsecureUrl,
+    #[error("models.network: the download was interrupted; download again to resume")]
+    Network,
+    #[error("models.http-status: the server answered {status}")]
+    HttpStatus { status: u16 },
+    #[error(
+        "models.size-mismatch: the server's file does not have the catalog's size; nothing was installed"
+    )]
+    SizeMismatch,
+    #[error("models.truncated: the download ended early; download again to resume")]
+    Truncated,
+    #[error(
+        "models.hash-mismatch: the downloaded file does not match the pinned SHA-256; it was deleted and nothing was installed"
+    )]
+    HashMismatch,
+    #[error(
+        "models.disk-full: not enough disk space for the model; free some space and download again to resume"
+    )]
+    DiskFull,
+    #[error("models.busy: this model is being downloaded already")]
+    Busy,
+    #[error("models.cancelled: the download was stopped; download again to resume")]
+    Cancelled,
+    #[error("models.tls: secure connections are not available (no root certificates)")]
+    Tls,
+    #[error("models.io: {op} failed: {source}")]
+    Io {
+        op: &'static str,
+        #[source]
+        source: io::Error,
+    },
+    #[error(transparent)]
+    Local(#[from] LocalError),
+}
+
+impl ModelError {
+    /// The stable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ModelError::Unknown => "models.unknown",
+            ModelError::NotDownloaded => "models.not-downloaded",
+            ModelError::Damaged => "models.damaged",
+            ModelError::NoDataDir => "models.no-data-dir",
+            ModelError::BadUrl => "models.bad-url",
+            ModelError::InsecureUrl => "models.insecure-url",
+            ModelError::Network => "models.network",
+            ModelError::HttpStatus { .. } => "models.http-status",
+            ModelError::SizeMismatch => "models.size-mismatch",
+            ModelError::Truncated => "models.truncated",
+            ModelError::HashMismatch => "models.hash-mismatch",
+            ModelError::DiskFull => "models.disk-full",
+            ModelError::Busy => "models.busy",
+            ModelError::Cancelled => "models.cancelled",
+            ModelError::Tls => "models.tls",
+            ModelError::Io { .. } => "models.io",
+            ModelError::Local(e) => e.code(),
+        }
+    }
+
+    /// Whether the `.part` stays and the next download resumes it.
+    pub fn is_resumable(&self) -> bool {
+        matches!(
+            self,
+            ModelError::Network
+                | ModelError::Truncated
+                | ModelError::DiskFull
+                | ModelError::Cancelled
+                | ModelError::HttpStatus { .. }
+        )
+    }
+}
+
+/// A write error: a full disk (or file-size limit, or quota) is `models.disk-full`.
+fn write_error(op: &'static str) -> impl Fn(io::Error) -> ModelError {
+    move |source| match source.kind() {
+        io::ErrorKind::StorageFull | io::ErrorKind::FileTooLarge | io::ErrorKind::QuotaExceeded => {
+            ModelError::DiskFull
+        }
+        _ => ModelError::Io { op, source },
+    }
+}
+
+/// Checks a download base URL: `https://` anywhere, `http://` only to a loopback host.
+pub fn check_url(url: &str) -> Result<(), ModelError> {
+    let uri: ureq::http::Uri = url.trim().parse().map_err(|_| ModelError::BadUrl)?;
+    let host = uri
+        .host()
+        .filter(|h| !h.is_empty())
+        .ok_or(ModelError::BadUrl)?;
+    match uri.scheme_str().map(str::to_ascii_lowercase).as_deref() {
+        Some("https") => Ok(()),
+        Some("http") if crate::realtime::endpoint::is_loopback_host(host) => Ok(()),
+        Some("http") => Err(ModelError::InsecureUrl),
+        _ => Err(ModelError::BadUrl),
+    }
+}
+
+/// Where a download stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Hashing the bytes an earlier download left in the `.part`.
+    Checking,
+    Downloading,
+}
+
+/// A download's progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    pub phase: Phase,
+    pub done_bytes: u64,
+    pub total_bytes: u64,
+}
+
+impl Progress {
+    /// 0.0–1.0.
+    pub fn fraction(&self) -> f32 {
+        if self.total_bytes == 0 {
+            0.0
+        } else {
+            (self.done_bytes as f64 / self.total_bytes as f64) as f32
+        }
+    }
+}
+
+/// What the models folder holds for one model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelState {
+    Absent,
+    /// A download stopped after this many bytes (it resumes from there).
+    Partial {
+        bytes: u64,
+    },
+    /// Downloaded and verified.
+    Installed,
+    /// A file at the final name with the wrong size (not used).
+    Damaged {
+        bytes: u64,
+    },
+}
+
+/// One row of [`ModelStore::list`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelInfo {
+    pub model: &'static CatalogModel,
+    pub state: ModelState,
+}
+
+/// A models folder, the catalog it offers and where its models come from.
+#[derive(Debug, Clone)]
+pub struct ModelStore {
+    dir: PathBuf,
+    base_url: String,
+    catalog: &'static [CatalogModel],
+}
+
+impl ModelStore {
+    /// The folder `dir` with [`CATALOG`], downloading from [`DEFAULT_BASE_URL`].
+    pub fn new(dir: PathBuf) -> ModelStore {
+        ModelStore {
+            dir,
+            base_url: DEFAULT_BASE_URL.to_owned(),
+            catalog: CATALOG,
+        }
+    }
+
+    /// Offers `catalog` instead of [`CATALOG`] (tests serve small files under their own
+    /// pinned hashes).
+    pub fn with_catalog(mut self, catalog: &'static [CatalogModel]) -> ModelStore {
+        self.catalog = catalog;
+        self
+    }
+
+    pub fn catalog(&self) -> &'static [CatalogModel] {
+        self.catalog
+    }
+
+    /// The model of this store's catalog called `name`.
+    pub fn find(&self, name: &str) -> Option<&'static CatalogModel> {
+        self.catalog.iter().find(|m| m.name == name)
+    }
+
+    /// The default folder and base URL, each overridable by its environment variable
+    /// ([`MODELS_DIR_ENV`], [`MODELS_URL_ENV`]).
+    pub fn from_env() -> Result<ModelStore, ModelError> {
+        let store = ModelStore::new(default_dir().ok_or(ModelError::NoDataDir)?);
+        match std::env::var(MODELS_URL_ENV) {
+            Ok(url) if !url.trim().is_empty() => store.with_base_url(&url),
+            _ => Ok(store),
+        }
+    }
+
+    /// Downloads from `url` instead (checked by [`check_url`]).
+    pub fn with_base_url(mut self, url: &str) -> Result<ModelStore, ModelError> {
+        check_url(url)?;
+        self.base_url = url.trim().trim_end_matches('/').to_owned();
+        Ok(self)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Where the model called `name` lives once downloaded.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(file_name(name))
+    }
+
+    fn part_path(&self, name: &str) -> PathBuf {
+        self.dir.join(format!("{}{PART_SUFFIX}", file_name(name)))
+    }
+
+    /// What the folder holds for `model`.
+    pub fn state(&self, model: &CatalogModel) -> ModelState {
+        match fs::metadata(self.path(model.name)) {
+            Ok(m) if m.is_file() && m.len() == model.bytes => return ModelState::Installed,
+            Ok(m) if m.is_file() => return ModelState::Damaged { bytes: m.len() },
+            _ => {}
+        }
+        match fs::metadata(self.part_path(model.name)) {
+            Ok(m) if m.is_file() => ModelState::Partial { bytes: m.len() },
+            _ => ModelState::Absent,
+        }
+    }
+
+    /// Every catalog model with its state.
+    pub fn list(&self) -> Vec<ModelInfo> {
+        self.catalog
+            .iter()
+            .map(|model| ModelInfo {
+                model,
+                state: self.state(model),
+            })
+            .collect()
+    }
+
+    /// The model file a setting names, checked before whisper.cpp sees it: a catalog model
+    /// must be downloaded and have its catalog size; a name outside the catalog must name a
+    /// `ggml-<name>.bin` someone put in the folder; every file must start like a ggml model.
+    pub fn resolve(&self, choice: &LocalModelChoice) -> Result<PathBuf, ModelError> {
+        match choice {
+            LocalModelChoice::File(path) => {
+                check_model_file(path)?;
+                Ok(path.clone())
+            }
+            LocalModelChoice::Catalog(name) => {
+                let path = self.path(name);
+                match self.find(name) {
+                    Some(model) => match self.state(model) {
+                        ModelState::Installed => {}
+                        ModelState::Damaged { .. } => return Err(ModelError::Damaged),
+                        _ => return Err(ModelError::NotDownloaded),
+                    },
+                    None if !path.exists() => return Err(ModelError::Unknown),
+                    None => {}
+                }
+                check_model_file(&path)?;
+                Ok(path)
+            }
+        }
+    }
+
+    /// Deletes the model called `name` and any part of it. Returns whether anything was
+    /// there. Refused while it downloads.
+    pub fn delete(&self, name: &str) -> Result<bool, ModelError> {
+        let part = self.part_path(name);
+        let mut removed = false;
+        if let Ok(f) = File::open(&part) {
+            lock(&f)?;
+            fs::remove_file(&part).map_err(|source| ModelError::Io {
+                op: "delete the partial download",
+                source,
+            })?;
+            removed = true;
+        }
+        match fs::remove_file(self.path(name)) {
+            Ok(()) => removed = true,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(ModelError::Io {
+                    op: "delete the model",
+                    source,
+                });
+            }
+        }
+        if removed {
+            sync_dir(&self.dir).map_err(|source| ModelError::Io {
+                op: "sync the models folder",
+                source,
+            })?;
+        }
+        Ok(removed)
+    }
+
+    /// Downloads `model` into the folder (see the module invariants) and returns its path.
+    /// An installed model is left as it is. `cancel` stops the download between chunks,
+    /// keeping the `.part`; `progress` hears about every chunk.
+    pub fn download(
+        &self,
+        model: &CatalogModel,
+        cancel: &AtomicBool,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<PathBuf, ModelError> {
+        let target = self.path(model.name);
+        if self.state(model) == ModelState::Installed {
+            return Ok(target);
+        }
+        create_private_dir_all(&self.dir).map_err(write_error("create the models folder"))?;
+        let part_path = self.part_path(model.name);
+        let mut part = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(PRIVATE_FILE_MODE)
+            .open(&part_path)
+            .map_err(write_error("open the partial download"))?;
+        lock(&part)?;
+        part.set_permissions(Permissions::from_mode(PRIVATE_FILE_MODE))
+            .map_err(write_error("open the partial download"))?;
+        let result = self.fill(model, &mut part, cancel, progress);
+        let discard = |part: &Path| {
+            let _ = fs::remove_file(part);
+        };
+        match result {
+            Ok(()) => {}
+            Err(e) if e.is_resumable() => {
+                let _ = part.sync_data();
+                return Err(e);
+            }
+            Err(e) => {
+                discard(&part_path);
+                return Err(e);
+            }
+        }
+        // Every byte is on disk and matched the pinned hash: make it durable, then install.
+        part.sync_all().map_err(write_error("sync the model"))?;
+        if let Err(e) = check_model_file(&part_path) {
+            discard(&part_path);
+            return Err(e.into());
+        }
+        fs::rename(&part_path, &target).map_err(write_error("install the model"))?;
+        sync_dir(&self.dir).map_err(write_error("sync the models folder"))?;
+        Ok(target)
+    }
+
+    /// Brings `part` to the model's full, verified content.
+    fn fill(
+        &self,
+        model: &CatalogModel,
+        part: &mut File,
+        cancel: &AtomicBool,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<(), ModelError> {
+        let total_bytes = model.bytes;
+        let mut have = part
+            .metadata()
+            .map_err(write_error("read the partial download"))?
+            .len();
+        if have > total_bytes {
+            part.set_len(0)
+                .map_err(write_error("reset the partial download"))?;
+            have = 0;
+        }
+        // Hash what an earlier download left: the pinned hash covers the whole file.
+        let mut hasher = Sha256::new();
+        part.seek(SeekFrom::Start(0))
+            .map_err(write_error("read the partial download"))?;
+        let mut buf = vec![0u8; 1 << 20];
+        let mut hashed = 0u64;
+        while hashed < have {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(ModelError::Cancelled);
+            }
+            let want = (have - hashed).min(buf.len() as u64) as usize;
+            part.read_exact(&mut buf[..want])
+                .map_err(write_error("read the partial download"))?;
+            hasher.update(&buf[..want]);
+            hashed += want as u64;
+            progress(Progress {
+                phase: Phase::Checking,
+                done_bytes: hashed,
+                total_bytes,
+            });
+        }
+        if have < total_bytes {
+            self.fetch(model, part, &mut hasher, have, cancel, progress)?;
+        }
+        if hex(&hasher.finalize()) != model.sha256 {
+            return Err(ModelError::HashMismatch);
+        }
+        Ok(())
+    }
+
+    /// Appends the bytes from `have` on to `part`, hashing them.
+    fn fetch(
+        &self,
+        model: &CatalogModel,
+        part: &mut File,
+        hasher: &mut Sha256,
+        mut have: u64,
+        cancel: &AtomicBool,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<(), ModelError> {
+        let total_bytes = model.bytes;
+        let agent = agent(self.base_url.starts_with("https://"))?;
+        let url = format!("{}/{}", self.base_url, model.file_name());
+        let mut request = agent.get(&url);
+        if have > 0 {
+            request = request.header("Range", format!("bytes={have}-"));
+        }
+        let response = request.call().map_err(|e| match e {
+            ureq::Error::Tls(_) | ureq::Error::Rustls(_) => ModelError::Tls,
+            _ => ModelError::Network,
+        })?;
+        let status = response.status().as_u16();
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        match status {
+            206 if have > 0 => {
+                // `bytes START-END/TOTAL` must continue exactly where the part ends.
+                let range = header("content-range").ok_or(ModelError::SizeMismatch)?;
+                if parse_content_range(&range) != Some((have, total_bytes)) {
+                    return Err(ModelError::SizeMismatch);
+                }
+            }
+            200 => {
+                // The whole file (the server ignored the range, or there was none).
+                if have > 0 {
+                    part.set_len(0)
+                        .map_err(write_error("reset the partial download"))?;
+                    *hasher = Sha256::new();
+                    have = 0;
+                }
+            }
+            s => return Err(ModelError::HttpStatus { status: s }),
+        }
+        part.seek(SeekFrom::Start(have))
+            .map_err(write_error("write the partial download"))?;
+        let remaining = total_bytes - have;
+        if let Some(len) = header("content-length")
+            && len.trim().parse::<u64>().ok() != Some(remaining)
+        {
+            return Err(ModelError::SizeMismatch);
+        }
+        let mut body = response.into_body().into_reader();
+        let mut buf = vec![0u8; CHUNK_BYTES];
+        loop {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(ModelError::Cancelled);
+            }
+            let n = match body.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return Err(ModelError::Network),
+            };
+            if have + n as u64 > total_bytes {
+                return Err(ModelError::SizeMismatch);
+            }
+            part.write_all(&buf[..n])
+                .map_err(write_error("write the partial download"))?;
+            hasher.update(&buf[..n]);
+            have += n as u64;
+            progress(Progress {
+                phase: Phase::Downloading,
+                done_bytes: have,
+                total_bytes,
+            });
+        }
+        if have < total_bytes {
+            return Err(ModelError::Truncated);
+        }
+        Ok(())
+    }
+}
+
+/// Takes the exclusive lock of a `.part` (`models.busy` when another download holds it).
+fn lock(f: &File) -> Result<(), ModelError> {
+    f.try_lock().map_err(|e| match e {
+        fs::TryLockError::WouldBlock => ModelError::Busy,
+        fs::TryLockError::Error(source) => ModelError::Io {
+            op: "lock the partial download",
+            source,
+        },
+    })
+}
+
+/// `bytes START-END/TOTAL` → `(START, TOTAL)` when END is TOTAL − 1.
+fn parse_content_range(value: &str) -> Option<(u64, u64)> {
+    let rest = value.trim().strip_prefix("bytes ")?;
+    let (range, total) = rest.split_once('/')?;
+    let (start, end) = range.split_once('-')?;
+    let (start, end, total): (u64, u64, u64) = (
+        start.trim().parse().ok()?,
+        end.trim().parse().ok()?,
+        total.trim().parse().ok()?,
+    );
+    (end + 1 == total && start <= end).then_some((start, total))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::with_capacity(64), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// An HTTP agent on rustls with the ring provider and the platform's root certificates.
+fn agent(https: bool) -> Result<ureq::Agent, ModelError> {
+    use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
+    let roots: Vec<Certificate<'static>> = rustls_native_certs::load_native_certs()
+        .certs
+        .iter()
+        .map(|c| Certificate::from_der(c.as_ref()).to_owned())
+        .collect();
+    if https && roots.is_empty() {
+        return Err(ModelError::Tls);
+    }
+    let tls = TlsConfig::builder()
+        .provider(TlsProvider::Rustls)
+        .unversioned_rustls_crypto_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .root_certs(RootCerts::Specific(Arc::new(roots)))
+        .build();
+    let config = ureq::Agent::config_builder()
+        .tls_config(tls)
+        .https_only(https)
+        .http_status_as_error(false)
+        .timeout_connect(Some(CONNECT_TIMEOUT))
+        .timeout_recv_response(Some(CONNECT_TIMEOUT))
+        .timeout_per_read(Some(READ_TIMEOUT))
+        .user_agent(concat!("persyk/", env!("CARGO_PKG_VERSION")))
+        .build();
+    Ok(config.new_agent())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_catalog_is_well_formed() {
+        assert!(find(crate::settings::DEFAULT_LOCAL_MODEL).is_some());
+        for name in ["tiny.en", "base.en", "small.en", "large-v3-turbo-q5_0"] {
+            assert!(find(name).is_some(), "{name}");
+        }
+        for m in CATALOG {
+            assert_eq!(m.sha256.len(), 64, "{}", m.name);
+            assert!(
+                m.sha256
+                    .bytes()
+                    .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+            );
+            assert!(m.bytes > 1_000_000);
+            // Every name is one the settings accept as a catalog name.
+            let s = crate::settings::RecognitionSettings {
+                local_model: Some(m.name.into()),
+                ..Default::default()
+            };
+            assert_eq!(
+                s.local_model().unwrap(),
+                LocalModelChoice::Catalog(m.name.into())
+            );
+        }
+        assert!(DEFAULT_BASE_URL.starts_with("https://"));
+        assert!(check_url(DEFAULT_BASE_URL).is_ok());
+    }
+
+    #[test]
+    fn only_loopback_may_be_plain_http() {
+        assert!(check_url("http://127.0.0.1:8080/m").is_ok());
+        assert!(check_url("http://[::1]:8080").is_ok());
+        assert!(check_url("https://example.com/x").is_ok());
+        assert_eq!(
+            check_url("http://example.com/x").unwrap_err().code(),
+            "models.insecure-url"
+        );
+        assert_eq!(check_url("ftp://x/").unwrap_err().code(), "models.bad-url");
+        assert_eq!(check_url("nonsense").unwrap_err().code(), "models.bad-url");
+    }
+
+    #[test]
+    fn content_ranges_must_continue_the_part() {
+        assert_eq!(parse_content_range("bytes 10-99/100"), Some((10, 100)));
+        assert_eq!(parse_content_range("bytes 10-98/100"), None);
+        assert_eq!(parse_content_range("bytes */100"), None);
+        assert_eq!(parse_content_range("items 0-1/2"), None);
+    }
+
+    #[test]
+    fn hex_is_lowercase() {
+        assert_eq!(hex(&[0x00, 0xab, 0x10]), "00ab10");
+    }
+}
