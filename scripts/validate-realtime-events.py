@@ -80,7 +80,7 @@ def model_rule_errors(event):
         return []
     model = transcription.get("model")
     out = []
-    if model in NO_TURN_DETECTION and session.get("type") == "transcription":
+    if model in NO_TURN_DETECTION:
         if "turn_detection" not in audio_input:
             out.append(f"{model}: audio.input.turn_detection must be sent as null (omitted may mean server VAD)")
         elif audio_input["turn_detection"] is not None:

@@ -2353,3 +2353,29 @@ async fn live_keywords_reach_the_wire_and_bad_ones_never_leave() {
     let text = std::fs::read_to_string(dir.join("session.jsonl")).expect("read");
     assert!(!text.contains("<tag>"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_default_conversation_transcribes_with_a_vad_model() {
+    // A conversation's turns are server VAD: with the default (client-turn) model configured,
+    // its input transcription is gpt-transcribe, which the fake (like the service) accepts.
+    let run = pipeline_with(
+        scenario("conversation-with-audio"),
+        audio(2_000, 0x5eed_1234),
+        0.0,
+        |server| Settings {
+            mode: Mode::Conversation,
+            ..fresh_install(server)
+        },
+    )
+    .await;
+    let s = check_run(&run, "live-conversation");
+    assert_eq!(s.conversation().len(), 4, "{:?}", s.conversation());
+    let update = run.log.connections[0]
+        .received()
+        .find(|e| e["type"] == "session.update")
+        .expect("session.update")
+        .clone();
+    let input = &update["session"]["audio"]["input"];
+    assert_eq!(input["transcription"]["model"], "gpt-transcribe");
+    assert_eq!(input["turn_detection"]["type"], "server_vad");
+}

@@ -1022,8 +1022,8 @@ impl PersykUi {
                 let r = ui.add(
                     egui::TextEdit::singleline(&mut f.model).hint_text(DEFAULT_TRANSCRIPTION_MODEL),
                 );
-                egui::ComboBox::from_id_salt("transcription-model")
-                    .selected_text("Current models")
+                egui::ComboBox::from_label("Current models")
+                    .selected_text("choose")
                     .show_ui(ui, |ui| {
                         for m in TRANSCRIPTION_MODELS
                             .iter()

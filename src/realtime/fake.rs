@@ -32,7 +32,8 @@
 //! `session.audio.input.turn_detection`; `keywords` are refused except for `gpt-transcribe`
 //! and `gpt-live-transcribe`, and a keyword with `<`, `>`, CR or LF refuses the whole update;
 //! `prompt` is refused with `gpt-realtime-whisper`; `language` with `languages` is refused.
-//! A refused update changes nothing and names the client's event id.
+//! A refused update changes nothing and names the client's event id. The same rules hold for
+//! a `realtime` session's input transcription (its server VAD needs a model that takes it).
 //!
 //! With `turn_detection: null` the fake has no VAD: no `speech_started`/`speech_stopped`, and
 //! `end_ms` is ignored. While voiced audio arrives (appends louder than [`VOICED_RMS`]) the
@@ -1429,9 +1430,7 @@ impl Conn<'_> {
             .and_then(|a| a.pointer("/input/transcription"))
             .cloned()
             .unwrap_or(Value::Null);
-        if self.kind == SessionKind::Transcription
-            && let Some((param, message)) = refusal(&model, &input, &given)
-        {
+        if let Some((param, message)) = refusal(&model, &input, &given) {
             return self
                 .send_error(error_json(
                     "invalid_request_error",

@@ -91,6 +91,10 @@ pub const TRANSCRIPTION_MODELS: &[ModelCaps] = &[
 /// The default transcription model.
 pub const DEFAULT_TRANSCRIPTION_MODEL: &str = "gpt-live-transcribe";
 
+/// The input transcription of a conversation when the configured model takes no turn
+/// detection (a conversation's turns are server VAD).
+pub const CONVERSATION_TRANSCRIPTION_MODEL: &str = "gpt-transcribe";
+
 /// The `delay` values `gpt-realtime-whisper` takes.
 pub const DELAYS: &[&str] = &["minimal", "low", "medium", "high", "xhigh"];
 
@@ -281,11 +285,24 @@ impl Settings {
         Ok(())
     }
 
+    /// The transcription model sent: the configured one, except that a conversation (whose
+    /// turns are server VAD) uses [`CONVERSATION_TRANSCRIPTION_MODEL`] instead of a model that
+    /// supports no turn detection.
+    pub fn effective_transcription_model(&self) -> &str {
+        match self.mode {
+            Mode::Conversation if model_caps(&self.transcription_model).turns == Turns::Client => {
+                CONVERSATION_TRANSCRIPTION_MODEL
+            }
+            _ => &self.transcription_model,
+        }
+    }
+
     /// The `audio.input.transcription` object, with only the fields the model takes.
     fn transcription(&self) -> Value {
-        let caps = model_caps(&self.transcription_model);
+        let model = self.effective_transcription_model();
+        let caps = model_caps(model);
         let mut t = Map::new();
-        t.insert("model".into(), json!(self.transcription_model));
+        t.insert("model".into(), json!(model));
         if let Some(lang) = &self.language {
             t.insert("language".into(), json!(lang));
         } else if !self.languages.is_empty() {
@@ -592,6 +609,12 @@ mod tests {
         s.mode = Mode::Conversation;
         assert_eq!(s.url(), "ws://127.0.0.1:9/v1/realtime?model=gpt-realtime");
         assert_eq!(s.turns(), Turns::ServerVad);
+        // A conversation never pairs server VAD with a model that refuses it.
+        s.transcription_model = DEFAULT_TRANSCRIPTION_MODEL.into();
+        let u = s.session_update();
+        let input = &u["session"]["audio"]["input"];
+        assert_eq!(input["transcription"]["model"], "gpt-transcribe");
+        assert_eq!(input["turn_detection"]["type"], "server_vad");
     }
 
     #[test]
