@@ -27,6 +27,14 @@ Strictness (in this order, all must pass):
   5. Server `event_id`s are unique per connection; base64 audio decodes (and is whole PCM16
      samples unless the dump truncated it); a client line that is not a JSON object is an
      error.
+  6. Per-model rules of a client `session.update` (transcription or realtime) that the SDK
+     does not enforce (MODEL_RULES):
+     - `gpt-live-transcribe` and `gpt-realtime-whisper` support no turn detection:
+       `audio.input.turn_detection` must be present and null (omitted may fall back to VAD);
+     - no `prompt` with `gpt-realtime-whisper`; `delay` only with `gpt-realtime-whisper`;
+     - never both `language` and `languages`;
+     - `keywords` only with `gpt-transcribe` and `gpt-live-transcribe`, each a non-empty
+       string without `<`, `>`, CR or LF.
 
 Exit status: 0 all valid, 1 an invalid event (each reported as FILE:LINE), 2 cannot run
 (openai not installed: run scripts/setup-python; unreadable file).
@@ -56,6 +64,43 @@ ALLOWED_EXTRAS = {
 PLANTED_EXTRAS = {
     ("session.created", "session"): {"client_secret"},
 }
+# Per-model rules (6): which transcription models take what.
+NO_TURN_DETECTION = {"gpt-live-transcribe", "gpt-realtime-whisper"}
+KEYWORD_MODELS = {"gpt-transcribe", "gpt-live-transcribe"}
+NO_PROMPT = {"gpt-realtime-whisper"}
+DELAY_MODELS = {"gpt-realtime-whisper"}
+
+
+def model_rule_errors(event):
+    """Rule 6 for one client `session.update`: a list of messages."""
+    session = event.get("session")
+    audio_input = ((session or {}).get("audio") or {}).get("input") or {}
+    transcription = audio_input.get("transcription")
+    if not isinstance(transcription, dict):
+        return []
+    model = transcription.get("model")
+    out = []
+    if model in NO_TURN_DETECTION:
+        if "turn_detection" not in audio_input:
+            out.append(f"{model}: audio.input.turn_detection must be sent as null (omitted may mean server VAD)")
+        elif audio_input["turn_detection"] is not None:
+            out.append(f"{model}: supports no turn detection, but turn_detection is not null")
+    if model in NO_PROMPT and transcription.get("prompt") is not None:
+        out.append(f"{model}: takes no prompt")
+    if transcription.get("delay") is not None and model not in DELAY_MODELS:
+        out.append(f"{model}: delay is only documented for {', '.join(sorted(DELAY_MODELS))}")
+    if transcription.get("language") is not None and transcription.get("languages") is not None:
+        out.append("language and languages must not both be set")
+    keywords = transcription.get("keywords")
+    if keywords is not None:
+        if model not in KEYWORD_MODELS:
+            out.append(f"{model}: takes no keywords")
+        for i, word in enumerate(keywords if isinstance(keywords, list) else [keywords]):
+            if not isinstance(word, str) or not word or any(c in word for c in "<>\r\n"):
+                out.append(f"keywords[{i}]: must be a non-empty line without '<' or '>'")
+    return out
+
+
 AUDIO_FIELDS = {"input_audio_buffer.append": "audio", "response.output_audio.delta": "delta"}
 
 
@@ -144,6 +189,9 @@ def check_event(report, where, side, event, truncated, event_ids):
             report.planted += 1
         else:
             report.error(where, f"{kind}: unknown field {path + '.' if path else ''}{key}")
+    if side == "client" and kind == "session.update":
+        for message in model_rule_errors(event):
+            report.error(where, f"session.update: {message}")
     if side == "server":
         if event["event_id"] in event_ids:
             report.error(where, f"{kind}: duplicate event_id {event['event_id']}")

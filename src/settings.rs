@@ -53,6 +53,14 @@ pub enum SettingsError {
         "settings.bad-language: the language must be an ISO-639-1 code such as \"en\" (or empty)"
     )]
     BadLanguage,
+    #[error(
+        "settings.bad-keyword: each word must be one line without '<' or '>' (at most 100 words of 100 characters)"
+    )]
+    BadKeyword,
+    #[error("settings.bad-noise-reduction: noise reduction is near_field, far_field or off")]
+    BadNoiseReduction,
+    #[error("settings.bad-delay: the delay is minimal, low, medium, high or xhigh")]
+    BadDelay,
     #[error("settings.pre-roll-too-long: the pre-roll is at most 500 ms")]
     PreRollTooLong,
     #[error(
@@ -76,6 +84,9 @@ impl SettingsError {
             SettingsError::EmptyModel => "settings.empty-model",
             SettingsError::BadLanguage => "settings.bad-language",
             SettingsError::PreRollTooLong => "settings.pre-roll-too-long",
+            SettingsError::BadKeyword => "settings.bad-keyword",
+            SettingsError::BadNoiseReduction => "settings.bad-noise-reduction",
+            SettingsError::BadDelay => "settings.bad-delay",
             SettingsError::BadLocalModel => "settings.bad-local-model",
             SettingsError::BadLocalThreads => "settings.bad-local-threads",
         }
@@ -119,9 +130,19 @@ pub struct ProviderSettings {
     pub mode: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transcription_model: Option<String>,
-    /// ISO-639-1 hint; `None` lets the provider detect the language.
+    /// ISO-639-1 hint; several separated by commas (`"en, uk"`) become `languages`;
+    /// `None` lets the provider detect the language.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub language: Option<String>,
+    /// "Words Persyk should know": `keywords` where the model takes them, else the prompt.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keywords: Vec<String>,
+    /// `"near_field"` (default, dictation into a close microphone), `"far_field"`, `"off"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_reduction: Option<String>,
+    /// `gpt-realtime-whisper`'s `delay` (`minimal` … `xhigh`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay: Option<String>,
 }
 
 /// Which engine turns speech into text.
@@ -341,7 +362,9 @@ impl Settings {
 
     /// The realtime settings these settings select.
     pub fn provider(&self) -> Result<crate::realtime::protocol::Settings, SettingsError> {
-        use crate::realtime::protocol::{Mode, Settings as Provider};
+        use crate::realtime::protocol::{
+            Mode, NoiseReduction, ProtocolError, Settings as Provider,
+        };
         let mut out = Provider::default();
         let p = &self.provider;
         if let Some(url) = p
@@ -384,11 +407,41 @@ impl Settings {
             .map(str::trim)
             .filter(|l| !l.is_empty())
         {
-            if lang.len() != 2 || !lang.bytes().all(|b| b.is_ascii_lowercase()) {
-                return Err(SettingsError::BadLanguage);
+            let langs: Vec<&str> = lang.split(',').map(str::trim).collect();
+            for l in &langs {
+                if l.len() != 2 || !l.bytes().all(|b| b.is_ascii_lowercase()) {
+                    return Err(SettingsError::BadLanguage);
+                }
             }
-            out.language = Some(lang.to_owned());
+            // One language → `language`; several → `languages` (never both).
+            match langs.as_slice() {
+                [one] => out.language = Some((*one).to_owned()),
+                many => out.languages = many.iter().map(|l| (*l).to_owned()).collect(),
+            }
         }
+        out.keywords = p
+            .keywords
+            .iter()
+            .map(|k| k.trim().to_owned())
+            .filter(|k| !k.is_empty())
+            .collect();
+        out.noise_reduction = match p.noise_reduction.as_deref().map(str::trim) {
+            None | Some("" | "near_field") => NoiseReduction::NearField,
+            Some("far_field") => NoiseReduction::FarField,
+            Some("off") => NoiseReduction::Off,
+            Some(_) => return Err(SettingsError::BadNoiseReduction),
+        };
+        out.delay = p
+            .delay
+            .as_deref()
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+            .map(str::to_owned);
+        // Refused here, with a code, before anything is sent.
+        out.check().map_err(|e| match e {
+            ProtocolError::BadDelay => SettingsError::BadDelay,
+            _ => SettingsError::BadKeyword,
+        })?;
         Ok(out)
     }
 
@@ -432,7 +485,7 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::realtime::protocol::Mode;
+    use crate::realtime::protocol::{Mode, NoiseReduction};
 
     fn with_provider(p: ProviderSettings) -> Settings {
         Settings {
@@ -505,6 +558,7 @@ mod tests {
             mode: Some("conversation".into()),
             transcription_model: Some("gpt-4o-mini-transcribe".into()),
             language: Some("de".into()),
+            ..Default::default()
         })
         .provider()
         .unwrap();
@@ -512,6 +566,48 @@ mod tests {
         assert_eq!(s.mode, Mode::Conversation);
         assert_eq!(s.transcription_model, "gpt-4o-mini-transcribe");
         assert_eq!(s.language.as_deref(), Some("de"));
+    }
+
+    #[test]
+    fn vocabulary_languages_and_noise_reduction() {
+        let d = Settings::default().provider().unwrap();
+        assert_eq!(d.transcription_model, "gpt-live-transcribe");
+        assert_eq!(d.noise_reduction, NoiseReduction::NearField);
+        let s = with_provider(ProviderSettings {
+            language: Some("en, uk".into()),
+            keywords: vec![" Persyk ".into(), "".into(), "rubato".into()],
+            noise_reduction: Some("far_field".into()),
+            ..Default::default()
+        })
+        .provider()
+        .unwrap();
+        assert_eq!(s.language, None);
+        assert_eq!(s.languages, ["en", "uk"]);
+        assert_eq!(s.keywords, ["Persyk", "rubato"]);
+        assert_eq!(s.noise_reduction, NoiseReduction::FarField);
+        let code = |p: ProviderSettings| with_provider(p).validate().unwrap_err().code();
+        for bad in ["<b>", "a>b", "two\nlines"] {
+            let p = ProviderSettings {
+                keywords: vec!["fine".into(), bad.into()],
+                ..Default::default()
+            };
+            assert_eq!(code(p), "settings.bad-keyword", "{bad:?}");
+        }
+        let p = ProviderSettings {
+            noise_reduction: Some("loud".into()),
+            ..Default::default()
+        };
+        assert_eq!(code(p), "settings.bad-noise-reduction");
+        let p = ProviderSettings {
+            delay: Some("soon".into()),
+            ..Default::default()
+        };
+        assert_eq!(code(p), "settings.bad-delay");
+        let p = ProviderSettings {
+            language: Some("en,xyz".into()),
+            ..Default::default()
+        };
+        assert_eq!(code(p), "settings.bad-language");
     }
 
     #[test]

@@ -666,3 +666,58 @@ fn settings_reject_bad_values_and_save_good_ones() {
     assert!(!app.has_label("Persyk needs an OpenAI API key"));
     app.shutdown();
 }
+
+/// Issue #13: a saved legacy model keeps working but the window says when it stops and offers
+/// the switch; "Words Persyk should know" are refused with a code before anything is saved.
+#[test]
+fn legacy_model_warns_and_switches_and_bad_words_are_refused() {
+    let f = fixture(None, Some("sk-stored"), 5.0, |s| {
+        s.provider.transcription_model = Some("gpt-4o-transcribe".into());
+    });
+    let harness = Harness::builder()
+        .with_size(eframe::egui::vec2(640.0, 1400.0))
+        .build_ui_state(|ui, state: &mut PersykUi| state.ui(ui), f.ui);
+    let mut app = App {
+        harness,
+        effects: f.effects,
+        keys: f.keys,
+        root: f.root,
+        config: f.config,
+        _dir: f.dir,
+        _fake: f.fake,
+    };
+    app.harness.step();
+    assert!(app.has_label("gpt-4o-transcribe stops working on 2027-02-26"));
+    app.harness.state_mut().show_page(Page::Settings);
+    app.harness.step();
+    assert!(app.has_label("gpt-4o-transcribe stops working on 2027-02-26."));
+
+    let words = "Words Persyk should know (one per line)";
+    app.harness.get_by_label(words).focus();
+    app.harness.step();
+    app.harness.get_by_label(words).type_text("<b>rubato</b>");
+    app.harness.step();
+    app.click("Switch to gpt-live-transcribe");
+    assert!(app.has_label("settings.bad-keyword"));
+    assert!(
+        !app.config.exists(),
+        "nothing saved while a word is invalid"
+    );
+
+    app.harness.get_by_label(words).focus();
+    app.harness.step();
+    app.harness
+        .key_press_modifiers(eframe::egui::Modifiers::COMMAND, eframe::egui::Key::A);
+    app.harness.get_by_label(words).type_text("Persyk\nrubato");
+    app.harness.step();
+    app.click("Save settings");
+    app.wait_label("Settings saved");
+    let saved = Settings::load(&app.config).unwrap();
+    assert_eq!(
+        saved.provider.transcription_model.as_deref(),
+        Some("gpt-live-transcribe")
+    );
+    assert_eq!(saved.provider.keywords, ["Persyk", "rubato"]);
+    assert!(!app.has_label("stops working"));
+    app.shutdown();
+}

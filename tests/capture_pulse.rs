@@ -7,6 +7,11 @@
 //! with what was played (normalized cross-correlation peak over lags > 0.5), not merely that
 //! it is non-zero. The server is killed at the end, whatever happens.
 //!
+//! `live_turns_from_real_speech` plays three espeak-ng phrases separated by pauses into the
+//! null sink while the real pipeline records the default input with `gpt-live-transcribe`
+//! against the fake provider: one client commit per phrase, each at least 100 ms, and the
+//! transcripts in speech order.
+//!
 //! Needs `pulseaudio`, `pulseaudio-utils` (pactl, paplay) and `espeak-ng`; fails with what to
 //! install when they are missing, unless `PERSYK_SKIP_PULSE=1`. Run it alone with
 //! `scripts/test-pulse` or `cargo test --test capture_pulse -- --nocapture`.
@@ -16,6 +21,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{RecvTimeoutError, sync_channel};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use persyk::capture::convert::{Converter, OUTPUT_RATE_HZ, i16_to_f32, i32_to_f32, u16_to_f32};
@@ -23,6 +29,13 @@ use persyk::capture::source::{
     AudioSource, CpalSource, EVENT_QUEUE_DEPTH, FileSource, Silence, SilenceDetector, SourceEvent,
     input_devices,
 };
+
+/// The tests of this binary set `PULSE_SERVER` for cpal: one at a time.
+static PULSE: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    PULSE.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 const TOOLS: [&str; 4] = ["pulseaudio", "pactl", "paplay", "espeak-ng"];
 const SPEECH: &str = "Persyk dictation check. One, two, three, four.";
@@ -214,6 +227,7 @@ fn captures_what_pulseaudio_plays() {
         }
     }
 
+    let _serial = serial();
     if std::env::var("PERSYK_SKIP_PULSE").as_deref() == Ok("1") {
         eprintln!("capture_pulse: skipped (PERSYK_SKIP_PULSE=1)");
         return;
@@ -229,8 +243,8 @@ fn captures_what_pulseaudio_plays() {
 
     let dir = tempfile::tempdir().unwrap();
     let server = PulseServer::start(dir.path());
-    // cpal's PulseAudio host finds the server through the environment. This is the only test
-    // in this binary, so nothing reads the environment concurrently.
+    // cpal's PulseAudio host finds the server through the environment; the tests of this
+    // binary hold PULSE while they use it, so nothing reads it concurrently.
     unsafe {
         std::env::set_var("PULSE_SERVER", server.server_env());
     }
@@ -379,5 +393,155 @@ fn captures_what_pulseaudio_plays() {
         peak > 0.5,
         "captured audio does not match what was played (peak {peak:.3})"
     );
+    drop(server);
+}
+
+#[test]
+fn live_turns_from_real_speech() {
+    use persyk::capture::pipeline::{self, SourceKind};
+    use persyk::realtime::fake::{self, Scenario};
+    use persyk::session::store::Roots;
+    use persyk::session::{LeafSelector, Store};
+
+    let _serial = serial();
+    if std::env::var("PERSYK_SKIP_PULSE").as_deref() == Ok("1") {
+        eprintln!("capture_pulse: skipped (PERSYK_SKIP_PULSE=1)");
+        return;
+    }
+    let missing = missing_tools();
+    assert!(
+        missing.is_empty(),
+        "capture_pulse needs {}",
+        missing.join(", ")
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let server = PulseServer::start(dir.path());
+    unsafe {
+        std::env::set_var("PULSE_SERVER", server.server_env());
+    }
+    server
+        .pactl(&["set-default-source", "vsink.monitor"])
+        .expect("set-default-source");
+    let phrases = [
+        "Persyk listens now",
+        "the second phrase follows",
+        "and this is the last one",
+    ];
+    let wavs: Vec<PathBuf> = phrases
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let path = dir.path().join(format!("phrase{i}.wav"));
+            let ok = Command::new("espeak-ng")
+                .arg("-w")
+                .arg(&path)
+                .arg(text)
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "espeak-ng failed");
+            path
+        })
+        .collect();
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let scenario = Scenario::from_json(
+        r#"{"name": "pulse-live", "connections": [{"utterances": [
+            {"end_ms": 1, "transcript": "Persyk listens now.", "delay_ms": 300},
+            {"end_ms": 2, "transcript": "The second phrase follows.", "delay_ms": 300},
+            {"end_ms": 3, "transcript": "And this is the last one.", "delay_ms": 300}]}]}"#,
+    )
+    .unwrap();
+    let fake = rt.block_on(fake::spawn(scenario)).expect("fake binds");
+    let roots = Roots::new(dir.path().join("sessions"), Vec::new()).unwrap();
+    let store = Store::new(roots);
+    let handle = store.create_session().unwrap();
+    let continuation = handle.continuation(&LeafSelector::Default).unwrap();
+    // A fresh install's provider settings: gpt-live-transcribe, client turns.
+    let mut settings = persyk::settings::Settings::default().provider().unwrap();
+    settings.base_url = format!("ws://{}/v1", fake.addr);
+    assert_eq!(settings.transcription_model, "gpt-live-transcribe");
+
+    let source = CpalSource::open(None).expect("open the default input");
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let recording = rt.spawn(pipeline::record(
+        continuation,
+        settings,
+        "sk-test-pulse-0000000000000000".into(),
+        Box::new(source),
+        SourceKind::Live,
+        stop_rx,
+    ));
+    // Pauses of 1.2 s: longer than the turn rule's 600 ms, shorter than the 2 s of digital
+    // silence that halts a live capture.
+    std::thread::sleep(Duration::from_millis(500));
+    for wav in &wavs {
+        let ok = server
+            .command("paplay")
+            .args(["--device=vsink", "--latency-msec=50"])
+            .arg(wav)
+            .status()
+            .expect("paplay")
+            .success();
+        assert!(ok, "paplay failed");
+        std::thread::sleep(Duration::from_millis(1_200));
+    }
+    stop_tx.send(true).unwrap();
+    let transcription = rt
+        .block_on(async { tokio::time::timeout(Duration::from_secs(30), recording).await })
+        .expect("the recording stops in time")
+        .expect("the recording task")
+        .expect("the recording runs");
+    fake.shutdown();
+    let log = rt
+        .block_on(fake.finish(Duration::from_secs(5)))
+        .expect("the fake finishes");
+
+    // One commit per phrase, each with at least 100 ms of audio.
+    let mut commits = Vec::new();
+    let mut pending = 0usize;
+    for e in log.connections[0].received() {
+        match e["type"].as_str() {
+            Some("input_audio_buffer.append") => {
+                use base64::Engine as _;
+                pending += base64::engine::general_purpose::STANDARD
+                    .decode(e["audio"].as_str().unwrap_or(""))
+                    .unwrap()
+                    .len();
+            }
+            Some("input_audio_buffer.commit") => commits.push(std::mem::take(&mut pending)),
+            _ => {}
+        }
+    }
+    eprintln!(
+        "live_turns_from_real_speech: {} commits for {} phrases, ms {:?}, halted {:?}",
+        commits.len(),
+        phrases.len(),
+        commits.iter().map(|b| b / 48).collect::<Vec<_>>(),
+        transcription.halted
+    );
+    assert_eq!(transcription.halted, None);
+    assert_eq!(commits.len(), phrases.len(), "one commit per phrase");
+    assert!(commits.iter().all(|&b| b >= 4_800), "{commits:?}");
+    assert!(log.connections[0].sent().all(|e| {
+        e["type"] != "error"
+            && !e["type"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("input_audio_buffer.speech_")
+    }));
+    assert_eq!(
+        transcription.report.transcript(),
+        [
+            "Persyk listens now.",
+            "The second phrase follows.",
+            "And this is the last one."
+        ]
+    );
+    assert!(transcription.report.complete);
     drop(server);
 }

@@ -48,6 +48,11 @@ const TESTED: &[&str] = &[
     "session-expired",
     "slow-reader",
     "planted-secrets",
+    "live-dictation",
+    "live-out-of-order",
+    "live-failures",
+    "live-disconnect",
+    "realtime-whisper",
 ];
 
 fn scenario_path(name: &str) -> PathBuf {
@@ -143,6 +148,18 @@ impl Client {
                 "format": {"type": "audio/pcm", "rate": 24000},
                 "transcription": {"model": "gpt-4o-transcribe", "language": "en"},
                 "turn_detection": {"type": "server_vad"}}}}}))
+            .await;
+        self.wait_type("session.updated").await;
+    }
+
+    /// A transcription session for a model without turn detection (`turn_detection: null`).
+    async fn live_session(&mut self, transcription: Value) {
+        self.send(json!({"type": "session.update", "session": {
+            "type": "transcription",
+            "audio": {"input": {
+                "format": {"type": "audio/pcm", "rate": 24000},
+                "transcription": transcription,
+                "turn_detection": null}}}}))
             .await;
         self.wait_type("session.updated").await;
     }
@@ -1043,4 +1060,293 @@ async fn cli_fake_provider() {
         "audio is truncated in CLI dumps"
     );
     validate(&dump);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Models without turn detection: client commits
+// ---------------------------------------------------------------------------------------------
+
+/// The validator's verdict on a dump (`None` without openai), without asserting it.
+fn verdict(log: &FakeLog, name: &str) -> Option<(bool, String)> {
+    let validator = validator()?;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(format!("{name}.jsonl"));
+    log.write_jsonl(&path, true).expect("write the dump");
+    let mut v = validator.lock().unwrap_or_else(PoisonError::into_inner);
+    writeln!(v.stdin, "{}", path.display()).expect("ask the validator");
+    v.stdin.flush().expect("ask the validator");
+    let line = v
+        .answers
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the validator answers within 60 s");
+    let answer: Value = serde_json::from_str(&line).expect("the validator answers JSON");
+    Some((
+        answer["ok"] == true,
+        answer["report"].as_str().unwrap_or("").to_owned(),
+    ))
+}
+
+/// Appends `ms` of audio in 100 ms events (the last one shorter).
+async fn append_ms(c: &mut Client, ms: usize) {
+    let mut left = ms * PCM_BYTES_PER_MS as usize;
+    while left > 0 {
+        let n = left.min(CHUNK_BYTES);
+        let audio = B64.encode(fake::output_audio(n));
+        c.send(json!({"type": "input_audio_buffer.append", "audio": audio}))
+            .await;
+        left -= n;
+    }
+}
+
+#[tokio::test]
+async fn live_dictation() {
+    let server = start("live-dictation").await;
+    let mut c = Client::open(&server, "intent=transcription").await;
+    c.wait_type("session.created").await;
+    c.live_session(json!({"model": "gpt-live-transcribe", "keywords": ["Persyk"]}))
+        .await;
+    // Deltas stream while the user speaks, before any commit.
+    append_ms(&mut c, 600).await;
+    let first = c
+        .wait_type("conversation.item.input_audio_transcription.delta")
+        .await;
+    assert_eq!(first["item_id"], "item_L1");
+    assert!(c.of_type("input_audio_buffer.committed").is_empty());
+    let commit = c.commit().await;
+    let done = c
+        .wait_type("conversation.item.input_audio_transcription.completed")
+        .await;
+    assert_eq!(done["transcript"], "Persyk listens live.");
+    assert_eq!(done["usage"]["type"], "duration");
+    assert_eq!(done["usage"]["seconds"], 0.6);
+    assert_eq!(chain(&c.committed()), [("item_L1", None)]);
+    // A commit under 100 ms is refused, naming it.
+    append_ms(&mut c, 50).await;
+    let short = c.commit().await;
+    let err = c.wait_type("error").await;
+    assert_eq!(err["error"]["code"], "input_audio_buffer_commit_empty");
+    assert_eq!(err["error"]["event_id"], short);
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("buffer too small"))
+    );
+    assert_ne!(short, commit);
+    append_ms(&mut c, 400).await;
+    c.commit().await;
+    append_ms(&mut c, 300).await;
+    c.commit().await;
+    c.wait_count("conversation.item.input_audio_transcription.completed", 3)
+        .await;
+    assert_eq!(
+        chain(&c.committed()),
+        [
+            ("item_L1", None),
+            ("item_L2", Some("item_L1")),
+            ("item_L3", Some("item_L2"))
+        ]
+    );
+    // No VAD: no speech events ever.
+    assert!(
+        c.events
+            .iter()
+            .all(|v| !kind(v).starts_with("input_audio_buffer.speech_"))
+    );
+    c.close().await;
+    let log = server.finish(FINISH).await.expect("fake finishes");
+    check_dump(&log, "live-dictation");
+}
+
+#[tokio::test]
+async fn live_models_refuse_what_the_service_refuses() {
+    let server = start("live-dictation").await;
+    let mut c = Client::open(&server, "intent=transcription").await;
+    c.wait_type("session.created").await;
+    let refused =
+        |param: &'static str| move |v: &Value| kind(v) == "error" && v["error"]["param"] == param;
+    // Server VAD, and an omitted turn_detection (which keeps the session's server VAD).
+    for turn_detection in [Some(json!({"type": "server_vad"})), None] {
+        let mut input = json!({"format": {"type": "audio/pcm", "rate": 24000},
+            "transcription": {"model": "gpt-live-transcribe"}});
+        if let Some(td) = turn_detection {
+            input["turn_detection"] = td;
+        }
+        let id = c
+            .send(json!({"type": "session.update",
+                "session": {"type": "transcription", "audio": {"input": input}}}))
+            .await;
+        let before = c.of_type("error").len();
+        let err = c
+            .wait_for("turn detection refusal", |v| {
+                kind(v) == "error" && v["error"]["event_id"] == id.as_str()
+            })
+            .await;
+        assert_eq!(c.of_type("error").len(), before + 1);
+        assert_eq!(
+            err["error"],
+            json!({"type": "invalid_request_error", "code": "invalid_value",
+                "message": "Turn detection is not supported for this transcription model",
+                "param": "session.audio.input.turn_detection", "event_id": id})
+        );
+    }
+    let update = |t: Value| {
+        json!({"type": "session.update", "session": {"type": "transcription",
+            "audio": {"input": {"transcription": t, "turn_detection": null}}}})
+    };
+    c.send(update(
+        json!({"model": "gpt-live-transcribe", "keywords": ["ok", "<b>"]}),
+    ))
+    .await;
+    c.wait_for(
+        "bad keyword",
+        refused("session.audio.input.transcription.keywords"),
+    )
+    .await;
+    c.send(update(
+        json!({"model": "gpt-realtime-whisper", "keywords": ["ok"]}),
+    ))
+    .await;
+    c.send(update(
+        json!({"model": "gpt-realtime-whisper", "prompt": "Vocabulary"}),
+    ))
+    .await;
+    c.wait_for(
+        "prompt",
+        refused("session.audio.input.transcription.prompt"),
+    )
+    .await;
+    c.send(update(
+        json!({"model": "gpt-live-transcribe", "language": "en", "languages": ["en", "uk"]}),
+    ))
+    .await;
+    c.wait_for(
+        "both languages",
+        refused("session.audio.input.transcription.languages"),
+    )
+    .await;
+    let keyword_refusals = c
+        .of_type("error")
+        .into_iter()
+        .filter(|v| v["error"]["param"] == "session.audio.input.transcription.keywords")
+        .count();
+    assert_eq!(
+        keyword_refusals, 2,
+        "a bad keyword; keywords for a model without them"
+    );
+    // Nothing was applied: no session.updated at all.
+    assert!(c.of_type("session.updated").is_empty());
+    c.close().await;
+    let log = server.finish(FINISH).await.expect("fake finishes");
+    // The validator flags every refused update by its own rules (the SDK accepts them).
+    if let Some((ok, report)) = verdict(&log, "live-refusals") {
+        assert!(
+            !ok,
+            "the validator must flag the refused updates:\n{report}"
+        );
+        for rule in [
+            "supports no turn detection",
+            "must be sent as null",
+            "without '<' or '>'",
+            "gpt-realtime-whisper: takes no keywords",
+            "gpt-realtime-whisper: takes no prompt",
+            "language and languages",
+        ] {
+            assert!(report.contains(rule), "{rule}:\n{report}");
+        }
+    }
+}
+
+/// Client turns over a scenario: `phrases` × (`ms` appended, commit); returns the client.
+async fn live_turns(name: &str, model: &str, phrases: &[usize]) -> (Client, FakeServer) {
+    let server = start(name).await;
+    let mut c = Client::open(&server, "intent=transcription").await;
+    c.wait_type("session.created").await;
+    c.live_session(json!({"model": model})).await;
+    for &ms in phrases {
+        append_ms(&mut c, ms).await;
+        c.commit().await;
+    }
+    (c, server)
+}
+
+#[tokio::test]
+async fn live_out_of_order() {
+    let (mut c, server) =
+        live_turns("live-out-of-order", "gpt-live-transcribe", &[500, 500, 500]).await;
+    c.wait_count("conversation.item.input_audio_transcription.completed", 5)
+        .await;
+    let completions = c.completions();
+    assert_eq!(
+        ids(&completions),
+        ["item_O2", "item_O2", "item_O3", "item_O2", "item_O1"]
+    );
+    assert_eq!(
+        chain(&c.committed()),
+        [
+            ("item_O1", None),
+            ("item_O2", Some("item_O1")),
+            ("item_O3", Some("item_O2"))
+        ]
+    );
+    c.close().await;
+    let log = server.finish(FINISH).await.expect("fake finishes");
+    check_dump(&log, "live-out-of-order");
+}
+
+#[tokio::test]
+async fn live_failures() {
+    let (mut c, server) =
+        live_turns("live-failures", "gpt-live-transcribe", &[300, 300, 300]).await;
+    c.wait_count("conversation.item.input_audio_transcription.completed", 2)
+        .await;
+    c.wait_type("conversation.item.input_audio_transcription.failed")
+        .await;
+    assert_eq!(ids(&c.completions()), ["item_F1", "item_F3"]);
+    let deltas = c.of_type("conversation.item.input_audio_transcription.delta");
+    assert!(deltas.iter().all(|v| v["item_id"] != "item_F2"));
+    c.close().await;
+    let log = server.finish(FINISH).await.expect("fake finishes");
+    check_dump(&log, "live-failures");
+}
+
+#[tokio::test]
+async fn live_disconnect() {
+    let (mut c, server) = live_turns("live-disconnect", "gpt-live-transcribe", &[400]).await;
+    match c.until_closed().await {
+        Closed::Frame(code) => panic!("an abrupt end, not a close frame ({code:?})"),
+        other => eprintln!("live-disconnect: the client saw {other:?}"),
+    }
+    assert!(c.completions().is_empty());
+    let log = server.finish(FINISH).await.expect("fake finishes");
+    finished_as(&log, 0, ConnectionEnd::ScriptedDisconnect);
+    check_dump(&log, "live-disconnect");
+}
+
+#[tokio::test]
+async fn realtime_whisper() {
+    let server = start("realtime-whisper").await;
+    let mut c = Client::open(&server, "intent=transcription").await;
+    c.wait_type("session.created").await;
+    c.live_session(json!({"model": "gpt-realtime-whisper", "delay": "low", "language": "en"}))
+        .await;
+    append_ms(&mut c, 450).await;
+    c.commit().await;
+    append_ms(&mut c, 250).await;
+    c.commit().await;
+    c.wait_count("conversation.item.input_audio_transcription.completed", 2)
+        .await;
+    assert_eq!(ids(&c.completions()), ["item_W1", "item_W2"]);
+    let done = c.of_type("conversation.item.input_audio_transcription.completed");
+    assert_eq!(
+        done[0]["usage"],
+        json!({"type": "duration", "seconds": 0.45})
+    );
+    assert!(
+        c.events
+            .iter()
+            .all(|v| !kind(v).starts_with("input_audio_buffer.speech_"))
+    );
+    c.close().await;
+    let log = server.finish(FINISH).await.expect("fake finishes");
+    check_dump(&log, "realtime-whisper");
 }

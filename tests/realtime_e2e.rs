@@ -120,10 +120,13 @@ fn inline(json: &str) -> Scenario {
     Scenario::from_json(json).expect("inline scenario parses")
 }
 
+/// These scenarios script server-VAD turns: `gpt-transcribe` keeps server VAD (the default
+/// `gpt-live-transcribe` takes client turns; see `live_*` tests).
 fn settings(server: &FakeServer, mode: Mode) -> Settings {
     Settings {
         base_url: format!("ws://{}/v1", server.addr),
         mode,
+        transcription_model: "gpt-transcribe".into(),
         ..Settings::default()
     }
 }
@@ -153,15 +156,25 @@ struct Run {
 /// Streams `ms` of audio through `transcribe_samples` against the fake; then waits for the
 /// fake (shutting it down first when `more_connections`: the engine does not reconnect).
 async fn pipeline(scenario: Scenario, mode: Mode, ms: u64, factor: f64) -> Run {
+    let samples = audio(ms, 0x5eed_1234);
+    pipeline_with(scenario, samples, factor, |server| settings(server, mode)).await
+}
+
+/// [`pipeline`] with given samples and settings.
+async fn pipeline_with(
+    scenario: Scenario,
+    samples: Vec<i16>,
+    factor: f64,
+    settings: impl FnOnce(&FakeServer) -> Settings,
+) -> Run {
     let more_connections = scenario.connections.len() > 1;
     let server = fake::spawn(scenario).await.expect("fake binds");
     let (tmp, dir, continuation) = fresh_session();
-    let samples = audio(ms, 0x5eed_1234);
     let transcription = timeout(
         RUN,
         capture::transcribe_samples(
             continuation,
-            settings(&server, mode),
+            settings(&server),
             KEY.to_owned(),
             &samples,
             FileOptions {
@@ -1938,6 +1951,14 @@ fn cli_normal_dictation() {
         .expect("a session.update in the dump");
     assert!(update.contains(r#""language":"de""#), "{update}");
     assert!(update.contains("gpt-4o-mini-transcribe"), "{update}");
+    // A legacy model keeps working until its shutdown, and the CLI says so.
+    assert!(
+        run.stderr.contains(
+            "persyk: warning: provider.legacy-model: gpt-4o-mini-transcribe stops working on 2027-02-26"
+        ),
+        "{}",
+        run.stderr
+    );
     assert!(
         run.fake_lines
             .iter()
@@ -1999,4 +2020,362 @@ fn cli_planted_secrets() {
     assert_eq!(s.gaps().len(), 1);
     assert_eq!(s.outcome(), "complete");
     check_cli_media(&run, &s);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Client turns (gpt-live-transcribe, gpt-realtime-whisper): the engine commits each phrase
+// ---------------------------------------------------------------------------------------------
+
+/// Phrases and pauses: `(voiced, ms)` spans, a 440 Hz tone with noise for speech and quiet
+/// noise (±40) for the pauses, deterministic per seed.
+fn phrases(plan: &[(bool, u64)], seed: u32) -> Vec<i16> {
+    let mut x = seed | 1;
+    let mut out = Vec::new();
+    for &(voiced, ms) in plan {
+        for i in 0..ms as usize * (RATE as usize / 1000) {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            let v = if voiced {
+                (i as f64 * std::f64::consts::TAU * 440.0 / f64::from(RATE)).sin() * 6000.0
+                    + f64::from(x % 4001)
+                    - 2000.0
+            } else {
+                f64::from(x % 81) - 40.0
+            };
+            out.push(v as i16);
+        }
+    }
+    out
+}
+
+/// Three phrases; the last is still open when the audio ends (stop commits it).
+const THREE_PHRASES: &[(bool, u64)] = &[
+    (false, 500),
+    (true, 900),
+    (false, 1_200),
+    (true, 700),
+    (false, 1_200),
+    (true, 800),
+    (false, 300),
+];
+
+/// A fresh install's provider settings (no settings file), pointed at the fake.
+fn fresh_install(server: &FakeServer) -> Settings {
+    let mut s = persyk::settings::Settings::default()
+        .provider()
+        .expect("default settings are valid");
+    s.base_url = format!("ws://{}/v1", server.addr);
+    s
+}
+
+/// The client's commits with the audio bytes appended before each (since the previous one).
+fn commits_with_audio(log: &FakeLog) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut pending = 0u64;
+    for e in log.connections[0].received() {
+        match e["type"].as_str() {
+            Some("input_audio_buffer.append") => {
+                pending += B64
+                    .decode(e["audio"].as_str().unwrap_or(""))
+                    .expect("base64")
+                    .len() as u64;
+            }
+            Some("input_audio_buffer.commit") => out.push(std::mem::take(&mut pending)),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Each message's `replay.audio` WAV byte range, in file order.
+fn message_ranges(s: &Session) -> Vec<(u64, u64)> {
+    s.messages()
+        .iter()
+        .map(|(_, m)| {
+            let a = &m["message"]["replay"]["audio"];
+            assert_eq!(
+                a["path"].as_str().and_then(|p| p.strip_prefix("assets/")),
+                s.wav_name().as_deref(),
+                "the range is in the capture WAV"
+            );
+            (
+                a["byteRange"]["start"].as_u64().expect("start"),
+                a["byteRange"]["end"].as_u64().expect("end"),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_fresh_install_dictates_with_client_turns() {
+    let samples = phrases(THREE_PHRASES, 7);
+    let run = pipeline_with(scenario("live-dictation"), samples, 0.0, fresh_install).await;
+    let s = check_run(&run, "live-dictation");
+    let conn = &run.log.connections[0];
+    // The wire: the new default model, turn detection explicitly null, near-field noise
+    // reduction; no speech events from the service; only the client's commits.
+    let update = conn
+        .received()
+        .find(|e| e["type"] == "session.update")
+        .expect("session.update");
+    let input = &update["session"]["audio"]["input"];
+    assert_eq!(input["transcription"]["model"], "gpt-live-transcribe");
+    assert_eq!(input.get("turn_detection"), Some(&Value::Null));
+    assert_eq!(input["noise_reduction"]["type"], "near_field");
+    assert!(conn.sent().all(|e| e["type"] != "error"), "nothing refused");
+    assert!(conn.sent().all(|e| {
+        !e["type"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("input_audio_buffer.speech_")
+    }));
+    // One commit per phrase, each with at least 100 ms.
+    let commits = commits_with_audio(&run.log);
+    assert_eq!(commits.len(), 3, "one commit per phrase: {commits:?}");
+    assert!(commits.iter().all(|&b| b >= 100 * 48), "{commits:?}");
+    assert_eq!(
+        s.conversation(),
+        users(&[
+            "Persyk listens live.",
+            "The second phrase follows a pause.",
+            "And the last one ends at stop."
+        ])
+    );
+    assert_eq!(s.outcome(), "complete");
+    // Each item keeps the WAV bytes its commit covered: the ranges tile the recording.
+    let ranges = message_ranges(&s);
+    let mut at = WAV_HEADER;
+    for (&(start, end), &bytes) in ranges.iter().zip(&commits) {
+        assert_eq!(
+            (start, end - start),
+            (at, bytes),
+            "ranges follow the commits"
+        );
+        at = end;
+    }
+    assert_eq!(at, WAV_HEADER + 2 * run.samples.len() as u64);
+    // Deltas streamed while the phrase was spoken: before its commit.
+    let events: Vec<&Value> = conn.sent().collect();
+    let first_commit = events
+        .iter()
+        .position(|e| e["type"] == "input_audio_buffer.committed")
+        .expect("committed");
+    assert!(
+        events[..first_commit]
+            .iter()
+            .any(|e| e["type"] == "conversation.item.input_audio_transcription.delta"),
+        "deltas during speech"
+    );
+    assert!(
+        conn.sent()
+            .filter(|e| e["type"] == "conversation.item.input_audio_transcription.completed")
+            .all(|e| e["usage"]["type"] == "duration")
+    );
+    // The figure: commit → completed, as the fake saw it.
+    let entries = &conn.entries;
+    let mut commit_at = Vec::new();
+    let mut completed_at = Vec::new();
+    for e in entries {
+        if let fake::Body::Event(v) = &e.body {
+            match v["type"].as_str() {
+                Some("input_audio_buffer.commit") => commit_at.push(e.at_ms),
+                Some("conversation.item.input_audio_transcription.completed") => {
+                    completed_at.push(e.at_ms);
+                }
+                _ => {}
+            }
+        }
+    }
+    eprintln!(
+        "live-dictation: {} commits for 3 phrases, bytes {commits:?}, commit→completed ms {:?}",
+        commits.len(),
+        commit_at
+            .iter()
+            .zip(&completed_at)
+            .map(|(c, d)| d - c)
+            .collect::<Vec<_>>()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_silence_after_the_last_phrase_is_not_committed() {
+    let plan = [(false, 400), (true, 600), (false, 1_500)];
+    let run = pipeline_with(
+        scenario("live-dictation"),
+        phrases(&plan, 3),
+        0.0,
+        fresh_install,
+    )
+    .await;
+    let s = check_run(&run, "live-dictation-tail");
+    assert_eq!(commits_with_audio(&run.log).len(), 1);
+    assert_eq!(s.conversation(), users(&["Persyk listens live."]));
+    assert_eq!(s.outcome(), "complete");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_hostile_scenarios_with_client_commits() {
+    // Out of order, duplicated and late: published once each, in chain order.
+    let run = pipeline_with(
+        scenario("live-out-of-order"),
+        phrases(THREE_PHRASES, 11),
+        0.0,
+        fresh_install,
+    )
+    .await;
+    let s = check_run(&run, "live-out-of-order");
+    assert_eq!(
+        s.conversation(),
+        users(&[
+            "First, said slowly.",
+            "Second, done quickly.",
+            "Third in the middle."
+        ])
+    );
+    assert_no_duplicates_or_resurrections(&s);
+    assert_eq!(message_ranges(&s).len(), 3);
+
+    // A failed transcription is a gap, not text.
+    let run = pipeline_with(
+        scenario("live-failures"),
+        phrases(THREE_PHRASES, 13),
+        0.0,
+        fresh_install,
+    )
+    .await;
+    let s = check_run(&run, "live-failures");
+    assert_eq!(
+        s.conversation(),
+        users(&["This one is fine.", "So is this one."])
+    );
+    assert_eq!(
+        s.gaps()
+            .iter()
+            .map(|(id, reason)| (id.as_str(), reason.as_str()))
+            .collect::<Vec<_>>(),
+        [("item_F2", "audio_unintelligible")]
+    );
+
+    // A reset after the first commit: halted, incomplete, the audio kept in the WAV.
+    let run = pipeline_with(
+        scenario("live-disconnect"),
+        phrases(THREE_PHRASES, 17),
+        1.0,
+        fresh_install,
+    )
+    .await;
+    let s = check_run(&run, "live-disconnect");
+    assert_eq!(s.outcome(), "incomplete");
+    assert!(run.transcription.report.halted.is_some());
+    assert!(s.conversation().is_empty());
+
+    // gpt-realtime-whisper with its delay: client turns too.
+    let plan = [
+        (false, 300),
+        (true, 700),
+        (false, 1_000),
+        (true, 500),
+        (false, 900),
+    ];
+    let run = pipeline_with(
+        scenario("realtime-whisper"),
+        phrases(&plan, 19),
+        0.0,
+        |server| Settings {
+            transcription_model: "gpt-realtime-whisper".into(),
+            delay: Some("low".into()),
+            keywords: vec!["Persyk".into()],
+            ..fresh_install(server)
+        },
+    )
+    .await;
+    let s = check_run(&run, "realtime-whisper");
+    let update = run.log.connections[0]
+        .received()
+        .find(|e| e["type"] == "session.update")
+        .expect("session.update")
+        .clone();
+    let t = &update["session"]["audio"]["input"]["transcription"];
+    assert_eq!(t["delay"], "low");
+    assert!(
+        t.get("keywords").is_none() && t.get("prompt").is_none(),
+        "{t}"
+    );
+    let commits = commits_with_audio(&run.log);
+    assert_eq!(commits.len(), 2, "{commits:?}");
+    assert_eq!(
+        s.conversation(),
+        users(&["Whisper, but live.", "With a low delay."])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_keywords_reach_the_wire_and_bad_ones_never_leave() {
+    let plan = [(false, 400), (true, 600), (false, 1_000)];
+    let run = pipeline_with(
+        scenario("live-dictation"),
+        phrases(&plan, 5),
+        0.0,
+        |server| Settings {
+            keywords: vec!["Persyk".into(), "rubato".into()],
+            languages: vec!["en".into(), "uk".into()],
+            ..fresh_install(server)
+        },
+    )
+    .await;
+    check_run(&run, "live-keywords");
+    let update = run.log.connections[0]
+        .received()
+        .find(|e| e["type"] == "session.update")
+        .expect("session.update")
+        .clone();
+    let t = &update["session"]["audio"]["input"]["transcription"];
+    assert_eq!(t["keywords"], serde_json::json!(["Persyk", "rubato"]));
+    assert_eq!(t["languages"], serde_json::json!(["en", "uk"]));
+    assert!(t.get("language").is_none());
+
+    // A bad keyword is refused before connecting: the fake never sees a connection.
+    let server = fake::spawn(scenario("live-dictation"))
+        .await
+        .expect("fake binds");
+    let (_tmp, dir, continuation) = fresh_session();
+    let settings = Settings {
+        keywords: vec!["fine".into(), "<tag>".into()],
+        ..fresh_install(&server)
+    };
+    let engine = engine::start(settings, KEY.into(), continuation, None);
+    let report = timeout(RUN, engine.stop()).await.expect("stop returns");
+    assert_eq!(report.halted.as_deref(), Some("provider.bad-keyword"));
+    server.shutdown();
+    let log = server.finish(WAIT).await.expect("fake finishes");
+    assert!(log.connections.is_empty(), "nothing was sent");
+    let text = std::fs::read_to_string(dir.join("session.jsonl")).expect("read");
+    assert!(!text.contains("<tag>"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_default_conversation_transcribes_with_a_vad_model() {
+    // A conversation's turns are server VAD: with the default (client-turn) model configured,
+    // its input transcription is gpt-transcribe, which the fake (like the service) accepts.
+    let run = pipeline_with(
+        scenario("conversation-with-audio"),
+        audio(2_000, 0x5eed_1234),
+        0.0,
+        |server| Settings {
+            mode: Mode::Conversation,
+            ..fresh_install(server)
+        },
+    )
+    .await;
+    let s = check_run(&run, "live-conversation");
+    assert_eq!(s.conversation().len(), 4, "{:?}", s.conversation());
+    let update = run.log.connections[0]
+        .received()
+        .find(|e| e["type"] == "session.update")
+        .expect("session.update")
+        .clone();
+    let input = &update["session"]["audio"]["input"];
+    assert_eq!(input["transcription"]["model"], "gpt-transcribe");
+    assert_eq!(input["turn_detection"]["type"], "server_vad");
 }

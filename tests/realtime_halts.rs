@@ -68,8 +68,10 @@ fn a_failing_fsync_halts_the_engine_and_keeps_what_was_acknowledged() {
     let continuation = handle
         .continuation(&LeafSelector::Default)
         .expect("continuation");
+    // The scenario scripts a server-VAD turn, which `gpt-transcribe` keeps.
     let settings = Settings {
         base_url: format!("ws://{}/v1", server.addr),
+        transcription_model: "gpt-transcribe".into(),
         ..Settings::default()
     };
     let report = rt.block_on(async {

@@ -31,6 +31,9 @@ use super::model::{
 use super::tray::TrayState;
 use crate::local::models::{ModelInfo, ModelState, ModelStore, Phase, Progress};
 use crate::realtime::engine::{EngineState, EngineView, RemovalOutcome};
+use crate::realtime::protocol::{
+    DEFAULT_TRANSCRIPTION_MODEL, DELAYS, TRANSCRIPTION_MODELS, model_caps, retires_on,
+};
 use crate::settings::{DEFAULT_LOCAL_MODEL, HotkeyMode, RecognitionEngine, Settings};
 
 /// Quiet time after typing before a search runs.
@@ -125,6 +128,12 @@ pub struct SettingsForm {
     pub conversation: bool,
     pub model: String,
     pub language: String,
+    /// "Words Persyk should know", one per line.
+    pub keywords: String,
+    /// `near_field` (empty: the default), `far_field` or `off`.
+    pub noise_reduction: String,
+    /// `gpt-realtime-whisper`'s delay (empty: the provider's default).
+    pub delay: String,
     pub device: String,
     pub directory: String,
     pub additional: String,
@@ -151,6 +160,9 @@ impl SettingsForm {
             conversation: s.provider.mode.as_deref() == Some("conversation"),
             model: s.provider.transcription_model.clone().unwrap_or_default(),
             language: s.provider.language.clone().unwrap_or_default(),
+            keywords: s.provider.keywords.join("\n"),
+            noise_reduction: s.provider.noise_reduction.clone().unwrap_or_default(),
+            delay: s.provider.delay.clone().unwrap_or_default(),
             device: s.capture.device.clone().unwrap_or_default(),
             directory: s
                 .sessions
@@ -209,6 +221,9 @@ impl SettingsForm {
         };
         s.provider.transcription_model = opt(&self.model);
         s.provider.language = opt(&self.language);
+        s.provider.keywords = self.keywords.lines().filter_map(opt).collect();
+        s.provider.noise_reduction = opt(&self.noise_reduction);
+        s.provider.delay = opt(&self.delay);
         s.capture.device = opt(&self.device);
         s.capture.pre_roll_ms = self.pre_roll_ms;
         s.sessions.directory = opt(&self.directory).map(PathBuf::from);
@@ -863,6 +878,17 @@ impl PersykUi {
         if let Some(note) = &self.microphone_note {
             ui.colored_label(ui.visuals().warn_fg_color, note);
         }
+        if let Some(model) = &self.settings.provider.transcription_model
+            && let Some(day) = retires_on(model.trim())
+        {
+            ui.colored_label(
+                ui.visuals().warn_fg_color,
+                format!(
+                    "{} stops working on {day}: switch to {DEFAULT_TRANSCRIPTION_MODEL} in Settings.",
+                    model.trim()
+                ),
+            );
+        }
         let mut actions = Vec::new();
         match &self.dictation {
             Dictation::Idle | Dictation::Failed(_) | Dictation::Done(_) => {
@@ -1084,6 +1110,7 @@ impl PersykUi {
         let devices = self.devices.as_ref();
         let f = &mut self.form;
         let before = f.clone();
+        let mut switch_model = false;
         egui::Grid::new("settings").num_columns(2).show(ui, |ui| {
             let stored = f.key_stored;
             field(ui, "API key", |ui| {
@@ -1110,10 +1137,78 @@ impl PersykUi {
             });
             ui.end_row();
             field(ui, "Transcription model", |ui| {
-                ui.add(egui::TextEdit::singleline(&mut f.model).hint_text("gpt-4o-transcribe"))
+                let r = ui.add(
+                    egui::TextEdit::singleline(&mut f.model).hint_text(DEFAULT_TRANSCRIPTION_MODEL),
+                );
+                egui::ComboBox::from_label("Current models")
+                    .selected_text("choose")
+                    .show_ui(ui, |ui| {
+                        for m in TRANSCRIPTION_MODELS
+                            .iter()
+                            .filter(|m| m.retires_on.is_none())
+                        {
+                            ui.selectable_value(&mut f.model, m.name.to_owned(), m.name);
+                        }
+                    });
+                r
             });
+            if let Some(day) = retires_on(f.model.trim()) {
+                ui.label("");
+                ui.horizontal(|ui| {
+                    ui.colored_label(
+                        ui.visuals().warn_fg_color,
+                        format!("{} stops working on {day}.", f.model.trim()),
+                    );
+                    if ui
+                        .button(format!("Switch to {DEFAULT_TRANSCRIPTION_MODEL}"))
+                        .clicked()
+                    {
+                        f.model = DEFAULT_TRANSCRIPTION_MODEL.to_owned();
+                        switch_model = true;
+                    }
+                });
+                ui.end_row();
+            }
+            if model_caps(f.model.trim()).delay {
+                field(ui, "Delay", |ui| {
+                    egui::ComboBox::from_id_salt("delay")
+                        .selected_text(if f.delay.is_empty() {
+                            "default"
+                        } else {
+                            &f.delay
+                        })
+                        .show_ui(ui, |ui| {
+                            ui.selectable_value(&mut f.delay, String::new(), "default");
+                            for d in DELAYS {
+                                ui.selectable_value(&mut f.delay, (*d).to_owned(), *d);
+                            }
+                        })
+                        .response
+                });
+            }
             field(ui, "Language", |ui| {
-                ui.add(egui::TextEdit::singleline(&mut f.language).hint_text("auto (or en, de, …)"))
+                ui.add(
+                    egui::TextEdit::singleline(&mut f.language)
+                        .hint_text("auto (or en; several: en, uk)"),
+                )
+            });
+            field(ui, "Words Persyk should know (one per line)", |ui| {
+                ui.add(egui::TextEdit::multiline(&mut f.keywords).desired_rows(2))
+            });
+            field(ui, "Noise reduction", |ui| {
+                let label = |v: &str| match v {
+                    "far_field" => "far field (room microphone)",
+                    "off" => "off",
+                    _ => "near field (headset, laptop)",
+                };
+                egui::ComboBox::from_id_salt("noise-reduction")
+                    .selected_text(label(&f.noise_reduction))
+                    .show_ui(ui, |ui| {
+                        for v in ["", "far_field", "off"] {
+                            ui.selectable_value(&mut f.noise_reduction, v.to_owned(), label(v));
+                        }
+                    })
+                    .response
             });
             field(ui, "Microphone", |ui| {
                 let selected = if f.device.is_empty() {
@@ -1163,7 +1258,7 @@ impl PersykUi {
         if *f != before {
             self.form_saved = false;
         }
-        if ui.button("Save settings").clicked() {
+        if ui.button("Save settings").clicked() || switch_model {
             self.pending.push(Action::SaveSettings);
         }
         if let Some(e) = &self.form_error {

@@ -188,5 +188,15 @@ pub fn provider_settings(mode: Mode, url: Option<&str>) -> Result<Settings, Stri
     }
     // The key travels in the upgrade request: never unencrypted to a remote host.
     check_provider_url(&provider.url()).map_err(|e| e.to_string())?;
+    if mode == Mode::Transcription
+        && let Some(day) = persyk::realtime::protocol::retires_on(&provider.transcription_model)
+    {
+        eprintln!(
+            "persyk: warning: provider.legacy-model: {} stops working on {day}; switch with \
+             \"transcriptionModel\": \"{}\" in the provider section of the settings file",
+            provider.transcription_model,
+            persyk::realtime::protocol::DEFAULT_TRANSCRIPTION_MODEL
+        );
+    }
     Ok(provider)
 }

@@ -20,6 +20,14 @@
 //! - Ordering limits ([`super::ordering`]) enter finishing: the view shows
 //!   `Halted("ordering.limit")` (capture stops), audio is no longer sent, the input buffer is
 //!   committed, every later item becomes a gap or a message, and the outcome is incomplete.
+//! - Turns: models with server VAD commit on their own; for the others
+//!   ([`protocol::Turns::Client`]) the engine commits when [`super::turns::ClientTurns`]
+//!   (the capture segmenter over the appended audio) ends a turn — never under 100 ms of
+//!   audio — and stop commits a tail that holds voice. Each commit's WAV byte range goes
+//!   with the item its `input_audio_buffer.committed` names into the message's
+//!   `replay.audio`. Commits are answered in order (committed, or an error naming them).
+//! - Settings the provider would refuse ([`Settings::check`]) halt before connecting; an
+//!   `error` naming our `session.update` halts the engine (nothing would be transcribed).
 //! - In conversation mode, stop awaits requested responses (one per server-VAD turn until its
 //!   `response.created`) and streaming ones (until `response.done`) within the drain
 //!   deadline; past it each is a gap and the outcome is incomplete.
@@ -56,8 +64,9 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 
 use super::ordering::{Ordering, Published, ResponseStatus, Speaker};
-use super::protocol::{self, Mode, ServerEvent, Settings};
+use super::protocol::{self, Mode, ServerEvent, Settings, Turns};
 use super::sanitize;
+use super::turns::{ClientTurns, Turn, TurnAudio};
 use crate::session::format::{
     ApiConnection, AssetRef, Block, ByteRange, Direction, Entry, EntryBody, Gap, MediaRef, Message,
     MessageRemoved, Observation as ObservationKind, RealtimeEvent, Role, StopReason,
@@ -87,6 +96,8 @@ pub const WRITER_ROOM_WAIT: Duration = Duration::from_secs(5);
 /// How long the connection task waits for the writer: one answer, or the final settle (last
 /// batch written and thread exited).
 pub const WRITER_SETTLE: Duration = Duration::from_secs(15);
+/// Most chunks (100 ms each) held while the provider has not created the session yet.
+pub const MAX_EARLY_CHUNKS: usize = 300;
 /// The halt reason when the ordering bounds were reached.
 pub const ORDERING_LIMIT: &str = super::ordering::LIMIT_REASON;
 /// Gap reasons of conversation responses that did not finish before the drain deadline.
@@ -337,6 +348,7 @@ enum Job {
     Message {
         published: Published,
         connection_id: String,
+        audio: Option<TurnAudio>,
         reply: oneshot::Sender<Option<String>>,
     },
     Entry(Box<EntryBody>),
@@ -516,9 +528,10 @@ fn write_batch(
             Job::Message {
                 published,
                 connection_id,
+                audio,
                 reply,
             } => {
-                if let Some(body) = message_body(&published, &connection_id) {
+                if let Some(body) = message_body(&published, &connection_id, audio.as_ref()) {
                     replies.push((bodies.len(), reply));
                     bodies.push(body);
                 } else {
@@ -602,7 +615,11 @@ fn append_split(
     (acked, None)
 }
 
-fn message_body(p: &Published, connection_id: &str) -> Option<EntryBody> {
+fn message_body(
+    p: &Published,
+    connection_id: &str,
+    audio: Option<&TurnAudio>,
+) -> Option<EntryBody> {
     let Published::Message {
         item_id,
         speaker,
@@ -621,6 +638,14 @@ fn message_body(p: &Published, connection_id: &str) -> Option<EntryBody> {
     let mut replay = Map::new();
     replay.insert("itemId".into(), json!(item_id));
     replay.insert("connectionId".into(), json!(connection_id));
+    if let Some(a) = audio {
+        // The capture WAV bytes this item's commit covered (client turns).
+        replay.insert(
+            "audio".into(),
+            json!({"path": format!("assets/{}", a.asset),
+                   "byteRange": {"start": a.start, "end": a.end}}),
+        );
+    }
     if let Some((response_id, status)) = response {
         replay.insert("responseId".into(), json!(response_id));
         replay.insert("status".into(), json!(status.as_str()));
@@ -807,7 +832,11 @@ async fn run(
         jobs: jobs.clone(),
     };
     // No key goes unencrypted to a remote host: refuse before recording or connecting.
-    let refused = super::endpoint::check_provider_url(&settings.url()).err();
+    // Nor settings the provider would refuse (checked before anything is sent).
+    let refused = super::endpoint::check_provider_url(&settings.url())
+        .err()
+        .map(|e| e.code().to_owned())
+        .or_else(|| settings.check().err().map(|e| e.code().to_owned()));
     if refused.is_none() {
         let (endpoint, _) = sanitize::sanitize_url(&settings.url());
         jobs.push(
@@ -816,11 +845,7 @@ async fn run(
                 provider: "openai".into(),
                 endpoint,
                 requested_model: settings.requested_model().to_owned(),
-                api: if settings.beta {
-                    "openai-realtime-beta".into()
-                } else {
-                    "openai-realtime".into()
-                },
+                api: "openai-realtime".into(),
                 origin_id: new_id(),
             }))),
             256,
@@ -839,7 +864,16 @@ async fn run(
     let mut halt_shown = false;
     let mut stop_reply: Option<oneshot::Sender<EngineReport>> = None;
     let mut removals: Vec<PendingRemoval> = Vec::new();
-    let mut commit_pending = false;
+    // Our commits awaiting their answer, in order: event id and the WAV bytes they cover.
+    let mut commits: std::collections::VecDeque<(String, Option<TurnAudio>)> =
+        std::collections::VecDeque::new();
+    let client_turns = settings.turns() == Turns::Client;
+    let mut turns = ClientTurns::new();
+    let mut item_audio: std::collections::HashMap<String, TurnAudio> =
+        std::collections::HashMap::new();
+    let mut session_update_id: Option<String> = None;
+    // Audio that arrived before the session was configured.
+    let mut early_audio: std::collections::VecDeque<AudioChunk> = std::collections::VecDeque::new();
     let mut vad_stopped: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut drain_deadline: Option<Instant> = None;
 
@@ -849,7 +883,7 @@ async fn run(
 
     // Connect.
     let ws = match refused {
-        Some(e) => Err(e.code().to_owned()),
+        Some(code) => Err(code),
         None => {
             async {
                 let mut req = settings
@@ -859,10 +893,6 @@ async fn run(
                 let auth = HeaderValue::from_str(&format!("Bearer {api_key}"))
                     .map_err(|_| "API key is not a valid header value".to_owned())?;
                 req.headers_mut().insert("Authorization", auth);
-                if settings.beta {
-                    req.headers_mut()
-                        .insert("OpenAI-Beta", HeaderValue::from_static("realtime=v1"));
-                }
                 match tokio::time::timeout(CONNECT_TIMEOUT, tokio_tungstenite::connect_async(req))
                     .await
                 {
@@ -903,7 +933,7 @@ async fn run(
             complete = false;
             drain_deadline = Some(Instant::now());
         }
-        let drained = !commit_pending
+        let drained = commits.is_empty()
             && ordering.is_settled()
             && removals.is_empty()
             && responses.is_settled();
@@ -923,16 +953,17 @@ async fn run(
                 match cmd {
                     Some(Command::Audio(chunk)) => {
                         // Past an ordering limit the audio stays in the WAV only.
-                        if let Some(w) = ws.as_mut().filter(|_| !limit_entered) {
-                            let payload = protocol::append(B64.encode(&chunk.pcm));
-                            let media = match chunk.wav {
-                                Some(range) => PendingMedia::Wav { range, bytes: chunk.pcm.clone() },
-                                None => PendingMedia::Bytes { pointer: "/audio".into(), bytes: chunk.pcm.clone() },
-                            };
-                            if !send(w, &mut conn, payload, Some(media)).await {
-                                halted.get_or_insert("connection lost while sending audio".into());
-                                ws = None;
+                        if ws.is_none() || limit_entered {
+                        } else if !session_configured {
+                            // Audio waits for the session update, so the provider applies
+                            // its turn rule (and model) to every byte.
+                            if early_audio.len() >= MAX_EARLY_CHUNKS {
+                                halted.get_or_insert("the provider created no session in time".into());
+                            } else {
+                                early_audio.push_back(chunk);
                             }
+                        } else if !send_audio(&mut ws, &mut conn, chunk, client_turns.then_some(&mut turns), &mut commits).await {
+                            halted.get_or_insert("connection lost while sending audio".into());
                         }
                     }
                     Some(Command::Remove { entry_id, reply }) => {
@@ -967,9 +998,22 @@ async fn run(
                             set_state(EngineState::Finishing);
                         }
                         drain_deadline = drain_by(drain_deadline, Instant::now() + DRAIN_DEADLINE);
-                        // Past an ordering limit the commit was sent already.
+                        // Past an ordering limit the commit was sent already. Client turns commit
+                        // a tail that holds voice; server VAD commits whatever is left.
                         if !limit_entered {
-                            commit_pending |= send_commit(&mut ws, &mut conn).await;
+                            if client_turns {
+                                // The tail holds voice, or the provider is already
+                                // transcribing it (deltas for an item not committed).
+                                // (More items streaming than commits awaiting their answer.)
+                                let turn = turns.finish().or_else(|| {
+                                    (ordering.unlinked() > commits.len()).then(|| turns.flush()).flatten()
+                                });
+                                if let Some(turn) = turn {
+                                    commit_turn(&mut ws, &mut conn, &mut commits, Some(turn)).await;
+                                }
+                            } else {
+                                commit_turn(&mut ws, &mut conn, &mut commits, None).await;
+                            }
                         }
                     }
                     None => {
@@ -1006,10 +1050,18 @@ async fn run(
                         match event {
                             ServerEvent::SessionCreated if !session_configured => {
                                 session_configured = true;
+                                let update = settings.session_update();
+                                session_update_id = update.get("event_id").and_then(Value::as_str).map(str::to_owned);
                                 if let Some(w) = ws.as_mut()
-                                    && !send(w, &mut conn, settings.session_update(), None).await
+                                    && !send(w, &mut conn, update, None).await
                                 {
                                     ws = None;
+                                }
+                                while let Some(chunk) = early_audio.pop_front() {
+                                    if !send_audio(&mut ws, &mut conn, chunk, client_turns.then_some(&mut turns), &mut commits).await {
+                                        halted.get_or_insert("connection lost while sending audio".into());
+                                        break;
+                                    }
                                 }
                             }
                             ServerEvent::Committed { item_id, previous } => {
@@ -1019,8 +1071,10 @@ async fn run(
                                     if conversation {
                                         responses.requested += 1;
                                     }
-                                } else {
-                                    commit_pending = false;
+                                } else if let Some((_, audio)) = commits.pop_front()
+                                    && let Some(a) = audio
+                                {
+                                    item_audio.insert(item_id.clone(), a);
                                 }
                                 let _ = ordering.item_added(&item_id, previous.as_deref(), Speaker::User);
                                 published = ordering.take_ready();
@@ -1075,8 +1129,18 @@ async fn run(
                                 }
                             }
                             ServerEvent::Error { code, event_id } => {
-                                if code.as_deref() == Some("input_audio_buffer_commit_empty") {
-                                    commit_pending = false;
+                                if let Some(pos) = commits.iter().position(|(id, _)| Some(id) == event_id.as_ref()) {
+                                    // Our commit was refused (e.g. too little audio): no item.
+                                    commits.remove(pos);
+                                } else if code.as_deref() == Some("input_audio_buffer_commit_empty") {
+                                    commits.pop_front();
+                                } else if event_id.is_some() && event_id == session_update_id {
+                                    // The provider refused our session settings: nothing would
+                                    // be transcribed, so stop visibly.
+                                    halted.get_or_insert(format!(
+                                        "provider.session-refused: {}",
+                                        code.as_deref().unwrap_or("unknown")
+                                    ));
                                 } else if let Some(pos) = removals.iter().position(|r| Some(&r.event_id) == event_id.as_ref()) {
                                     let r = removals.remove(pos);
                                     let _ = r.reply.send(RemovalOutcome::Rejected(code));
@@ -1098,10 +1162,13 @@ async fn run(
                             set_state(EngineState::Halted(ORDERING_LIMIT.into()));
                             drain_deadline = drain_by(drain_deadline, Instant::now() + DRAIN_DEADLINE);
                             if stop_reply.is_none() {
-                                commit_pending |= send_commit(&mut ws, &mut conn).await;
+                                let turn = if client_turns { turns.finish() } else { None };
+                                if turn.is_some() || !client_turns {
+                                    commit_turn(&mut ws, &mut conn, &mut commits, turn).await;
+                                }
                             }
                         }
-                        publish(&mut conn, &connection_id, published, &mut messages, (&mut gaps, &mut gap_at)).await;
+                        publish(&mut conn, &connection_id, published, &mut messages, (&mut gaps, &mut gap_at), &mut item_audio).await;
                         view_tx.send_modify(|v| {
                             v.provisional = ordering.provisional().into_iter().map(|(id, _, t)| (id, t)).collect();
                             v.messages = messages.clone();
@@ -1114,7 +1181,7 @@ async fn run(
                             halted.get_or_insert("the provider closed the connection".into());
                         }
                         complete &= stop_reply.is_some()
-                            && !commit_pending
+                            && commits.is_empty()
                             && ordering.is_settled()
                             && responses.is_settled();
                         ws = None;
@@ -1154,7 +1221,7 @@ async fn run(
     }
 
     // Drain over: close what is unresolved as gaps and publish the final messages.
-    if !ordering.is_settled() || commit_pending || !responses.is_settled() {
+    if !ordering.is_settled() || !commits.is_empty() || !responses.is_settled() {
         complete = false;
     }
     let rest = ordering.close_unresolved("not transcribed before the stop deadline");
@@ -1164,6 +1231,7 @@ async fn run(
         rest,
         &mut messages,
         (&mut gaps, &mut gap_at),
+        &mut item_audio,
     )
     .await;
     // Requested or streaming responses that did not finish: gaps, never silence. An output
@@ -1301,17 +1369,65 @@ async fn send(
     written
 }
 
-/// Sends `input_audio_buffer.commit`; returns whether its answer is now awaited. A failed
-/// write drops the connection.
-async fn send_commit(ws: &mut Option<Ws>, conn: &mut Conn) -> bool {
+/// Sends one chunk (`input_audio_buffer.append`, its bytes referenced in the capture WAV or a
+/// protocol asset) and, for client turns, the commit a finished turn asks for. `false`: the
+/// connection is lost (and dropped).
+async fn send_audio(
+    ws: &mut Option<Ws>,
+    conn: &mut Conn,
+    chunk: AudioChunk,
+    turns: Option<&mut ClientTurns>,
+    commits: &mut std::collections::VecDeque<(String, Option<TurnAudio>)>,
+) -> bool {
     let Some(w) = ws.as_mut() else {
         return false;
     };
-    let sent = send(w, conn, protocol::commit(), None).await;
-    if !sent {
+    let payload = protocol::append(B64.encode(&chunk.pcm));
+    let wav = chunk.wav.as_ref().map(|r| (r.asset.clone(), r.offset));
+    let media = match chunk.wav {
+        Some(range) => PendingMedia::Wav {
+            range,
+            bytes: chunk.pcm.clone(),
+        },
+        None => PendingMedia::Bytes {
+            pointer: "/audio".into(),
+            bytes: chunk.pcm.clone(),
+        },
+    };
+    if !send(w, conn, payload, Some(media)).await {
+        *ws = None;
+        return false;
+    }
+    if let Some(turns) = turns
+        && let Some(turn) = turns.appended(&chunk.pcm, wav.as_ref().map(|(a, o)| (a.as_str(), *o)))
+    {
+        commit_turn(ws, conn, commits, Some(turn)).await;
+    }
+    ws.is_some()
+}
+
+/// Sends `input_audio_buffer.commit` (covering `turn`, for client turns); a sent commit's
+/// answer is awaited in `commits`. A failed write drops the connection.
+async fn commit_turn(
+    ws: &mut Option<Ws>,
+    conn: &mut Conn,
+    commits: &mut std::collections::VecDeque<(String, Option<TurnAudio>)>,
+    turn: Option<Turn>,
+) {
+    let Some(w) = ws.as_mut() else {
+        return;
+    };
+    let payload = protocol::commit();
+    let event_id = payload
+        .get("event_id")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    if send(w, conn, payload, None).await {
+        commits.push_back((event_id, turn.and_then(|t| t.audio)));
+    } else {
         *ws = None;
     }
-    sent
 }
 
 async fn publish(
@@ -1320,6 +1436,7 @@ async fn publish(
     published: Vec<Published>,
     messages: &mut Vec<PublishedMessage>,
     (gaps, gap_at): (&mut Vec<Gap>, &mut Vec<usize>),
+    item_audio: &mut std::collections::HashMap<String, TurnAudio>,
 ) {
     for mut p in published {
         // Speech stays as spoken; only high-confidence credential shapes are redacted.
@@ -1330,6 +1447,7 @@ async fn publish(
         }
         match &p {
             Published::Gap { item_id, reason } => {
+                item_audio.remove(item_id);
                 gap_at.push(messages.len());
                 gaps.push(Gap {
                     reason: reason.clone(),
@@ -1346,12 +1464,14 @@ async fn publish(
             } => {
                 let (reply, rx) = oneshot::channel();
                 let entry = (item_id.clone(), *speaker, text.clone());
+                let audio = item_audio.remove(item_id);
                 let queued = conn
                     .jobs
                     .push_wait(
                         Job::Message {
                             published: p,
                             connection_id: connection_id.to_owned(),
+                            audio,
                             reply,
                         },
                         entry.2.len() + 256,

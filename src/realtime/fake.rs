@@ -23,6 +23,26 @@
 //! (duplicates) or deliver them late; `after_client_commit` holds them until the client's
 //! `input_audio_buffer.commit`.
 //!
+//! # Models without turn detection (client turns)
+//!
+//! The fake knows the rules of the current transcription models on its own (not from the
+//! client's capability table): `gpt-live-transcribe` and `gpt-realtime-whisper` refuse any
+//! `turn_detection` but `null` — an omitted field keeps the session's `server_vad`, which is
+//! refused too — with `invalid_request_error` / `invalid_value` /
+//! `session.audio.input.turn_detection`; `keywords` are refused except for `gpt-transcribe`
+//! and `gpt-live-transcribe`, and a keyword with `<`, `>`, CR or LF refuses the whole update;
+//! `prompt` is refused with `gpt-realtime-whisper`; `language` with `languages` is refused.
+//! A refused update changes nothing and names the client's event id. The same rules hold for
+//! a `realtime` session's input transcription (its server VAD needs a model that takes it).
+//!
+//! With `turn_detection: null` the fake has no VAD: no `speech_started`/`speech_stopped`, and
+//! `end_ms` is ignored. While voiced audio arrives (appends louder than [`VOICED_RMS`]) the
+//! utterance in progress streams its deltas (one per [`LIVE_DELTA_MS`] of voiced audio, on
+//! its pre-allocated item id); each client commit with at
+//! least 100 ms ends it (`committed`, `item.added`/`done`, the deltas not yet sent, then
+//! `completed` `delay_ms` later). A commit past the scripted utterances is an item with an
+//! empty transcript. The streaming models report `usage` as `{type: "duration", seconds}`.
+//!
 //! The client's commit turns pending audio (at least 100 ms) into the utterance in progress,
 //! or into `final_utterance` when every scripted utterance has ended. With less than 100 ms
 //! pending, or trailing audio and no `final_utterance` (the fake treats it as silence its VAD
@@ -54,7 +74,8 @@
 //!
 //! # Simplifications
 //!
-//! No barge-in (speech during a response does not cancel it), no server-side audio analysis,
+//! No barge-in (speech during a response does not cancel it), no server-side audio analysis
+//! beyond the loudness gate of streamed deltas,
 //! no `conversation.item.create`/`retrieve`/`truncate`/`response.create` handling (they are
 //! logged with a note), and error codes other than `input_audio_buffer_commit_empty` and
 //! `session_expired` are plausible rather than verified against the live service.
@@ -86,6 +107,28 @@ use crate::realtime::sanitize::sanitize_url;
 pub const PCM_BYTES_PER_MS: u64 = 48;
 /// Least pending audio a commit accepts (as the service does).
 pub const MIN_COMMIT_MS: u64 = 100;
+/// Without turn detection: audio per streamed transcription delta during speech.
+pub const LIVE_DELTA_MS: u64 = 200;
+/// An append whose PCM16 RMS is above this counts as voiced for streamed deltas (the fake's
+/// only audio analysis: quiet pauses stream nothing).
+pub const VOICED_RMS: f64 = 300.0;
+
+fn rms(pcm: &[u8]) -> f64 {
+    let n = pcm.len() / 2;
+    if n == 0 {
+        return 0.0;
+    }
+    let sum: f64 = pcm
+        .chunks_exact(2)
+        .map(|b| f64::from(i16::from_le_bytes([b[0], b[1]])).powi(2))
+        .sum();
+    (sum / n as f64).sqrt()
+}
+
+/// The models that support no turn detection (and report usage as a duration).
+pub const STREAMING_MODELS: &[&str] = &["gpt-live-transcribe", "gpt-realtime-whisper"];
+/// The models that take `keywords`.
+pub const KEYWORD_MODELS: &[&str] = &["gpt-transcribe", "gpt-live-transcribe"];
 /// Most log entries kept per connection; later ones are counted in `dropped_entries`.
 pub const MAX_LOG_ENTRIES: usize = 200_000;
 /// Base64 characters of audio kept per event in a truncated dump.
@@ -944,6 +987,10 @@ async fn run_connection(
         timer_seq: 0,
         held: Vec::new(),
         committed: false,
+        manual: false,
+        model: String::new(),
+        deltas_sent: 0,
+        voiced_bytes: 0,
         last_client: started,
         last_io: started,
         paused_until: None,
@@ -996,6 +1043,14 @@ struct Conn<'a> {
     /// Released at the client's commit: (offset, what).
     held: Vec<(u64, Due)>,
     committed: bool,
+    /// `turn_detection: null`: the client commits every turn.
+    manual: bool,
+    /// The transcription model of the session.
+    model: String,
+    /// Deltas of the utterance in progress already streamed (manual turns).
+    deltas_sent: usize,
+    /// Voiced audio (an append louder than [`VOICED_RMS`]) since the last item (manual turns).
+    voiced_bytes: u64,
     last_client: Instant,
     last_io: Instant,
     paused_until: Option<Instant>,
@@ -1361,6 +1416,34 @@ impl Conn<'_> {
         };
         let mut session = default_session(self.kind, self.index);
         merge(&mut session, &Value::Object(update.clone()));
+        let input = session
+            .pointer("/audio/input")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let model = input
+            .pointer("/transcription/model")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let given = update
+            .get("audio")
+            .and_then(|a| a.pointer("/input/transcription"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        if let Some((param, message)) = refusal(&model, &input, &given) {
+            return self
+                .send_error(error_json(
+                    "invalid_request_error",
+                    Some("invalid_value"),
+                    &message,
+                    Some(param),
+                    event_id,
+                ))
+                .await;
+        }
+        self.model = model;
+        self.manual = self.kind == SessionKind::Transcription
+            && input.get("turn_detection").is_some_and(Value::is_null);
         self.send(json!({"type": "session.updated", "session": session}))
             .await?;
         self.fire(Trigger::SessionUpdated).await
@@ -1375,6 +1458,9 @@ impl Conn<'_> {
         match decoded {
             Some(bytes) => {
                 self.audio_bytes += bytes.len() as u64;
+                if rms(&bytes) > VOICED_RMS {
+                    self.voiced_bytes += bytes.len() as u64;
+                }
                 self.log.audio_bytes = self.audio_bytes;
                 self.advance().await?;
             }
@@ -1411,6 +1497,9 @@ impl Conn<'_> {
 
     /// Starts and ends utterances as audio arrives.
     async fn advance(&mut self) -> Flow {
+        if self.manual {
+            return self.stream_live_deltas().await;
+        }
         loop {
             let index = self.next_utterance;
             if self.utterance(index).is_none() {
@@ -1435,9 +1524,48 @@ impl Conn<'_> {
         }
     }
 
-    async fn end_utterance(&mut self, index: usize, end_bytes: u64, vad: bool) -> Flow {
-        let Some(u) = self.utterance(index).cloned() else {
+    /// Without turn detection: the utterance in progress streams a delta per
+    /// [`LIVE_DELTA_MS`] of pending audio.
+    async fn stream_live_deltas(&mut self) -> Flow {
+        let index = self.next_utterance;
+        let Some(u) = self.utterance(index).filter(|u| u.fail.is_none()) else {
             return Ok(());
+        };
+        let deltas = u
+            .deltas
+            .clone()
+            .unwrap_or_else(|| split_words(&u.transcript));
+        let voiced_ms = self.voiced_bytes / PCM_BYTES_PER_MS;
+        let due = ((voiced_ms / LIVE_DELTA_MS) as usize).min(deltas.len());
+        let item_id = self.item_id(index);
+        while self.deltas_sent < due {
+            let delta = &deltas[self.deltas_sent];
+            self.deltas_sent += 1;
+            self.send(
+                json!({"type": "conversation.item.input_audio_transcription.delta",
+                "item_id": item_id, "content_index": 0, "delta": delta}),
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    async fn end_utterance(&mut self, index: usize, end_bytes: u64, vad: bool) -> Flow {
+        let u = match self.utterance(index) {
+            Some(u) => u.clone(),
+            // Without turn detection every long-enough commit is an item (here: silence).
+            None if self.manual => Utterance {
+                end_ms: 0,
+                item_id: None,
+                transcript: String::new(),
+                deltas: Some(Vec::new()),
+                delay_ms: 0,
+                after_client_commit: false,
+                fail: None,
+                extra_completions: Vec::new(),
+                response: None,
+            },
+            None => return Ok(()),
         };
         let item_id = self.item_id(index);
         if vad {
@@ -1461,7 +1589,9 @@ impl Conn<'_> {
             self.send(json!({"type": kind, "previous_item_id": previous, "item": item}))
                 .await?;
         }
-        self.schedule_transcription(&u, &item_id, audio_ms);
+        let streamed = std::mem::take(&mut self.deltas_sent);
+        self.voiced_bytes = 0;
+        self.schedule_transcription(&u, &item_id, audio_ms, streamed);
         if let Some(r) = &u.response {
             if self.kind == SessionKind::Realtime {
                 self.schedule_response(r, &item_id, index);
@@ -1474,12 +1604,21 @@ impl Conn<'_> {
         Ok(())
     }
 
-    fn schedule_transcription(&mut self, u: &Utterance, item_id: &str, audio_ms: u64) {
-        let deltas = match (&u.deltas, &u.fail) {
+    /// Schedules an item's transcription; the first `streamed` deltas went out already.
+    fn schedule_transcription(
+        &mut self,
+        u: &Utterance,
+        item_id: &str,
+        audio_ms: u64,
+        streamed: usize,
+    ) {
+        let mut deltas = match (&u.deltas, &u.fail) {
             (Some(d), _) => d.clone(),
             (None, None) => split_words(&u.transcript),
             (None, Some(_)) => Vec::new(),
         };
+        deltas.drain(..streamed.min(deltas.len()));
+        let duration = STREAMING_MODELS.contains(&self.model.as_str());
         let held = u.after_client_commit;
         let n = deltas.len() as u64;
         for (i, delta) in deltas.into_iter().enumerate() {
@@ -1496,12 +1635,12 @@ impl Conn<'_> {
                     "message": spec.message.as_deref()
                         .unwrap_or("The audio could not be transcribed."),
                     "param": spec.param}}),
-            None => completed(item_id, &u.transcript, audio_ms),
+            None => completed(item_id, &u.transcript, audio_ms, duration),
         };
         self.schedule(u.delay_ms, held, Due::Send(last));
         for extra in &u.extra_completions {
             let text = extra.transcript.as_deref().unwrap_or(&u.transcript);
-            let event = completed(item_id, text, audio_ms);
+            let event = completed(item_id, text, audio_ms, duration);
             self.schedule(extra.delay_ms, extra.after_client_commit, Due::Send(event));
         }
     }
@@ -1630,8 +1769,8 @@ impl Conn<'_> {
     async fn on_commit(&mut self, event_id: Value) -> Flow {
         let pending = self.audio_bytes - self.boundary_bytes;
         let index = self.next_utterance;
-        let committable =
-            self.utterance(index).is_some() && pending >= MIN_COMMIT_MS * PCM_BYTES_PER_MS;
+        let committable = (self.manual || self.utterance(index).is_some())
+            && pending >= MIN_COMMIT_MS * PCM_BYTES_PER_MS;
         if committable {
             self.end_utterance(index, self.audio_bytes, false).await?;
         } else {
@@ -1778,7 +1917,59 @@ fn error_json(
     json!({"type": kind, "code": code, "message": message, "param": param, "event_id": event_id})
 }
 
-fn completed(item_id: &str, transcript: &str, audio_ms: u64) -> Value {
+/// Why a transcription session update is refused: `(param, message)`. `input` is the
+/// session's `audio.input` after the update; `given` the update's own `transcription`.
+fn refusal(model: &str, input: &Value, given: &Value) -> Option<(&'static str, String)> {
+    let streaming = STREAMING_MODELS.contains(&model);
+    if streaming && !input.get("turn_detection").is_some_and(Value::is_null) {
+        return Some((
+            "session.audio.input.turn_detection",
+            "Turn detection is not supported for this transcription model".into(),
+        ));
+    }
+    if let Some(words) = given.get("keywords") {
+        if !KEYWORD_MODELS.contains(&model) {
+            return Some((
+                "session.audio.input.transcription.keywords",
+                format!("Keywords are not supported for model '{model}'."),
+            ));
+        }
+        let ok = words.as_array().is_some_and(|a| {
+            a.iter().all(|w| {
+                w.as_str()
+                    .is_some_and(|w| !w.is_empty() && !w.contains(['<', '>', '\r', '\n']))
+            })
+        });
+        if !ok {
+            return Some((
+                "session.audio.input.transcription.keywords",
+                "Invalid keyword: each keyword must be a single line without '<' or '>'.".into(),
+            ));
+        }
+    }
+    if model == "gpt-realtime-whisper" && given.get("prompt").is_some_and(|p| !p.is_null()) {
+        return Some((
+            "session.audio.input.transcription.prompt",
+            "Prompt is not supported for this transcription model".into(),
+        ));
+    }
+    if given.get("language").is_some_and(|l| !l.is_null())
+        && given.get("languages").is_some_and(|l| !l.is_null())
+    {
+        return Some((
+            "session.audio.input.transcription.languages",
+            "Only one of 'language' and 'languages' may be set.".into(),
+        ));
+    }
+    None
+}
+
+fn completed(item_id: &str, transcript: &str, audio_ms: u64, duration: bool) -> Value {
+    if duration {
+        return json!({"type": "conversation.item.input_audio_transcription.completed",
+            "item_id": item_id, "content_index": 0, "transcript": transcript,
+            "usage": {"type": "duration", "seconds": audio_ms as f64 / 1000.0}});
+    }
     let audio_tokens = (audio_ms / 100).max(1);
     let output_tokens = transcript.split_whitespace().count() as u64;
     json!({"type": "conversation.item.input_audio_transcription.completed",

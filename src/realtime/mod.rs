@@ -7,6 +7,7 @@
 //! - [`endpoint`] — which provider URLs may be used (no unencrypted key to a remote host).
 //! - [`ordering`] — provider predecessor order → canonical user/assistant messages and gaps.
 //! - [`fake`] — a loopback fake of the Realtime API that the client is tested against.
+//! - [`turns`] — client-side turns: when to commit for models without server VAD.
 //!
 //! Nothing here touches the UI; the session core never imports this module.
 
@@ -18,3 +19,4 @@ pub mod protocol;
 pub mod removal;
 pub mod restart;
 pub mod sanitize;
+pub mod turns;

@@ -13,6 +13,9 @@
 //! - A failure closes its slot as a gap; [`Ordering::close_unresolved`] closes what is left at
 //!   the drain deadline. Once closed or published, a slot never changes: repeated and late
 //!   completions are evidence only (they return nothing).
+//! - A delta for an item not yet committed (streaming models send deltas while the user
+//!   speaks) opens an unlinked slot at the end of the chain; the item's commit or
+//!   `item.added` then places it by its predecessor, as long as nothing after it is published.
 //! - Published history never reorders: an item that would land before an already published
 //!   item is placed after the published prefix instead.
 //! - Bounded: at most [`MAX_ORDERED_ITEMS`] unpublished items and [`MAX_ORDERED_TEXT`] bytes
@@ -95,6 +98,8 @@ enum State {
 #[derive(Debug)]
 struct Slot {
     speaker: Speaker,
+    /// Placed by a predecessor (`false`: opened by an early delta, at the end).
+    linked: bool,
     provisional: String,
     state: State,
 }
@@ -164,7 +169,21 @@ impl Ordering {
         previous: Option<&str>,
         speaker: Speaker,
     ) -> Result<(), OrderingError> {
-        if self.slots.contains_key(item_id) || self.is_overflow(item_id) {
+        if self.is_overflow(item_id) {
+            return Ok(());
+        }
+        if let Some(slot) = self.slots.get_mut(item_id) {
+            // An early delta's slot: place it by its predecessor now, unless published.
+            if !slot.linked && slot.state == State::Pending {
+                slot.linked = true;
+                if let Some(pos) = self.order.iter().position(|x| x == item_id)
+                    && pos >= self.published
+                {
+                    self.order.remove(pos);
+                    let at = self.position_after(previous);
+                    self.order.insert(at, item_id.to_owned());
+                }
+            }
             return Ok(());
         }
         // Once items overflow, later ones follow them (their order must hold).
@@ -172,24 +191,30 @@ impl Ordering {
             self.overflow_item(item_id);
             return Err(OrderingError::Limit);
         }
-        let at = match previous {
+        let at = self.position_after(previous);
+        self.order.insert(at, item_id.to_owned());
+        self.slots.insert(
+            item_id.to_owned(),
+            Slot {
+                speaker,
+                linked: true,
+                provisional: String::new(),
+                state: State::Pending,
+            },
+        );
+        Ok(())
+    }
+
+    /// Where an item whose predecessor is `previous` goes (never inside the published prefix).
+    fn position_after(&self, previous: Option<&str>) -> usize {
+        match previous {
             Some(p) => match self.order.iter().position(|x| x == p) {
                 Some(i) => i + 1,
                 None => self.order.len(),
             },
             None => 0,
         }
-        .max(self.published);
-        self.order.insert(at, item_id.to_owned());
-        self.slots.insert(
-            item_id.to_owned(),
-            Slot {
-                speaker,
-                provisional: String::new(),
-                state: State::Pending,
-            },
-        );
-        Ok(())
+        .max(self.published)
     }
 
     /// Adds provisional text (a delta) to a pending item.
@@ -198,7 +223,21 @@ impl Ordering {
             return Ok(()); // Already a gap: provisional text is display only.
         }
         if !self.slots.contains_key(item_id) {
-            self.item_added(item_id, None, Speaker::User)?;
+            // Not committed yet: an unlinked slot at the end until its commit places it.
+            if self.pending() >= MAX_ORDERED_ITEMS || !self.overflow.is_empty() {
+                self.overflow_item(item_id);
+                return Err(OrderingError::Limit);
+            }
+            self.order.push(item_id.to_owned());
+            self.slots.insert(
+                item_id.to_owned(),
+                Slot {
+                    speaker: Speaker::User,
+                    linked: false,
+                    provisional: String::new(),
+                    state: State::Pending,
+                },
+            );
         }
         if self.text_bytes + delta.len() > MAX_ORDERED_TEXT {
             self.limited = true;
@@ -326,6 +365,18 @@ impl Ordering {
         self.publish_ready()
     }
 
+    /// Pending items opened by deltas and not placed by a commit yet.
+    pub fn unlinked(&self) -> usize {
+        self.order[self.published..]
+            .iter()
+            .filter(|id| {
+                self.slots
+                    .get(*id)
+                    .is_some_and(|s| !s.linked && s.state == State::Pending)
+            })
+            .count()
+    }
+
     /// Whether `item_id` is a known item (in the chain or an overflow gap).
     pub fn contains(&self, item_id: &str) -> bool {
         self.slots.contains_key(item_id) || self.is_overflow(item_id)
@@ -401,6 +452,25 @@ mod tests {
                 Published::Gap { item_id, .. } => format!("gap:{item_id}"),
             })
             .collect()
+    }
+
+    #[test]
+    fn early_deltas_do_not_jump_ahead_of_committed_items() {
+        let mut o = Ordering::new();
+        o.item_added("A", None, Speaker::User).unwrap();
+        // B streams while A waits for its transcript.
+        o.delta("B", "wor").unwrap();
+        o.delta("B", "ld").unwrap();
+        o.item_added("B", Some("A"), Speaker::User).unwrap();
+        assert!(o.transcription_completed("B", "world").is_empty());
+        assert_eq!(
+            texts(&o.transcription_completed("A", "hello")),
+            ["hello", "world"]
+        );
+        // An early delta of C, then C's commit names B: C stays after B.
+        o.delta("C", "x").unwrap();
+        o.item_added("C", Some("B"), Speaker::User).unwrap();
+        assert_eq!(texts(&o.transcription_completed("C", "again")), ["again"]);
     }
 
     #[test]

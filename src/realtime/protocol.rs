@@ -1,5 +1,6 @@
 //! The OpenAI Realtime API wire protocol: the client events Persyk sends and the server
-//! events it understands (GA shape; the beta shape only behind [`Settings::beta`]).
+//! events it understands (GA shape only: the beta shape, `OpenAI-Beta: realtime=v1`, is
+//! refused by the service and is gone).
 //!
 //! Invariants:
 //! - Events are plain `serde_json` objects: unknown fields and unknown event types pass
@@ -7,8 +8,178 @@
 //! - Every client event carries a fresh `event_id`, so a server `error` can name it.
 //! - The API key never appears in anything built here; it only travels in the
 //!   `Authorization` header of the connection request.
+//! - What a transcription model accepts comes from one table, [`TRANSCRIPTION_MODELS`]
+//!   (looked up by [`model_caps`]): turn detection (`server_vad` or client commits with
+//!   `"turn_detection": null` sent explicitly), `keywords`, `prompt`, `delay`, and the
+//!   retirement date of legacy models. [`Settings::session_update`] never sends a field the
+//!   model refuses, and [`Settings::check`] refuses bad keywords and both language fields
+//!   before anything is sent.
 
 use serde_json::{Map, Value, json};
+
+/// How a transcription model's turns end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Turns {
+    /// The service's voice activity detection commits (`turn_detection: server_vad`).
+    ServerVad,
+    /// The client commits each turn (`turn_detection: null`); see [`super::turns`].
+    Client,
+}
+
+/// What one transcription model accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelCaps {
+    pub name: &'static str,
+    pub turns: Turns,
+    /// Accepts `transcription.keywords`.
+    pub keywords: bool,
+    /// Accepts `transcription.prompt`.
+    pub prompt: bool,
+    /// Accepts `transcription.delay`.
+    pub delay: bool,
+    /// The service stops this model on that day (ISO date); `None`: current.
+    pub retires_on: Option<&'static str>,
+}
+
+/// The day the legacy transcription models stop (OpenAI's announcement of 2026-08-26).
+pub const LEGACY_SHUTDOWN: &str = "2027-02-26";
+
+const fn legacy(name: &'static str) -> ModelCaps {
+    ModelCaps {
+        name,
+        turns: Turns::ServerVad,
+        keywords: false,
+        prompt: true,
+        delay: false,
+        retires_on: Some(LEGACY_SHUTDOWN),
+    }
+}
+
+/// The one capability table of transcription models, current ones first.
+pub const TRANSCRIPTION_MODELS: &[ModelCaps] = &[
+    ModelCaps {
+        name: "gpt-live-transcribe",
+        turns: Turns::Client,
+        keywords: true,
+        prompt: true,
+        delay: false,
+        retires_on: None,
+    },
+    ModelCaps {
+        name: "gpt-transcribe",
+        turns: Turns::ServerVad,
+        keywords: true,
+        prompt: true,
+        delay: false,
+        retires_on: None,
+    },
+    ModelCaps {
+        name: "gpt-realtime-whisper",
+        turns: Turns::Client,
+        keywords: false,
+        prompt: false,
+        delay: true,
+        retires_on: None,
+    },
+    legacy("gpt-4o-transcribe"),
+    legacy("gpt-4o-mini-transcribe"),
+    legacy("gpt-4o-mini-transcribe-2025-12-15"),
+    legacy("gpt-4o-transcribe-diarize"),
+    legacy("whisper-1"),
+];
+
+/// The default transcription model.
+pub const DEFAULT_TRANSCRIPTION_MODEL: &str = "gpt-live-transcribe";
+
+/// The input transcription of a conversation when the configured model takes no turn
+/// detection (a conversation's turns are server VAD).
+pub const CONVERSATION_TRANSCRIPTION_MODEL: &str = "gpt-transcribe";
+
+/// The `delay` values `gpt-realtime-whisper` takes.
+pub const DELAYS: &[&str] = &["minimal", "low", "medium", "high", "xhigh"];
+
+/// The capabilities of `model`. A model the table does not know gets the conservative
+/// set: client turns (every model takes `turn_detection: null` and commits), a prompt, no
+/// keywords, no delay.
+pub fn model_caps(model: &str) -> ModelCaps {
+    TRANSCRIPTION_MODELS
+        .iter()
+        .find(|m| m.name == model)
+        .copied()
+        .unwrap_or(ModelCaps {
+            name: "",
+            turns: Turns::Client,
+            keywords: false,
+            prompt: true,
+            delay: false,
+            retires_on: None,
+        })
+}
+
+/// Whether `model` is a legacy model that stops working on [`LEGACY_SHUTDOWN`].
+pub fn retires_on(model: &str) -> Option<&'static str> {
+    TRANSCRIPTION_MODELS
+        .iter()
+        .find(|m| m.name == model)
+        .and_then(|m| m.retires_on)
+}
+
+/// Input noise reduction (`audio.input.noise_reduction`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NoiseReduction {
+    Off,
+    /// A headset or laptop microphone close to the mouth (the dictation default).
+    #[default]
+    NearField,
+    FarField,
+}
+
+/// Why provider settings cannot be sent (checked before anything is).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProtocolError {
+    #[error(
+        "provider.bad-keyword: a keyword must be one non-empty line without '<' or '>' (at most 100 characters)"
+    )]
+    BadKeyword,
+    #[error("provider.too-many-keywords: at most 100 keywords")]
+    TooManyKeywords,
+    #[error("provider.both-language-fields: give one language or several, not both")]
+    BothLanguageFields,
+    #[error("provider.bad-delay: the delay must be minimal, low, medium, high or xhigh")]
+    BadDelay,
+}
+
+impl ProtocolError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            ProtocolError::BadKeyword => "provider.bad-keyword",
+            ProtocolError::TooManyKeywords => "provider.too-many-keywords",
+            ProtocolError::BothLanguageFields => "provider.both-language-fields",
+            ProtocolError::BadDelay => "provider.bad-delay",
+        }
+    }
+}
+
+/// Most keywords sent.
+pub const MAX_KEYWORDS: usize = 100;
+/// Longest keyword, in characters.
+pub const MAX_KEYWORD_CHARS: usize = 100;
+
+/// Checks one keyword: one non-empty line without `<`, `>`, CR or LF (one bad keyword makes
+/// the service reject the whole update).
+pub fn check_keyword(word: &str) -> Result<(), ProtocolError> {
+    let ok = !word.trim().is_empty()
+        && word.chars().count() <= MAX_KEYWORD_CHARS
+        && !word
+            .chars()
+            .any(|c| matches!(c, '<' | '>' | '\r' | '\n') || c.is_control());
+    if ok {
+        Ok(())
+    } else {
+        Err(ProtocolError::BadKeyword)
+    }
+}
 
 /// Dictation (transcription only) or conversation (the assistant answers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -33,13 +204,20 @@ pub struct Settings {
     /// e.g. `wss://api.openai.com/v1`, or `ws://127.0.0.1:PORT/v1` for a loopback server.
     pub base_url: String,
     pub mode: Mode,
-    /// Transcription model (`gpt-4o-transcribe`) in dictation mode.
+    /// Transcription model ([`DEFAULT_TRANSCRIPTION_MODEL`]) in dictation mode.
     pub transcription_model: String,
     /// Conversation model (`gpt-realtime`) in conversation mode.
     pub conversation_model: String,
+    /// One language hint (`language`); never together with `languages`.
     pub language: Option<String>,
-    /// Speak the beta event shape (`OpenAI-Beta: realtime=v1`); api.openai.com rejects it.
-    pub beta: bool,
+    /// Several language hints (`languages`).
+    pub languages: Vec<String>,
+    /// Words the model should know: `keywords` where the model takes them, else folded into
+    /// the `prompt` where it takes one.
+    pub keywords: Vec<String>,
+    /// `delay` (models whose caps say so): one of [`DELAYS`].
+    pub delay: Option<String>,
+    pub noise_reduction: NoiseReduction,
 }
 
 impl Default for Settings {
@@ -47,10 +225,13 @@ impl Default for Settings {
         Settings {
             base_url: "wss://api.openai.com/v1".to_owned(),
             mode: Mode::Transcription,
-            transcription_model: "gpt-4o-transcribe".to_owned(),
+            transcription_model: DEFAULT_TRANSCRIPTION_MODEL.to_owned(),
             conversation_model: "gpt-realtime".to_owned(),
             language: None,
-            beta: false,
+            languages: Vec::new(),
+            keywords: Vec::new(),
+            delay: None,
+            noise_reduction: NoiseReduction::NearField,
         }
     }
 }
@@ -76,70 +257,114 @@ impl Settings {
         }
     }
 
-    /// The `session.update` that configures the session.
-    pub fn session_update(&self) -> Map<String, Value> {
-        let mut transcription = json!({ "model": self.transcription_model });
+    /// Who ends turns: the transcription model's caps in dictation; server VAD in
+    /// conversation (its turns request the assistant's responses).
+    pub fn turns(&self) -> Turns {
+        match self.mode {
+            Mode::Transcription => model_caps(&self.transcription_model).turns,
+            Mode::Conversation => Turns::ServerVad,
+        }
+    }
+
+    /// Checks what the user typed before anything is sent: keywords, language fields, delay.
+    pub fn check(&self) -> Result<(), ProtocolError> {
+        if self.keywords.len() > MAX_KEYWORDS {
+            return Err(ProtocolError::TooManyKeywords);
+        }
+        for k in &self.keywords {
+            check_keyword(k)?;
+        }
+        if self.language.is_some() && !self.languages.is_empty() {
+            return Err(ProtocolError::BothLanguageFields);
+        }
+        if let Some(d) = &self.delay
+            && !DELAYS.contains(&d.as_str())
+        {
+            return Err(ProtocolError::BadDelay);
+        }
+        Ok(())
+    }
+
+    /// The transcription model sent: the configured one, except that a conversation (whose
+    /// turns are server VAD) uses [`CONVERSATION_TRANSCRIPTION_MODEL`] instead of a model that
+    /// supports no turn detection.
+    pub fn effective_transcription_model(&self) -> &str {
+        match self.mode {
+            Mode::Conversation if model_caps(&self.transcription_model).turns == Turns::Client => {
+                CONVERSATION_TRANSCRIPTION_MODEL
+            }
+            _ => &self.transcription_model,
+        }
+    }
+
+    /// The `audio.input.transcription` object, with only the fields the model takes.
+    fn transcription(&self) -> Value {
+        let model = self.effective_transcription_model();
+        let caps = model_caps(model);
+        let mut t = Map::new();
+        t.insert("model".into(), json!(model));
         if let Some(lang) = &self.language {
-            transcription["language"] = json!(lang);
+            t.insert("language".into(), json!(lang));
+        } else if !self.languages.is_empty() {
+            t.insert("languages".into(), json!(self.languages));
         }
-        if self.beta {
-            return self.beta_session_update(transcription);
+        let words: Vec<&str> = self.keywords.iter().map(|k| k.trim()).collect();
+        if !words.is_empty() {
+            if caps.keywords {
+                t.insert("keywords".into(), json!(words));
+            } else if caps.prompt {
+                t.insert(
+                    "prompt".into(),
+                    json!(format!("Vocabulary: {}.", words.join(", "))),
+                );
+            }
         }
+        if caps.delay
+            && let Some(d) = &self.delay
+        {
+            t.insert("delay".into(), json!(d));
+        }
+        Value::Object(t)
+    }
+
+    fn noise_reduction_json(&self) -> Value {
+        match self.noise_reduction {
+            NoiseReduction::Off => Value::Null,
+            NoiseReduction::NearField => json!({"type": "near_field"}),
+            NoiseReduction::FarField => json!({"type": "far_field"}),
+        }
+    }
+
+    /// The `session.update` that configures the session. `turn_detection` is always
+    /// present: `null` (client turns) is sent explicitly, since an omitted field may fall
+    /// back to server VAD, which the streaming models refuse.
+    pub fn session_update(&self) -> Map<String, Value> {
         let format = json!({"type": "audio/pcm", "rate": PCM_RATE_HZ});
+        let turn_detection = match self.turns() {
+            Turns::ServerVad => json!({"type": "server_vad"}),
+            Turns::Client => Value::Null,
+        };
+        let input = json!({
+            "format": format,
+            "transcription": self.transcription(),
+            "noise_reduction": self.noise_reduction_json(),
+            "turn_detection": turn_detection,
+        });
         let session = match self.mode {
             Mode::Transcription => json!({
                 "type": "transcription",
-                "audio": {"input": {
-                    "format": format,
-                    "transcription": transcription,
-                    "turn_detection": {"type": "server_vad"},
-                }},
+                "audio": {"input": input},
             }),
             Mode::Conversation => json!({
                 "type": "realtime",
                 "model": self.conversation_model,
                 "audio": {
-                    "input": {
-                        "format": format,
-                        "transcription": transcription,
-                        "turn_detection": {"type": "server_vad"},
-                    },
+                    "input": input,
                     "output": {"format": {"type": "audio/pcm", "rate": PCM_RATE_HZ}},
                 },
             }),
         };
         event("session.update", [("session", session)])
-    }
-
-    /// The beta shape (`OpenAI-Beta: realtime=v1`): flat audio formats, and a separate
-    /// `transcription_session.update` for dictation.
-    fn beta_session_update(&self, transcription: Value) -> Map<String, Value> {
-        match self.mode {
-            Mode::Transcription => event(
-                "transcription_session.update",
-                [(
-                    "session",
-                    json!({
-                        "input_audio_format": "pcm16",
-                        "input_audio_transcription": transcription,
-                        "turn_detection": {"type": "server_vad"},
-                    }),
-                )],
-            ),
-            Mode::Conversation => event(
-                "session.update",
-                [(
-                    "session",
-                    json!({
-                        "modalities": ["text", "audio"],
-                        "input_audio_format": "pcm16",
-                        "output_audio_format": "pcm16",
-                        "input_audio_transcription": transcription,
-                        "turn_detection": {"type": "server_vad"},
-                    }),
-                )],
-            ),
-        }
     }
 }
 
@@ -196,7 +421,7 @@ pub enum ServerEvent {
         item_id: String,
         previous: Option<String>,
     },
-    /// `conversation.item.added` (GA) / `conversation.item.created` (beta).
+    /// `conversation.item.added` (and `conversation.item.created`, an older name).
     ItemAdded {
         item_id: String,
         previous: Option<String>,
@@ -367,16 +592,74 @@ mod tests {
         };
         assert_eq!(s.url(), "ws://127.0.0.1:9/v1/realtime?intent=transcription");
         let u = s.session_update();
+        assert_eq!(u["type"], "session.update");
         assert_eq!(u["session"]["type"], "transcription");
-        assert_eq!(u["session"]["audio"]["input"]["format"]["rate"], 24000);
+        let input = &u["session"]["audio"]["input"];
+        assert_eq!(input["format"]["rate"], 24000);
+        assert_eq!(input["transcription"]["model"], "gpt-live-transcribe");
+        // Explicitly null: the streaming models refuse any turn detection.
+        assert_eq!(input.get("turn_detection"), Some(&Value::Null));
+        assert_eq!(input["noise_reduction"]["type"], "near_field");
+        s.transcription_model = "gpt-4o-transcribe".into();
+        let u = s.session_update();
+        assert_eq!(
+            u["session"]["audio"]["input"]["turn_detection"]["type"],
+            "server_vad"
+        );
         s.mode = Mode::Conversation;
         assert_eq!(s.url(), "ws://127.0.0.1:9/v1/realtime?model=gpt-realtime");
-        s.beta = true;
-        let b = s.session_update();
-        assert_eq!(b["type"], "session.update");
-        assert_eq!(b["session"]["input_audio_format"], "pcm16");
-        s.mode = Mode::Transcription;
-        assert_eq!(s.session_update()["type"], "transcription_session.update");
+        assert_eq!(s.turns(), Turns::ServerVad);
+        // A conversation never pairs server VAD with a model that refuses it.
+        s.transcription_model = DEFAULT_TRANSCRIPTION_MODEL.into();
+        let u = s.session_update();
+        let input = &u["session"]["audio"]["input"];
+        assert_eq!(input["transcription"]["model"], "gpt-transcribe");
+        assert_eq!(input["turn_detection"]["type"], "server_vad");
+    }
+
+    #[test]
+    fn fields_follow_the_capability_table() {
+        let mut s = Settings {
+            keywords: vec!["Persyk".into(), " rubato ".into()],
+            languages: vec!["en".into(), "uk".into()],
+            delay: Some("low".into()),
+            ..Settings::default()
+        };
+        let t =
+            |s: &Settings| s.session_update()["session"]["audio"]["input"]["transcription"].clone();
+        let live = t(&s);
+        assert_eq!(live["keywords"], json!(["Persyk", "rubato"]));
+        assert_eq!(live["languages"], json!(["en", "uk"]));
+        assert!(live.get("language").is_none() && live.get("delay").is_none());
+        s.transcription_model = "gpt-realtime-whisper".into();
+        let whisper = t(&s);
+        assert_eq!(whisper["delay"], "low");
+        assert!(whisper.get("keywords").is_none() && whisper.get("prompt").is_none());
+        s.transcription_model = "gpt-4o-transcribe".into();
+        let legacy = t(&s);
+        assert_eq!(legacy["prompt"], "Vocabulary: Persyk, rubato.");
+        assert!(legacy.get("keywords").is_none());
+        assert_eq!(retires_on("gpt-4o-transcribe"), Some(LEGACY_SHUTDOWN));
+        assert_eq!(retires_on("gpt-live-transcribe"), None);
+    }
+
+    #[test]
+    fn bad_settings_are_refused_before_sending() {
+        let mut s = Settings::default();
+        assert_eq!(s.check(), Ok(()));
+        for bad in ["a<b", "x>", "two\nlines", "cr\r", "", "   "] {
+            s.keywords = vec!["fine".into(), bad.into()];
+            assert_eq!(s.check(), Err(ProtocolError::BadKeyword), "{bad:?}");
+        }
+        s.keywords = vec!["w".into(); MAX_KEYWORDS + 1];
+        assert_eq!(s.check().unwrap_err().code(), "provider.too-many-keywords");
+        s.keywords.clear();
+        s.language = Some("en".into());
+        s.languages = vec!["de".into()];
+        assert_eq!(s.check(), Err(ProtocolError::BothLanguageFields));
+        s.languages.clear();
+        s.delay = Some("fast".into());
+        assert_eq!(s.check().unwrap_err().code(), "provider.bad-delay");
     }
 
     #[test]

@@ -127,6 +127,9 @@ pub fn fixture(
     let config = dir.path().join("settings.json");
     let mut settings = Settings::default();
     settings.sessions.directory = Some(root.clone());
+    // The scenarios script server-VAD turns, which `gpt-transcribe` keeps (the default
+    // `gpt-live-transcribe` takes client turns).
+    settings.provider.transcription_model = Some("gpt-transcribe".into());
     let fake = fake_scenario.map(|s| {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)

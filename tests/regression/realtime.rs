@@ -40,10 +40,13 @@ fn fresh_session() -> (tempfile::TempDir, PathBuf, Continuation) {
     (tmp, dir, continuation)
 }
 
+/// The scenarios script server-VAD turns, which `gpt-transcribe` keeps (the default
+/// `gpt-live-transcribe` takes client turns).
 fn settings(server: &FakeServer, mode: Mode) -> Settings {
     Settings {
         base_url: format!("ws://{}/v1", server.addr),
         mode,
+        transcription_model: "gpt-transcribe".into(),
         ..Settings::default()
     }
 }
