@@ -15,11 +15,12 @@
 //! - Recognition never runs on the UI thread or a tokio worker: callers run it on a thread of
 //!   their own (inference blocks for as long as the utterance takes).
 
+pub mod dictation;
 #[cfg(feature = "local")]
 pub mod whisper;
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The magic number at the start of a ggml Whisper model (`"ggml"` as a little-endian u32).
 pub const GGML_MAGIC: u32 = 0x6767_6d6c;
@@ -57,6 +58,56 @@ impl LocalError {
             LocalError::ResampleFailed => "local.resample-failed",
         }
     }
+}
+
+/// The folder catalog models live in: `<data dir>/models` (the platform data directory of
+/// [`crate::settings::PROJECT_ID`]).
+pub fn models_dir() -> Option<PathBuf> {
+    let [qualifier, organization, application] = crate::settings::PROJECT_ID;
+    directories::ProjectDirs::from(qualifier, organization, application)
+        .map(|d| d.data_dir().join("models"))
+}
+
+/// The file of the catalog model `name`: `<data dir>/models/ggml-<name>.bin`;
+/// `local.model-missing` when it is not there (or `name` is not a plain model name).
+pub fn resolve_model(name: &str) -> Result<PathBuf, LocalError> {
+    let plain = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+        && !name.starts_with('.');
+    if !plain {
+        return Err(LocalError::ModelMissing);
+    }
+    let path = models_dir()
+        .ok_or(LocalError::ModelMissing)?
+        .join(format!("ggml-{name}.bin"));
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(LocalError::ModelMissing)
+    }
+}
+
+/// The model file a choice names: a path as given, a catalog name through [`resolve_model`].
+pub fn model_path(choice: &crate::settings::LocalModelChoice) -> Result<PathBuf, LocalError> {
+    match choice {
+        crate::settings::LocalModelChoice::File(p) => Ok(p.clone()),
+        crate::settings::LocalModelChoice::Catalog(name) => resolve_model(name),
+    }
+}
+
+/// Options from the settings' thread count (`None`: the available cores, at most 8) and the
+/// model (English-only models get the `en` hint).
+pub fn options_for(threads: Option<usize>, english_only: bool) -> LocalOptions {
+    let mut options = LocalOptions::default();
+    if let Some(n) = threads {
+        options.threads = n.max(1);
+    }
+    if english_only {
+        options.language = Some("en".into());
+    }
+    options
 }
 
 /// Checks that `path` is a regular file that starts like a ggml Whisper model.
