@@ -327,3 +327,109 @@ fn a_failing_recognizer_records_a_gap_and_exits_1() {
     }
     assert!(String::from_utf8_lossy(&out.stderr).contains("local.inference-failed"));
 }
+
+/// jfk.wav at 24 kHz between quiet stretches, paced at twice real time through the library
+/// pipeline with a live tap until the user stops: the utterance shows as provisional while it is recognized, then
+/// as a canonical message, which a removal takes out by appending `message.removed`.
+#[test]
+fn live_local_dictation_shows_provisional_then_canonical_and_removes_without_a_provider() {
+    use persyk::capture::pipeline::{
+        self, LiveTap, Recognition, RecordOptions, RemovalRequest, SamplesSource, SourceKind,
+    };
+    use persyk::local::whisper::{self, LocalModel};
+    use persyk::realtime::engine::RemovalOutcome;
+    use persyk::session::{LeafSelector, Store, store::Roots};
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicU32;
+    use tokio::sync::{mpsc, oneshot, watch};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut samples = vec![0i16; RATE as usize];
+    samples.extend(read_24k(&test_model_dir().join("jfk.wav")));
+    samples.extend(std::iter::repeat_n(0i16, RATE as usize * 120));
+    let model = LocalModel::load(&model_path()).expect("model");
+    let setup = whisper::setup(
+        &model,
+        persyk::local::options_for(None, true),
+        persyk::local::dictation::DRAIN_DEADLINE,
+    )
+    .expect("setup");
+    let store = Store::new(Roots::new(dir.path().to_path_buf(), Vec::new()).expect("roots"));
+    let handle = store.create_session().expect("session");
+    let session = handle.dir().to_path_buf();
+    let continuation = handle.continuation(&LeafSelector::Default).expect("cont");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (view_tx, view_rx) = oneshot::channel();
+    let (removals, removals_rx) = mpsc::channel(4);
+    let tap = LiveTap {
+        view: view_tx,
+        level: Arc::new(AtomicU32::new(0)),
+        removals: removals_rx,
+    };
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let (transcription, saw_provisional, removed_id, outcome) = rt.block_on(async move {
+        let recording = tokio::spawn(pipeline::record_to(
+            continuation,
+            Recognition::Local(setup),
+            Box::new(SamplesSource::new(samples, 2.0)),
+            SourceKind::Replay,
+            stop_rx,
+            RecordOptions {
+                tap: Some(tap),
+                ..RecordOptions::default()
+            },
+        ));
+        let mut view = view_rx.await.expect("the engine's view");
+        let mut saw_provisional = false;
+        let first = loop {
+            {
+                let v = view.borrow_and_update();
+                if !v.provisional.is_empty() {
+                    assert!(v.provisional.iter().all(|(_, t)| t == "transcribing…"));
+                    saw_provisional = true;
+                }
+                if let Some(m) = v.messages.first() {
+                    break m.clone();
+                }
+            }
+            view.changed()
+                .await
+                .expect("the view ended before a message");
+        };
+        let (reply, answer) = oneshot::channel();
+        removals
+            .send(RemovalRequest {
+                entry_id: first.entry_id.clone(),
+                reply,
+            })
+            .await
+            .expect("removal queued");
+        let outcome = answer.await.expect("an answer while recording");
+        // The user's stop (the source would go on for two more minutes).
+        stop_tx.send(true).expect("stop");
+        let t = recording.await.expect("task").expect("recording");
+        (t, saw_provisional, first, outcome)
+    });
+    assert!(
+        saw_provisional,
+        "the utterance was provisional while recognized"
+    );
+    assert_eq!(outcome, RemovalOutcome::Removed);
+    assert!(wer(JFK, &removed_id.text) <= 0.05, "{:?}", removed_id.text);
+    assert!(
+        transcription.report.transcript().is_empty(),
+        "removed text does not survive"
+    );
+    check(&session);
+    let entries = entries(&session);
+    let removal = entries
+        .iter()
+        .find(|e| e["type"] == "message.removed")
+        .expect("message.removed");
+    assert_eq!(removal["targetId"], removed_id.entry_id.as_str());
+    assert_eq!(finished(&entries)["outcome"], "complete");
+}
