@@ -433,3 +433,77 @@ fn live_local_dictation_shows_provisional_then_canonical_and_removes_without_a_p
     assert_eq!(removal["targetId"], removed_id.entry_id.as_str());
     assert_eq!(finished(&entries)["outcome"], "complete");
 }
+
+/// A recognizer slower than the stop deadline: each utterance not recognized by then is a
+/// `local.deadline` gap, the recording is incomplete, and the late result is never written.
+#[test]
+fn utterances_left_at_the_stop_deadline_are_gaps_and_nothing_is_written_after_stop() {
+    use persyk::capture::pipeline::{self, Recognition, RecordOptions, SamplesSource, SourceKind};
+    use persyk::local::dictation::{LocalSetup, Provenance, Recognize};
+    use persyk::local::{LocalError, Verdict};
+    use persyk::session::{LeafSelector, Store, store::Roots};
+    use std::time::Duration;
+
+    struct Slow;
+    impl Recognize for Slow {
+        fn transcribe(&mut self, _pcm: &[i16]) -> Result<Verdict, LocalError> {
+            std::thread::sleep(Duration::from_secs(2));
+            Ok(Verdict::Text("too late".into()))
+        }
+    }
+
+    // Two one-second tone bursts between quiet stretches: two utterances.
+    let tone = |n: usize| {
+        (0..n)
+            .map(|i| ((i as f64 * 300.0 * std::f64::consts::TAU / 24_000.0).sin() * 6000.0) as i16)
+    };
+    let mut samples = vec![0i16; RATE as usize];
+    for _ in 0..2 {
+        samples.extend(tone(RATE as usize));
+        samples.extend(std::iter::repeat_n(0i16, RATE as usize * 2));
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::new(Roots::new(dir.path().to_path_buf(), Vec::new()).expect("roots"));
+    let handle = store.create_session().expect("session");
+    let session = handle.dir().to_path_buf();
+    let continuation = handle.continuation(&LeafSelector::Default).expect("cont");
+    let setup = LocalSetup {
+        recognizer: Box::new(Slow),
+        provenance: Provenance {
+            model_id: "slow".into(),
+            api: "test".into(),
+        },
+        drain_deadline: Duration::from_millis(300),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (_stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let t = rt
+        .block_on(pipeline::record_to(
+            continuation,
+            Recognition::Local(setup),
+            Box::new(SamplesSource::new(samples, 0.0)),
+            SourceKind::Replay,
+            stop_rx,
+            RecordOptions::default(),
+        ))
+        .expect("recording");
+    assert!(!t.report.complete);
+    assert!(t.report.messages.is_empty());
+    assert_eq!(t.report.gaps.len(), 2, "{:?}", t.report.gaps);
+    assert!(t.report.gaps.iter().all(|g| g.reason == "local.deadline"));
+    let written = std::fs::read(session.join("session.jsonl")).expect("session");
+    // The recognizer finishes its late result after stop: it must not reach the file.
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(
+        std::fs::read(session.join("session.jsonl")).expect("session"),
+        written
+    );
+    check(&session);
+    let entries = entries(&session);
+    assert!(messages(&entries).is_empty());
+    assert_eq!(finished(&entries)["outcome"], "incomplete");
+}

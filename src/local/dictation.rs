@@ -135,6 +135,13 @@ struct Job {
     pcm: Vec<i16>,
 }
 
+/// What does not change during a recording.
+struct Fixed {
+    asset: String,
+    recording_id: String,
+    provenance: Provenance,
+}
+
 /// What the writer side knows; every append goes through it (one lock, so nothing is
 /// appended once `closed`).
 struct Writer {
@@ -472,24 +479,43 @@ fn recognize_loop(
     shared: &Shared,
     capture: &CaptureLink,
 ) {
+    let (fixed, handle) = {
+        let w = shared.lock();
+        let fixed = Fixed {
+            asset: w.asset.clone(),
+            recording_id: w.recording_id.clone(),
+            provenance: w.provenance.clone(),
+        };
+        (fixed, w.continuation.handle().clone())
+    };
     while let Ok(job) = jobs.recv() {
         let verdict = recognizer.transcribe(&job.pcm);
+        let Some((start_ms, end_ms)) = shared
+            .lock()
+            .pending
+            .iter()
+            .find(|p| p.0 == job.index)
+            .map(|p| (p.1, p.2))
+        else {
+            return;
+        };
+        // The reference waits (bounded) for the capture's fsync, outside the lock.
+        let audio = match &verdict {
+            Ok(Verdict::Text(_)) => Some(audio_block(
+                &fixed, &handle, capture, &job, start_ms, end_ms,
+            )),
+            _ => None,
+        };
         let mut w = shared.lock();
         if w.closed {
             return;
         }
-        let Some(&(_, start_ms, end_ms)) = w.pending.iter().find(|p| p.0 == job.index) else {
-            return;
-        };
         match verdict {
             Ok(Verdict::NoSpeech) => {}
             Ok(Verdict::Text(text)) => {
-                // The reference waits (bounded) for the capture's fsync; the lock keeps
-                // stop from closing in between.
-                let audio = audio_block(&w, capture, &job, start_ms, end_ms);
-                match audio {
+                match audio.unwrap_or_else(|| Err("local.internal".into())) {
                     Ok(asset) => {
-                        let body = message_body(&w, asset, &text, start_ms, end_ms);
+                        let body = message_body(&fixed, asset, &text, start_ms, end_ms);
                         match w.continuation.append_one(body) {
                             Ok(entry_id) => w.messages.push(PublishedMessage {
                                 entry_id,
@@ -528,7 +554,8 @@ fn recognize_loop(
 /// The asset reference of an utterance: its WAV range once durable and equal, else its own
 /// asset.
 fn audio_block(
-    w: &Writer,
+    w: &Fixed,
+    handle: &crate::session::SessionHandle,
     capture: &CaptureLink,
     job: &Job,
     start_ms: u64,
@@ -550,8 +577,7 @@ fn audio_block(
         }
     } else {
         let name = format!("utterance-{}.pcm", new_id());
-        w.continuation
-            .handle()
+        handle
             .write_asset(&name, &bytes, "application/octet-stream", Some("pcm_s16le"))
             .map_err(|e| e.code().to_owned())?
     };
@@ -580,7 +606,7 @@ fn read_equal(file: &File, start: u64, bytes: &[u8]) -> bool {
     file.read_exact_at(&mut on_disk, start).is_ok() && on_disk == bytes
 }
 
-fn message_body(w: &Writer, audio: Block, text: &str, start_ms: u64, end_ms: u64) -> EntryBody {
+fn message_body(w: &Fixed, audio: Block, text: &str, start_ms: u64, end_ms: u64) -> EntryBody {
     let now_ms = time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000;
     let mut m = Message::new(
         Role::User,
