@@ -13,7 +13,9 @@
 //! 2. **WER** of the live path's transcript (all messages joined) against the reference
 //!    text, beside the WER of whisper.cpp on the whole clip.
 //!
-//! Run: `cargo bench --bench local` (about 2 minutes; not part of CI). Nothing is asserted.
+//! Run: `cargo bench --bench local` (about 2 minutes; not part of CI), or `cargo bench
+//! --profile dev --bench local` to reuse the test build (whisper.cpp is optimized there too).
+//! Nothing is asserted.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -181,13 +183,11 @@ fn main() {
     let mut seed = 5;
     for repeats in [1usize, 5] {
         let mut audio: Vec<i16> = room(RATE / 2, &mut seed).collect();
-        let mut reference = Vec::new();
         for _ in 0..repeats {
             audio.extend_from_slice(&jfk);
             audio.extend(room(RATE, &mut seed));
-            reference.push(JFK);
         }
-        let reference = reference.join(" ");
+        let reference = vec![JFK; repeats].join(" ");
         let secs = audio.len() as f64 / RATE as f64;
         let l = live(&model, &audio);
         let (whole_time, whole_text) = whole(&model, &audio);

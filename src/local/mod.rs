@@ -5,7 +5,9 @@
 //! the result ([`Recognition`]) and the guard that keeps Whisper's inventions on silence
 //! ("Thank you.", "[BLANK_AUDIO]") out of a transcript ([`judge`]). The engine itself,
 //! [`whisper::LocalModel`], sits behind the `local` cargo feature (on by default), because it
-//! builds whisper.cpp from source.
+//! builds whisper.cpp from source. [`dictation`] is the live engine the recording pipeline
+//! feeds when recognition is local (segmenter → recognizer thread → canonical messages);
+//! [`resolve_model`] finds a catalog model in `<data dir>/models`.
 //!
 //! Invariants:
 //! - A file is handed to whisper.cpp only after its header says it is a ggml Whisper model;
