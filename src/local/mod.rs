@@ -327,6 +327,32 @@ mod tests {
     }
 
     #[test]
+    fn catalog_names_never_leave_the_models_folder() {
+        for bad in ["", "../ggml-tiny", ".hidden", "a/b", "with space", "a\\b"] {
+            assert_eq!(
+                resolve_model(bad).map_err(|e| e.code()),
+                Err("local.model-missing"),
+                "{bad:?}"
+            );
+        }
+        let dir = models_dir().expect("a data dir");
+        assert!(dir.ends_with("models"));
+    }
+
+    #[test]
+    fn options_follow_the_settings_and_the_model() {
+        let o = options_for(Some(3), true);
+        assert_eq!((o.threads, o.language.as_deref()), (3, Some("en")));
+        let o = options_for(None, false);
+        assert!((1..=MAX_DEFAULT_THREADS).contains(&o.threads));
+        assert_eq!(o.language, None);
+        assert_eq!(
+            dictation::model_id(Path::new("/m/ggml-base.en.bin")),
+            "ggml-base.en"
+        );
+    }
+
+    #[test]
     fn only_ggml_files_are_models() {
         let dir = tempfile::tempdir().expect("tempdir");
         let missing = dir.path().join("none.bin");
