@@ -20,6 +20,9 @@
 //!   recording, [`BackendHandle::shutdown`], `Drop` — ends by that same instant; once it has
 //!   passed nothing waits again. The UI polls [`BackendHandle::shutdown_status`] and keeps
 //!   painting meanwhile.
+//! - With `recognition.engine` local a recording needs no API key: the settings' model is
+//!   loaded off the async workers by the first local recording and kept while the settings
+//!   name the same file; inference runs on the local engine's own thread.
 //! - Discard deletes only a session this backend created, and never while it records.
 //! - A search result is dropped when a newer query has been asked meanwhile.
 //! - Model downloads run on blocking threads beside everything else, one per model; quitting
@@ -39,16 +42,17 @@ use super::model::{
     Update, Waker,
 };
 use super::permission::{self, MicrophonePermission};
-use crate::capture::pipeline::{self, LiveTap, RemovalRequest, SourceKind};
+use crate::capture::pipeline::{
+    self, LiveTap, Recognition, RecordOptions, RemovalRequest, SourceKind,
+};
 use crate::capture::preroll::WarmInput;
 use crate::capture::source::{AudioSource, FileSource};
-use crate::realtime::protocol::Settings as ProviderSettings;
 use crate::session::discover::{RootSpec, discover};
 use crate::session::format::{EntryBody, Role, display_text};
 use crate::session::search::{self, PageRequest, Query};
 use crate::session::store::Roots;
 use crate::session::{self, LeafSelector, SessionHandle, Store, recover};
-use crate::settings::Settings;
+use crate::settings::{RecognitionEngine, Settings};
 
 /// Rows the search panel asks for.
 pub const SEARCH_LIMIT: usize = 50;
@@ -238,6 +242,8 @@ impl BackendHandle {
                         created: HashSet::new(),
                         latest_search: Arc::new(AtomicU64::new(0)),
                         downloads: Arc::new(Mutex::new(HashMap::new())),
+                        #[cfg(feature = "local")]
+                        local_model: None,
                     };
                     rt.block_on(backend.run(cmd_rx, shutdown_rx));
                     // Done means saved: blocking tasks still running (a search) are not
@@ -341,6 +347,9 @@ struct Backend {
     latest_search: Arc<AtomicU64>,
     /// The cancel flag of each running model download, by model name.
     downloads: Downloads,
+    /// The on-device model, loaded by the first local recording and kept.
+    #[cfg(feature = "local")]
+    local_model: Option<crate::local::whisper::LocalModel>,
 }
 
 type Downloads = Arc<Mutex<HashMap<String, Arc<AtomicBool>>>>;
@@ -602,9 +611,14 @@ impl Backend {
         if self.active.is_some() {
             return Err("app.already-recording".into());
         }
-        let key = self.config.keys.get()?;
-        let provider: ProviderSettings =
-            self.settings.provider().map_err(|e| e.code().to_owned())?;
+        // On the device no key is needed; the model is loaded once and kept.
+        let recognition = match self.settings.recognition.engine {
+            RecognitionEngine::Local => self.local_recognition().await?,
+            RecognitionEngine::Openai => Recognition::Realtime {
+                api_key: self.config.keys.get()?,
+                settings: self.settings.provider().map_err(|e| e.code().to_owned())?,
+            },
+        };
         let store = self.store()?;
         let (source, kind): (Box<dyn AudioSource>, SourceKind) = match &origin {
             AudioOrigin::Microphone => {
@@ -660,16 +674,13 @@ impl Backend {
         };
         let dir = session.clone();
         let task = tokio::spawn(async move {
-            let result = pipeline::record_live(
-                continuation,
-                provider,
-                key,
-                source,
-                kind,
-                stop_rx,
-                Some(tap),
-            )
-            .await;
+            let options = RecordOptions {
+                tap: Some(tap),
+                ..RecordOptions::default()
+            };
+            let result =
+                pipeline::record_to(continuation, recognition, source, kind, stop_rx, options)
+                    .await;
             finished_from(dir, result)
         });
         self.active = Some(Active {
@@ -690,6 +701,49 @@ impl Backend {
                 .await;
         }
         Ok(())
+    }
+
+    /// The on-device recognizer of the settings' model: the model is loaded (off the async
+    /// workers) the first time and kept while the settings name the same file.
+    #[cfg(feature = "local")]
+    async fn local_recognition(&mut self) -> Result<Recognition, String> {
+        use crate::local::whisper::{self, LocalModel};
+        let choice = self
+            .settings
+            .recognition
+            .local_model()
+            .map_err(|e| e.code().to_owned())?;
+        let threads = self
+            .settings
+            .recognition
+            .local_threads()
+            .map_err(|e| e.code().to_owned())?;
+        let path = crate::local::model_path(&choice).map_err(|e| e.code().to_owned())?;
+        let kept = self.local_model.clone().filter(|m| m.path() == path);
+        let model = match kept {
+            Some(m) => m,
+            None => {
+                let m = tokio::task::spawn_blocking(move || LocalModel::load(&path))
+                    .await
+                    .map_err(|_| "app.task-failed".to_owned())?
+                    .map_err(|e| e.code().to_owned())?;
+                self.local_model = Some(m.clone());
+                m
+            }
+        };
+        let options = crate::local::options_for(threads, !model.is_multilingual());
+        let setup = tokio::task::spawn_blocking(move || {
+            whisper::setup(&model, options, crate::local::dictation::DRAIN_DEADLINE)
+        })
+        .await
+        .map_err(|_| "app.task-failed".to_owned())?
+        .map_err(|e| e.code().to_owned())?;
+        Ok(Recognition::Local(setup))
+    }
+
+    #[cfg(not(feature = "local"))]
+    async fn local_recognition(&mut self) -> Result<Recognition, String> {
+        Err(crate::local::LocalError::Unavailable.code().to_owned())
     }
 
     async fn discard(&mut self, session: &Path) -> Update {

@@ -348,7 +348,11 @@ impl PersykUi {
             backend,
             effects,
             waker,
-            page: if key_stored {
+            // Without a key the first page is Settings, unless recognition is on the device
+            // (which needs none).
+            page: if key_stored
+                || settings.recognition.engine == crate::settings::RecognitionEngine::Local
+            {
                 Page::Dictation
             } else {
                 Page::Settings

@@ -8,6 +8,10 @@
 //!                              source gone, length cap → halt
 //! ```
 //!
+//! The engine is the Realtime provider's ([`crate::realtime::engine`]) or the on-device one
+//! ([`crate::local::dictation`]), chosen per recording ([`Recognition`]); the capture side
+//! is the same for both.
+//!
 //! Invariants:
 //! - `recording.started` is durable before the source starts; `recording.finished` follows
 //!   the engine's drain, with the real duration, the outcome and the gaps. A halt of capture
@@ -42,14 +46,84 @@ use super::{
     CHUNK_SAMPLES, CaptureError, FSYNC_INTERVAL, MAX_WAV_DATA_BYTES, Transcription,
     WAV_HEADER_BYTES,
 };
+use crate::local::dictation::{self, LocalEngine, LocalSender, LocalSetup};
 use crate::realtime::engine::{
-    self, AudioChunk, AudioSender, CaptureLink, EngineState, EngineView, RemovalOutcome, SendError,
-    WavRange,
+    self, AudioChunk, AudioSender, CaptureLink, EngineHandle, EngineReport, EngineState,
+    EngineView, RemovalOutcome, SendError, WavRange,
 };
 use crate::realtime::protocol::{PCM_RATE_HZ, Settings};
 use crate::session::assets::CaptureAsset;
 use crate::session::format::{EntryBody, Gap, Outcome, RecordingFinished, RecordingStarted};
 use crate::session::store::{Continuation, new_id};
+
+/// Which recognizer a recording feeds: the Realtime provider or the on-device engine
+/// ([`crate::local::dictation`]). Everything else (the WAV asset, its cadence, the halts) is
+/// the same pipeline for both.
+pub enum Recognition {
+    Realtime { settings: Settings, api_key: String },
+    Local(LocalSetup),
+}
+
+/// The running recognizer.
+enum Engine {
+    Realtime(EngineHandle),
+    Local(LocalEngine),
+}
+
+impl Engine {
+    fn view(&self) -> watch::Receiver<EngineView> {
+        match self {
+            Engine::Realtime(e) => e.view(),
+            Engine::Local(e) => e.view(),
+        }
+    }
+
+    fn sink(&self) -> Sink {
+        match self {
+            Engine::Realtime(e) => Sink::Realtime(e.audio_sender()),
+            Engine::Local(e) => e.sender().map_or(Sink::Stopped, Sink::Local),
+        }
+    }
+
+    async fn remove(&self, entry_id: &str) -> RemovalOutcome {
+        match self {
+            Engine::Realtime(e) => e.remove(entry_id).await,
+            Engine::Local(e) => e.remove(entry_id).await,
+        }
+    }
+
+    async fn stop(self) -> EngineReport {
+        match self {
+            Engine::Realtime(e) => e.stop().await,
+            Engine::Local(e) => e.stop().await,
+        }
+    }
+}
+
+/// Where the capture thread hands its chunks.
+enum Sink {
+    Realtime(AudioSender),
+    Local(LocalSender),
+    Stopped,
+}
+
+impl Sink {
+    fn try_send(&self, chunk: AudioChunk) -> Result<(), SendError> {
+        match self {
+            Sink::Realtime(s) => s.try_send(chunk),
+            Sink::Local(s) => s.try_send(chunk),
+            Sink::Stopped => Err(SendError::Stopped),
+        }
+    }
+
+    fn blocking_send(&self, chunk: AudioChunk) -> Result<(), SendError> {
+        match self {
+            Sink::Realtime(s) => s.blocking_send(chunk),
+            Sink::Local(s) => s.blocking_send(chunk),
+            Sink::Stopped => Err(SendError::Stopped),
+        }
+    }
+}
 
 /// How the pipeline treats its source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -223,9 +297,22 @@ pub async fn record_live(
 
 /// [`record`] with [`RecordOptions`].
 pub async fn record_with(
-    mut continuation: Continuation,
+    continuation: Continuation,
     settings: Settings,
     api_key: String,
+    source: Box<dyn AudioSource>,
+    kind: SourceKind,
+    stop: watch::Receiver<bool>,
+    options: RecordOptions,
+) -> Result<Transcription, CaptureError> {
+    let recognition = Recognition::Realtime { settings, api_key };
+    record_to(continuation, recognition, source, kind, stop, options).await
+}
+
+/// [`record_with`] for either recognizer ([`Recognition`]).
+pub async fn record_to(
+    mut continuation: Continuation,
+    recognition: Recognition,
     mut source: Box<dyn AudioSource>,
     kind: SourceKind,
     mut stop: watch::Receiver<bool>,
@@ -263,7 +350,20 @@ pub async fn record_with(
         file: verify_file,
         durable: durable_rx,
     };
-    let engine = engine::start(settings, api_key, continuation.clone(), Some(link));
+    let engine = match recognition {
+        Recognition::Realtime { settings, api_key } => Engine::Realtime(engine::start(
+            settings,
+            api_key,
+            continuation.clone(),
+            Some(link),
+        )),
+        Recognition::Local(setup) => Engine::Local(dictation::start(
+            setup,
+            continuation.clone(),
+            &recording_id,
+            link,
+        )),
+    };
     if let Some(tx) = view_tx {
         let _ = tx.send(engine.view());
     }
@@ -271,7 +371,7 @@ pub async fn record_with(
     let source_started = source.start(events_tx);
     let stop_flag = Arc::new(AtomicBool::new(false));
     let thread = {
-        let audio = engine.audio_sender();
+        let audio = engine.sink();
         let view = engine.view();
         let stop_flag = stop_flag.clone();
         let asset = asset_name.clone();
@@ -410,7 +510,7 @@ struct CaptureLoop<'a> {
     wav: hound::WavWriter<BufWriter<File>>,
     capture: &'a CaptureAsset,
     durable: watch::Sender<u64>,
-    audio: AudioSender,
+    audio: Sink,
     view: watch::Receiver<engine::EngineView>,
     stop: Arc<AtomicBool>,
     asset: String,

@@ -1,4 +1,5 @@
-//! `persyk dictate [--seconds N] [--device NAME] [--root DIR] [--provider-url URL] [--mode M]`:
+//! `persyk dictate [--seconds N] [--device NAME] [--root DIR] [--provider-url URL] [--mode M]
+//! [--provider openai|local] [--model NAME|PATH]`:
 //! dictate from the microphone into a new session until Enter (or N seconds), then print the
 //! transcript. The same pipeline the menu-bar app drives.
 
@@ -6,12 +7,13 @@ use std::path::Path;
 use std::time::Duration;
 
 use persyk::app::permission;
-use persyk::capture::pipeline::{self, SourceKind};
+use persyk::capture::pipeline::{self, Recognition, SourceKind};
 use persyk::capture::preroll::{MAX_PRE_ROLL, WarmInput};
 use persyk::capture::source::{AudioSource, CpalSource, input_devices};
+use persyk::local::dictation;
 use persyk::realtime::protocol::Mode;
 use persyk::session::{LeafSelector, Store};
-use persyk::settings::{self, Settings as UserSettings};
+use persyk::settings::{self, RecognitionEngine, Settings as UserSettings};
 
 use super::{EXIT_CANNOT_RUN, EXIT_VIOLATION};
 
@@ -23,6 +25,8 @@ pub struct Args<'a> {
     pub root: Option<&'a Path>,
     pub provider_url: Option<&'a str>,
     pub mode: Mode,
+    pub provider: Option<&'a str>,
+    pub model: Option<&'a str>,
 }
 
 /// `--seconds`: from a tenth of a second to a day.
@@ -60,20 +64,33 @@ pub fn run(args: Args<'_>) -> u8 {
         }
         return 0;
     }
-    // Before the microphone opens or a session exists: an insecure provider URL stops here.
-    let provider = match super::transcribe::provider_settings(args.mode, args.provider_url) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("persyk: {e}");
-            return EXIT_CANNOT_RUN;
-        }
+    let engine = match super::local_cmd::engine(args.provider) {
+        Ok(e) => e,
+        Err(code) => return code,
     };
-    let api_key = match persyk::credentials::api_key() {
-        Ok((key, _)) => key,
-        Err(e) => {
-            eprintln!("persyk: {e}");
-            return EXIT_CANNOT_RUN;
+    let recognition = if engine == RecognitionEngine::Local {
+        // On the device: no key, no network; the model loads before the microphone opens.
+        match super::local_cmd::setup(args.model, dictation::DRAIN_DEADLINE) {
+            Ok(r) => r,
+            Err(code) => return code,
         }
+    } else {
+        // Before the microphone opens or a session exists: an insecure provider URL stops here.
+        let settings = match super::transcribe::provider_settings(args.mode, args.provider_url) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("persyk: {e}");
+                return EXIT_CANNOT_RUN;
+            }
+        };
+        let api_key = match persyk::credentials::api_key() {
+            Ok((key, _)) => key,
+            Err(e) => {
+                eprintln!("persyk: {e}");
+                return EXIT_CANNOT_RUN;
+            }
+        };
+        Recognition::Realtime { settings, api_key }
     };
     let configured = settings::settings_path()
         .and_then(|p| UserSettings::load(&p).ok())
@@ -168,15 +185,16 @@ pub fn run(args: Args<'_>) -> u8 {
             });
         }
     }
-    let result = runtime.block_on(pipeline::record(
+    let result = runtime.block_on(pipeline::record_to(
         continuation,
-        provider,
-        api_key,
+        recognition,
         source,
         SourceKind::Live,
         stop_rx,
+        pipeline::RecordOptions::default(),
     ));
     let code = match result {
+        result if engine == RecognitionEngine::Local => super::local_cmd::report(result),
         Ok(t) => {
             for line in t.report.transcript() {
                 println!("{line}");

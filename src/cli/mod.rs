@@ -13,6 +13,7 @@ mod context;
 #[cfg(feature = "app")]
 mod dictate;
 mod fake_cmd;
+mod local_cmd;
 mod models;
 mod search_cmds;
 mod store_cmds;
@@ -110,10 +111,16 @@ enum Command {
         /// transcription (dictation) or conversation.
         #[arg(long, default_value = "transcription")]
         mode: String,
+        /// openai or local (on-device Whisper); default: the settings' recognition engine.
+        #[arg(long)]
+        provider: Option<String>,
+        /// With --provider local: a catalog model name or a ggml model file.
+        #[arg(long)]
+        model: Option<String>,
     },
     /// Stream a WAV file through the dictation pipeline into a new session.
     Transcribe {
-        /// 16-bit PCM WAV, 24 kHz mono.
+        /// A WAV file (any rate and channel count; integer or float samples).
         file: PathBuf,
         /// Provider base URL (default wss://api.openai.com/v1; ws:// allowed for loopback).
         #[arg(long)]
@@ -124,9 +131,16 @@ enum Command {
         /// transcription (dictation) or conversation.
         #[arg(long, default_value = "transcription")]
         mode: String,
-        /// Playback speed relative to real time; 0 streams as fast as possible.
-        #[arg(long, default_value_t = 1.0)]
-        realtime_factor: f64,
+        /// Playback speed relative to real time; 0 streams as fast as possible (default: 1
+        /// with openai, 0 with local).
+        #[arg(long)]
+        realtime_factor: Option<f64>,
+        /// openai or local (on-device Whisper); default: the settings' recognition engine.
+        #[arg(long)]
+        provider: Option<String>,
+        /// With --provider local: a catalog model name or a ggml model file.
+        #[arg(long)]
+        model: Option<String>,
     },
     /// List sessions under the roots, newest first.
     Sessions {
@@ -257,11 +271,15 @@ pub fn run() -> ExitCode {
             root,
             provider_url,
             mode,
+            provider,
+            model,
         } => {
             let Some(mode) = parse_mode(&mode) else {
                 return ExitCode::from(EXIT_CANNOT_RUN);
             };
             dictate::run(dictate::Args {
+                provider: provider.as_deref(),
+                model: model.as_deref(),
                 pre_roll_ms,
                 seconds,
                 device: device.as_deref(),
@@ -277,11 +295,15 @@ pub fn run() -> ExitCode {
             root,
             mode,
             realtime_factor,
+            provider,
+            model,
         } => {
             let Some(mode) = parse_mode(&mode) else {
                 return ExitCode::from(EXIT_CANNOT_RUN);
             };
             transcribe::run(transcribe::Args {
+                provider: provider.as_deref(),
+                model: model.as_deref(),
                 file: &file,
                 provider_url: provider_url.as_deref(),
                 root: root.as_deref(),

@@ -1,4 +1,8 @@
-//! `persyk transcribe FILE.wav [--provider-url URL] [--root DIR] [--mode M] [--realtime-factor X]`.
+//! `persyk transcribe FILE.wav [--provider openai|local] [--model NAME|PATH] [--provider-url URL]
+//! [--root DIR] [--mode M] [--realtime-factor X]`.
+//!
+//! With `--provider local` the file goes through the same capture pipeline (WAV asset,
+//! utterances) to on-device recognition, unpaced by default; see [`super::local_cmd`].
 
 use std::path::{Path, PathBuf};
 
@@ -6,9 +10,9 @@ use persyk::capture::pipeline::{self, SourceKind};
 use persyk::capture::source::{AudioSource, FileSource};
 use persyk::realtime::endpoint::check_provider_url;
 use persyk::realtime::protocol::{Mode, Settings};
-use persyk::session::store::Roots;
+use persyk::session::store::{Continuation, Roots};
 use persyk::session::{LeafSelector, Store};
-use persyk::settings::{self, Settings as UserSettings};
+use persyk::settings::{self, RecognitionEngine, Settings as UserSettings};
 
 use super::{EXIT_CANNOT_RUN, EXIT_VIOLATION};
 
@@ -17,7 +21,10 @@ pub struct Args<'a> {
     pub provider_url: Option<&'a str>,
     pub root: Option<&'a Path>,
     pub mode: Mode,
-    pub realtime_factor: f64,
+    /// `None`: 1 (real time) with openai, 0 (as fast as recognition goes) with local.
+    pub realtime_factor: Option<f64>,
+    pub provider: Option<&'a str>,
+    pub model: Option<&'a str>,
 }
 
 /// `--realtime-factor` besides 0 (as fast as possible): from a hundredth of real time to a
@@ -36,7 +43,7 @@ pub fn refuse(flag: &str, accepted: &str) -> u8 {
 
 /// Refuses numeric arguments outside their ranges before anything runs.
 fn validate(args: &Args<'_>) -> Result<(), u8> {
-    let f = args.realtime_factor;
+    let f = args.realtime_factor.unwrap_or(0.0);
     if f != 0.0 && !REALTIME_FACTOR_RANGE.contains(&f) {
         return Err(refuse(
             "--realtime-factor",
@@ -49,6 +56,11 @@ fn validate(args: &Args<'_>) -> Result<(), u8> {
 pub fn run(args: Args<'_>) -> u8 {
     if let Err(code) = validate(&args) {
         return code;
+    }
+    match super::local_cmd::engine(args.provider) {
+        Ok(RecognitionEngine::Local) => return run_local(&args),
+        Ok(RecognitionEngine::Openai) => {}
+        Err(code) => return code,
     }
     let api_key = match persyk::credentials::api_key() {
         Ok((key, _)) => key,
@@ -65,7 +77,7 @@ pub fn run(args: Args<'_>) -> u8 {
             return EXIT_CANNOT_RUN;
         }
     };
-    let source = match FileSource::open(args.file, args.realtime_factor) {
+    let source = match FileSource::open(args.file, args.realtime_factor.unwrap_or(1.0)) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("persyk: {}: {e}", args.file.display());
@@ -150,6 +162,61 @@ pub fn run(args: Args<'_>) -> u8 {
             EXIT_VIOLATION
         }
     }
+}
+
+/// How long a local transcription waits for the last utterances after the file ended: the
+/// file was not paced, so recognition may be well behind it.
+const LOCAL_FILE_DRAIN: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// `--provider local`: the file through the pipeline to on-device recognition.
+fn run_local(args: &Args<'_>) -> u8 {
+    let source = match FileSource::open(args.file, args.realtime_factor.unwrap_or(0.0)) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("persyk: {}: {e}", args.file.display());
+            return EXIT_CANNOT_RUN;
+        }
+    };
+    let recognition = match super::local_cmd::setup(args.model, LOCAL_FILE_DRAIN) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let continuation = match new_continuation(args.root) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let Ok(runtime) = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    else {
+        eprintln!("persyk: could not start the async runtime");
+        return EXIT_CANNOT_RUN;
+    };
+    let (_stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let result = runtime.block_on(pipeline::record_to(
+        continuation,
+        recognition,
+        Box::new(source),
+        SourceKind::Replay,
+        stop_rx,
+        pipeline::RecordOptions::default(),
+    ));
+    super::local_cmd::report(result)
+}
+
+/// A new session under `--root` (or the configured write root), continued from its start.
+pub fn new_continuation(root: Option<&Path>) -> Result<Continuation, u8> {
+    let fail = |e: String| {
+        eprintln!("persyk: {e}");
+        EXIT_CANNOT_RUN
+    };
+    let store = Store::new(roots(root).map_err(fail)?);
+    let handle = store.create_session().map_err(|e| fail(e.to_string()))?;
+    eprintln!("persyk: session {}", handle.dir().display());
+    handle
+        .continuation(&LeafSelector::Default)
+        .map_err(|e| fail(e.to_string()))
 }
 
 /// The roots for a new session: `--root DIR` or the configured ones.

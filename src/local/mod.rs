@@ -5,8 +5,10 @@
 //! the result ([`Recognition`]) and the guard that keeps Whisper's inventions on silence
 //! ("Thank you.", "[BLANK_AUDIO]") out of a transcript ([`judge`]). The engine itself,
 //! [`whisper::LocalModel`], sits behind the `local` cargo feature (on by default), because it
-//! builds whisper.cpp from source. [`models`] is the catalog of downloadable models and the
-//! models folder (no whisper.cpp needed).
+//! builds whisper.cpp from source. [`dictation`] is the live engine the recording pipeline
+//! feeds when recognition is local (segmenter → recognizer thread → canonical messages);
+//! [`models`] is the catalog of downloadable models and the models folder (no whisper.cpp
+//! needed); [`model_path`] turns the setting into a checked model file.
 //!
 //! Invariants:
 //! - A file is handed to whisper.cpp only after its header says it is a ggml Whisper model;
@@ -16,12 +18,13 @@
 //! - Recognition never runs on the UI thread or a tokio worker: callers run it on a thread of
 //!   their own (inference blocks for as long as the utterance takes).
 
+pub mod dictation;
 pub mod models;
 #[cfg(feature = "local")]
 pub mod whisper;
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The magic number at the start of a ggml Whisper model (`"ggml"` as a little-endian u32).
 pub const GGML_MAGIC: u32 = 0x6767_6d6c;
@@ -59,6 +62,28 @@ impl LocalError {
             LocalError::ResampleFailed => "local.resample-failed",
         }
     }
+}
+
+/// The model file a choice names, checked before whisper.cpp sees it: a path as given (a
+/// ggml file), a catalog name through the models folder ([`models::ModelStore::resolve`]:
+/// downloaded, complete, a ggml file).
+pub fn model_path(
+    choice: &crate::settings::LocalModelChoice,
+) -> Result<PathBuf, models::ModelError> {
+    models::ModelStore::from_env()?.resolve(choice)
+}
+
+/// Options from the settings' thread count (`None`: the available cores, at most 8) and the
+/// model (English-only models get the `en` hint).
+pub fn options_for(threads: Option<usize>, english_only: bool) -> LocalOptions {
+    let mut options = LocalOptions::default();
+    if let Some(n) = threads {
+        options.threads = n.max(1);
+    }
+    if english_only {
+        options.language = Some("en".into());
+    }
+    options
 }
 
 /// Checks that `path` is a regular file that starts like a ggml Whisper model.
@@ -273,6 +298,19 @@ mod tests {
             .count();
         assert!((crossings as i64 - 440).abs() <= 2, "{crossings}");
         assert!(to_whisper_rate(&[]).expect("empty").is_empty());
+    }
+
+    #[test]
+    fn options_follow_the_settings_and_the_model() {
+        let o = options_for(Some(3), true);
+        assert_eq!((o.threads, o.language.as_deref()), (3, Some("en")));
+        let o = options_for(None, false);
+        assert!((1..=MAX_DEFAULT_THREADS).contains(&o.threads));
+        assert_eq!(o.language, None);
+        assert_eq!(
+            dictation::model_id(Path::new("/m/ggml-base.en.bin")),
+            "ggml-base.en"
+        );
     }
 
     #[test]

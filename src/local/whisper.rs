@@ -139,3 +139,25 @@ impl Recognizer {
         })
     }
 }
+
+/// The setup of a local recording with `model`: a fresh recognizer and the provenance
+/// (`model_change` with the model id and this build's whisper.cpp version).
+pub fn setup(
+    model: &LocalModel,
+    options: LocalOptions,
+    drain_deadline: std::time::Duration,
+) -> Result<super::dictation::LocalSetup, LocalError> {
+    Ok(super::dictation::LocalSetup {
+        recognizer: Box::new(model.recognizer(options)?),
+        provenance: provenance(model),
+        drain_deadline,
+    })
+}
+
+/// Where the text of a recording with `model` comes from.
+pub fn provenance(model: &LocalModel) -> super::dictation::Provenance {
+    super::dictation::Provenance {
+        model_id: super::dictation::model_id(model.path()),
+        api: format!("whisper.cpp {}", whisper_cpp_version()),
+    }
+}

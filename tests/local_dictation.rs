@@ -1,0 +1,509 @@
+//! Live on-device dictation end to end with the real tiny.en model (offline; built by
+//! `scripts/fetch-test-model`): WAV files through `persyk transcribe --provider local` (the
+//! capture pipeline, the segmenter, the recognizer thread) into sessions `persyk check`
+//! accepts, and a paced in-memory source through the library pipeline with a live tap.
+#![cfg(feature = "local")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_persyk");
+const RATE: u32 = 24_000;
+
+fn test_model_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/test-model")
+}
+
+fn model_path() -> PathBuf {
+    let path = test_model_dir().join("ggml-tiny.en.bin");
+    assert!(
+        path.exists(),
+        "the test model is missing: run scripts/fetch-test-model (scripts/setup does)"
+    );
+    path
+}
+
+fn words(text: &str) -> Vec<String> {
+    text.split_whitespace()
+        .map(|w| {
+            w.chars()
+                .filter(|c| c.is_alphanumeric() || *c == '\'')
+                .collect::<String>()
+                .to_lowercase()
+        })
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+fn wer(reference: &str, hypothesis: &str) -> f64 {
+    let (r, h) = (words(reference), words(hypothesis));
+    let mut prev: Vec<usize> = (0..=h.len()).collect();
+    for i in 1..=r.len() {
+        let mut cur = vec![i; h.len() + 1];
+        for j in 1..=h.len() {
+            let sub = prev[j - 1] + usize::from(r[i - 1] != h[j - 1]);
+            cur[j] = sub.min(prev[j] + 1).min(cur[j - 1] + 1);
+        }
+        prev = cur;
+    }
+    prev[h.len()] as f64 / r.len().max(1) as f64
+}
+
+const JFK: &str = "And so my fellow Americans, ask not what your country can do for you, \
+                   ask what you can do for your country.";
+
+/// `persyk transcribe FILE --provider local` with the test model into `root`, with settings
+/// of its own (none) so the developer's settings never leak in.
+fn transcribe(root: &Path, wav: &Path, env: &[(&str, &str)]) -> (Output, PathBuf) {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("transcribe")
+        .arg(wav)
+        .args(["--provider", "local", "--model"])
+        .arg(model_path())
+        .arg("--root")
+        .arg(root)
+        .env("PERSYK_CONFIG", root.join("no-settings.json"));
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run persyk");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let session = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("persyk: session "))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| panic!("no session line in {stderr}"));
+    (out, session)
+}
+
+fn check(session: &Path) {
+    let out = Command::new(BIN)
+        .arg("check")
+        .arg(session)
+        .output()
+        .expect("run persyk check");
+    assert!(
+        out.status.success(),
+        "persyk check refused the session: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn entries(session: &Path) -> Vec<Value> {
+    std::fs::read_to_string(session.join("session.jsonl"))
+        .expect("session.jsonl")
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect()
+}
+
+fn messages(entries: &[Value]) -> Vec<&Value> {
+    entries
+        .iter()
+        .filter(|e| e["type"] == "message")
+        .map(|e| &e["message"])
+        .collect()
+}
+
+fn text_of(message: &Value) -> String {
+    message["content"]
+        .as_array()
+        .expect("content")
+        .iter()
+        .filter(|b| b["type"] == "text")
+        .map(|b| b["text"].as_str().expect("text"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn finished(entries: &[Value]) -> &Value {
+    entries
+        .iter()
+        .find(|e| e["type"] == "recording.finished")
+        .expect("recording.finished")
+}
+
+/// 24 kHz mono PCM16 from a WAV of any format (the capture converter).
+fn read_24k(path: &Path) -> Vec<i16> {
+    let mut reader = hound::WavReader::open(path).expect("wav");
+    let spec = reader.spec();
+    let frames: Vec<f32> = reader
+        .samples::<i16>()
+        .map(|s| f32::from(s.expect("sample")) / 32768.0)
+        .collect();
+    let mut conv =
+        persyk::capture::convert::Converter::new(spec.sample_rate, spec.channels).expect("conv");
+    let mut out = Vec::new();
+    conv.push(&frames, &mut out);
+    conv.flush(&mut out);
+    out
+}
+
+fn write_24k(path: &Path, samples: &[i16]) {
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: RATE,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
+    };
+    let mut w = hound::WavWriter::create(path, spec).expect("create wav");
+    for &s in samples {
+        w.write_sample(s).expect("sample");
+    }
+    w.finalize().expect("finalize");
+}
+
+#[test]
+fn transcribing_jfk_locally_gives_a_checked_session_with_the_sentence_and_its_wav_range() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // jfk.wav is 16 kHz: the pipeline converts it like any input.
+    let (out, session) = transcribe(dir.path(), &test_model_dir().join("jfk.wav"), &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    check(&session);
+    let entries = entries(&session);
+    let provenance = entries
+        .iter()
+        .find(|e| e["type"] == "model_change")
+        .expect("model_change");
+    assert_eq!(provenance["provider"], "local");
+    assert_eq!(provenance["modelId"], "ggml-tiny.en");
+    assert!(
+        provenance["api"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("whisper.cpp ")),
+        "{provenance}"
+    );
+    let messages = messages(&entries);
+    assert!(!messages.is_empty());
+    let text: Vec<String> = messages.iter().map(|m| text_of(m)).collect();
+    let joined = text.join(" ");
+    let error = wer(JFK, &joined);
+    assert!(error <= 0.05, "WER {error:.3}: {joined:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        text.join("\n"),
+        "stdout is the transcript"
+    );
+    // Each audio block references a range of the recording's WAV, inside its data.
+    let started = entries
+        .iter()
+        .find(|e| e["type"] == "recording.started")
+        .expect("recording.started");
+    let wav_path = session.join(started["asset"].as_str().expect("asset"));
+    let wav_len = std::fs::metadata(&wav_path).expect("wav").len();
+    let mut last_end = 0;
+    for m in &messages {
+        assert_eq!(m["role"], "user");
+        assert_eq!(m["provider"], "local");
+        let audio = m["content"]
+            .as_array()
+            .expect("content")
+            .iter()
+            .find(|b| b["type"] == "audio")
+            .expect("an audio block");
+        assert_eq!(audio["asset"]["path"], started["asset"]);
+        assert_eq!(audio["recordingId"], started["recordingId"]);
+        let start = audio["asset"]["byteRange"]["start"]
+            .as_u64()
+            .expect("start");
+        let end = audio["asset"]["byteRange"]["end"].as_u64().expect("end");
+        assert!(
+            44 <= start && start < end && end <= wav_len,
+            "{start}..{end} of {wav_len}"
+        );
+        assert_eq!((end - start) % 2, 0);
+        assert!(start >= last_end, "ranges in speech order");
+        last_end = end;
+    }
+    let fin = finished(&entries);
+    assert_eq!(fin["outcome"], "complete");
+    assert!(fin.get("gaps").is_none());
+}
+
+fn speak(dir: &Path, n: usize, text: &str) -> Vec<i16> {
+    let path = dir.join(format!("phrase-{n}.wav"));
+    let status = Command::new("espeak-ng")
+        .arg("-w")
+        .arg(&path)
+        .arg(text)
+        .status()
+        .expect("espeak-ng missing: run scripts/setup (apt-get install -y espeak-ng)");
+    assert!(status.success(), "espeak-ng failed");
+    read_24k(&path)
+}
+
+#[test]
+fn phrases_separated_by_pauses_become_one_message_each_in_speech_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let phrases = [
+        "The weather is very nice today.",
+        "Please close the door when you leave the room.",
+        "I would like a cup of coffee.",
+    ];
+    let mut recording = vec![0i16; RATE as usize / 2];
+    for (i, p) in phrases.iter().enumerate() {
+        recording.extend(speak(dir.path(), i, p));
+        recording.extend(std::iter::repeat_n(0i16, RATE as usize * 3 / 2));
+    }
+    let wav = dir.path().join("phrases.wav");
+    write_24k(&wav, &recording);
+    let (out, session) = transcribe(dir.path(), &wav, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    check(&session);
+    let entries = entries(&session);
+    let texts: Vec<String> = messages(&entries).iter().map(|m| text_of(m)).collect();
+    assert_eq!(texts.len(), phrases.len(), "{texts:?}");
+    for (i, text) in texts.iter().enumerate() {
+        // Each message is its own phrase (espeak through tiny.en is rough): closer to it
+        // than to any other.
+        let own = wer(phrases[i], text);
+        assert!(own <= 0.8, "message {i} {text:?}: WER {own:.2}");
+        for (j, other) in phrases.iter().enumerate() {
+            if j != i {
+                assert!(own < wer(other, text), "message {i} {text:?} is phrase {j}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_silent_wav_gives_no_message_and_exit_0() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let wav = dir.path().join("silence.wav");
+    write_24k(&wav, &vec![0i16; RATE as usize * 5]);
+    let (out, session) = transcribe(dir.path(), &wav, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    check(&session);
+    let entries = entries(&session);
+    assert!(messages(&entries).is_empty());
+    assert_eq!(finished(&entries)["outcome"], "complete");
+    assert!(String::from_utf8_lossy(&out.stdout).trim().is_empty());
+}
+
+#[test]
+fn a_failing_recognizer_records_a_gap_and_exits_1() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (out, session) = transcribe(
+        dir.path(),
+        &test_model_dir().join("jfk.wav"),
+        &[("PERSYK_TEST_LOCAL_FAIL", "1")],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    check(&session);
+    let entries = entries(&session);
+    assert!(messages(&entries).is_empty(), "a failure is never text");
+    let fin = finished(&entries);
+    assert_eq!(fin["outcome"], "incomplete");
+    let gaps = fin["gaps"].as_array().expect("gaps");
+    assert!(!gaps.is_empty());
+    for gap in gaps {
+        assert_eq!(gap["reason"], "local.inference-failed");
+        let (s, e) = (gap["startMs"].as_u64(), gap["endMs"].as_u64());
+        assert!(s.is_some() && e.is_some() && s < e, "{gap}");
+    }
+    assert!(String::from_utf8_lossy(&out.stderr).contains("local.inference-failed"));
+}
+
+/// jfk.wav at 24 kHz between quiet stretches, paced at twice real time through the library
+/// pipeline with a live tap until the user stops: the utterance shows as provisional while it is recognized, then
+/// as a canonical message, which a removal takes out by appending `message.removed`.
+#[test]
+fn live_local_dictation_shows_provisional_then_canonical_and_removes_without_a_provider() {
+    use persyk::capture::pipeline::{
+        self, LiveTap, Recognition, RecordOptions, RemovalRequest, SamplesSource, SourceKind,
+    };
+    use persyk::local::whisper::{self, LocalModel};
+    use persyk::realtime::engine::RemovalOutcome;
+    use persyk::session::{LeafSelector, Store, store::Roots};
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicU32;
+    use tokio::sync::{mpsc, oneshot, watch};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut samples = vec![0i16; RATE as usize];
+    samples.extend(read_24k(&test_model_dir().join("jfk.wav")));
+    samples.extend(std::iter::repeat_n(0i16, RATE as usize * 120));
+    let model = LocalModel::load(&model_path()).expect("model");
+    let setup = whisper::setup(
+        &model,
+        persyk::local::options_for(None, true),
+        persyk::local::dictation::DRAIN_DEADLINE,
+    )
+    .expect("setup");
+    let store = Store::new(Roots::new(dir.path().to_path_buf(), Vec::new()).expect("roots"));
+    let handle = store.create_session().expect("session");
+    let session = handle.dir().to_path_buf();
+    let continuation = handle.continuation(&LeafSelector::Default).expect("cont");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (view_tx, view_rx) = oneshot::channel();
+    let (removals, removals_rx) = mpsc::channel(4);
+    let tap = LiveTap {
+        view: view_tx,
+        level: Arc::new(AtomicU32::new(0)),
+        removals: removals_rx,
+    };
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let (transcription, saw_provisional, removed_id, outcome) = rt.block_on(async move {
+        let recording = tokio::spawn(pipeline::record_to(
+            continuation,
+            Recognition::Local(setup),
+            Box::new(SamplesSource::new(samples, 2.0)),
+            SourceKind::Replay,
+            stop_rx,
+            RecordOptions {
+                tap: Some(tap),
+                ..RecordOptions::default()
+            },
+        ));
+        let mut view = view_rx.await.expect("the engine's view");
+        let mut saw_provisional = false;
+        let first = loop {
+            {
+                let v = view.borrow_and_update();
+                if !v.provisional.is_empty() {
+                    assert!(v.provisional.iter().all(|(_, t)| t == "transcribing…"));
+                    saw_provisional = true;
+                }
+                if let Some(m) = v.messages.first() {
+                    break m.clone();
+                }
+            }
+            view.changed()
+                .await
+                .expect("the view ended before a message");
+        };
+        let (reply, answer) = oneshot::channel();
+        removals
+            .send(RemovalRequest {
+                entry_id: first.entry_id.clone(),
+                reply,
+            })
+            .await
+            .expect("removal queued");
+        let outcome = answer.await.expect("an answer while recording");
+        // The user's stop (the source would go on for two more minutes).
+        stop_tx.send(true).expect("stop");
+        let t = recording.await.expect("task").expect("recording");
+        (t, saw_provisional, first, outcome)
+    });
+    assert!(
+        saw_provisional,
+        "the utterance was provisional while recognized"
+    );
+    assert_eq!(outcome, RemovalOutcome::Removed);
+    assert!(wer(JFK, &removed_id.text) <= 0.05, "{:?}", removed_id.text);
+    assert!(
+        transcription.report.transcript().is_empty(),
+        "removed text does not survive"
+    );
+    check(&session);
+    let entries = entries(&session);
+    let removal = entries
+        .iter()
+        .find(|e| e["type"] == "message.removed")
+        .expect("message.removed");
+    assert_eq!(removal["targetId"], removed_id.entry_id.as_str());
+    assert_eq!(finished(&entries)["outcome"], "complete");
+}
+
+/// A recognizer slower than the stop deadline: each utterance not recognized by then is a
+/// `local.deadline` gap, the recording is incomplete, and the late result is never written.
+#[test]
+fn utterances_left_at_the_stop_deadline_are_gaps_and_nothing_is_written_after_stop() {
+    use persyk::capture::pipeline::{self, Recognition, RecordOptions, SamplesSource, SourceKind};
+    use persyk::local::dictation::{LocalSetup, Provenance, Recognize};
+    use persyk::local::{LocalError, Verdict};
+    use persyk::session::{LeafSelector, Store, store::Roots};
+    use std::time::Duration;
+
+    struct Slow;
+    impl Recognize for Slow {
+        fn transcribe(&mut self, _pcm: &[i16]) -> Result<Verdict, LocalError> {
+            std::thread::sleep(Duration::from_secs(2));
+            Ok(Verdict::Text("too late".into()))
+        }
+    }
+
+    // Two one-second tone bursts between quiet stretches: two utterances.
+    let tone = |n: usize| {
+        (0..n)
+            .map(|i| ((i as f64 * 300.0 * std::f64::consts::TAU / 24_000.0).sin() * 6000.0) as i16)
+    };
+    let mut samples = vec![0i16; RATE as usize];
+    for _ in 0..2 {
+        samples.extend(tone(RATE as usize));
+        samples.extend(std::iter::repeat_n(0i16, RATE as usize * 2));
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::new(Roots::new(dir.path().to_path_buf(), Vec::new()).expect("roots"));
+    let handle = store.create_session().expect("session");
+    let session = handle.dir().to_path_buf();
+    let continuation = handle.continuation(&LeafSelector::Default).expect("cont");
+    let setup = LocalSetup {
+        recognizer: Box::new(Slow),
+        provenance: Provenance {
+            model_id: "slow".into(),
+            api: "test".into(),
+        },
+        drain_deadline: Duration::from_millis(300),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (_stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let t = rt
+        .block_on(pipeline::record_to(
+            continuation,
+            Recognition::Local(setup),
+            Box::new(SamplesSource::new(samples, 0.0)),
+            SourceKind::Replay,
+            stop_rx,
+            RecordOptions::default(),
+        ))
+        .expect("recording");
+    assert!(!t.report.complete);
+    assert!(t.report.messages.is_empty());
+    assert_eq!(t.report.gaps.len(), 2, "{:?}", t.report.gaps);
+    assert!(t.report.gaps.iter().all(|g| g.reason == "local.deadline"));
+    let written = std::fs::read(session.join("session.jsonl")).expect("session");
+    // The recognizer finishes its late result after stop: it must not reach the file.
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(
+        std::fs::read(session.join("session.jsonl")).expect("session"),
+        written
+    );
+    check(&session);
+    let entries = entries(&session);
+    assert!(messages(&entries).is_empty());
+    assert_eq!(finished(&entries)["outcome"], "incomplete");
+}
