@@ -22,6 +22,8 @@
 //!   painting meanwhile.
 //! - Discard deletes only a session this backend created, and never while it records.
 //! - A search result is dropped when a newer query has been asked meanwhile.
+//! - Search and listing reuse per-file summaries ([`SearchCache`]) between keystrokes; a
+//!   changed file is scanned again.
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -44,6 +46,7 @@ use crate::realtime::protocol::Settings as ProviderSettings;
 use crate::session::discover::{RootSpec, discover};
 use crate::session::format::{EntryBody, Role, display_text};
 use crate::session::search::{self, PageRequest, Query};
+use crate::session::search_cache::{self, SearchCache};
 use crate::session::store::Roots;
 use crate::session::{self, LeafSelector, SessionHandle, Store, recover};
 use crate::settings::Settings;
@@ -235,6 +238,7 @@ impl BackendHandle {
                         active: None,
                         created: HashSet::new(),
                         latest_search: Arc::new(AtomicU64::new(0)),
+                        search_cache: Arc::new(SearchCache::new()),
                     };
                     rt.block_on(backend.run(cmd_rx, shutdown_rx));
                     // Done means saved: blocking tasks still running (a search) are not
@@ -336,6 +340,8 @@ struct Backend {
     /// Sessions this backend created (the only ones Discard may delete).
     created: HashSet<PathBuf>,
     latest_search: Arc<AtomicU64>,
+    /// What each session's last validation found, reused between keystrokes.
+    search_cache: Arc<SearchCache>,
 }
 
 async fn recording_done(active: &mut Option<Active>) -> Finished {
@@ -476,6 +482,7 @@ impl Backend {
             } => {
                 self.latest_search.store(generation, Ordering::SeqCst);
                 let latest = self.latest_search.clone();
+                let cache = self.search_cache.clone();
                 let settings = self.settings.clone();
                 let dev = self.config.dev;
                 let store = self.store().ok();
@@ -490,6 +497,7 @@ impl Backend {
                             &query,
                             (generation, after),
                             &latest,
+                            &cache,
                         )
                     })
                     .await;
@@ -748,6 +756,7 @@ fn run_search(
     query: &str,
     (generation, after): (u64, Option<search::Cursor>),
     latest: &AtomicU64,
+    cache: &SearchCache,
 ) -> Option<SearchResults> {
     let stale = || latest.load(Ordering::SeqCst) != generation;
     let mut results = SearchResults {
@@ -781,10 +790,10 @@ fn run_search(
     };
     let query = query.trim();
     let page = if query.is_empty() {
-        search::list(&discovery, &request)
+        search_cache::list(&discovery, &request, cache)
     } else {
         match Query::new(query) {
-            Ok(q) => search::search(&discovery, &q, &request),
+            Ok(q) => search_cache::search(&discovery, &q, &request, cache),
             Err(e) => {
                 results.error = Some(e.code());
                 return Some(results);
@@ -841,26 +850,23 @@ pub fn open_session(location: &Path, leaf: Option<String>) -> Result<OpenedSessi
         None => LeafSelector::Default,
     };
     let projection = session::project(&index, &selector).map_err(|e| e.code().to_owned())?;
-    let items = session::history::effective_history(&mut file, &index, &projection)
-        .map_err(|e| e.code().to_owned())?;
-    let messages = items
-        .iter()
-        .filter_map(|item| {
-            let (role, text) = match &item.entry.body {
-                EntryBody::Message(m) => (
-                    match m.role {
-                        Role::User => "user",
-                        Role::Assistant => "assistant",
-                        Role::ToolResult => "tool",
-                    },
-                    display_text(&m.content),
-                ),
-                EntryBody::CustomMessage(cm) => ("note", display_text(&cm.content.to_blocks())),
-                _ => return None,
-            };
-            Some(OpenedMessage { role, text })
-        })
-        .collect();
+    let mut messages = Vec::new();
+    for item in session::history::effective_history(&mut file, &index, &projection) {
+        let item = item.map_err(|e| e.code().to_owned())?;
+        let (role, text) = match &item.entry.body {
+            EntryBody::Message(m) => (
+                match m.role {
+                    Role::User => "user",
+                    Role::Assistant => "assistant",
+                    Role::ToolResult => "tool",
+                },
+                display_text(&m.content),
+            ),
+            EntryBody::CustomMessage(cm) => ("note", display_text(&cm.content.to_blocks())),
+            _ => continue,
+        };
+        messages.push(OpenedMessage { role, text });
+    }
     // Recordings that failed or are incomplete, from the same open file and index.
     let lifecycle =
         session::history::read_entries(&mut file, &index, &recover::recording_positions(&index))

@@ -11,6 +11,9 @@
 //!   text, a published message, or an opened session's saved message.
 //! - No timer runs while idle: repaints are requested only while a recording runs (meter and
 //!   elapsed time) or a search is debouncing.
+//! - An opened session's messages are a virtualized list ([`virtual_rows`]): only the rows in
+//!   view are laid out and exposed to accessibility, others keep a measured or estimated
+//!   height; "Copy all" joins the text only when clicked.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -107,6 +110,8 @@ struct SearchState {
     waiting: bool,
     results: Option<SearchResults>,
     opened: Option<OpenedSession>,
+    /// Measured row heights of the opened session's virtualized list.
+    opened_rows: RowHeights,
     opening: bool,
     message: Option<(String, bool)>,
 }
@@ -526,6 +531,7 @@ impl PersykUi {
             Update::Opened(opened) => {
                 self.search.opening = false;
                 self.search.opened = Some(*opened);
+                self.search.opened_rows = RowHeights::default();
             }
             Update::OpenFailed { code, .. } => {
                 self.search.opening = false;
@@ -863,8 +869,10 @@ impl PersykUi {
 
     fn search_page(&mut self, ui: &mut egui::Ui) {
         let mut actions = Vec::new();
+        let recording = self.is_recording();
         if let Some(opened) = &self.search.opened {
-            opened_session(ui, opened, self.is_recording(), &mut actions);
+            let rows = &mut self.search.opened_rows;
+            opened_session(ui, opened, rows, recording, &mut actions);
             self.pending.extend(actions);
             return;
         }
@@ -1287,9 +1295,63 @@ fn result_row(ui: &mut egui::Ui, row: &ResultRow, query: &str, actions: &mut Vec
     });
 }
 
+/// Row heights of a virtualized list: measured once a row was laid out, estimated before.
+/// Reset when the width changes (wrapping changes every height).
+#[derive(Debug, Default)]
+struct RowHeights {
+    width: f32,
+    heights: Vec<f32>,
+}
+
+/// A vertical list of `count` rows of varying height where only the rows in the visible
+/// viewport are laid out (and so exposed to accessibility); the others take their measured
+/// or estimated height.
+fn virtual_rows(
+    ui: &mut egui::Ui,
+    count: usize,
+    rows: &mut RowHeights,
+    mut row: impl FnMut(&mut egui::Ui, usize),
+) {
+    egui::ScrollArea::vertical()
+        .auto_shrink([false, false])
+        .show_viewport(ui, |ui, viewport| {
+            let width = ui.available_width();
+            let estimate = ui.spacing().interact_size.y + ui.spacing().item_spacing.y;
+            if rows.heights.len() != count || (rows.width - width).abs() > 0.5 {
+                rows.heights = vec![estimate; count];
+                rows.width = width;
+            }
+            let mut first = 0;
+            let mut y = 0.0;
+            while first < count && y + rows.heights[first] <= viewport.min.y {
+                y += rows.heights[first];
+                first += 1;
+            }
+            let top = ui.max_rect().top();
+            let visible = egui::Rect::from_min_size(
+                egui::pos2(ui.max_rect().left(), top + y),
+                egui::vec2(width, (viewport.max.y - y).max(0.0) + 1.0),
+            );
+            ui.scope_builder(egui::UiBuilder::new().max_rect(visible), |ui| {
+                let mut i = first;
+                while i < count && y < viewport.max.y {
+                    let before = ui.cursor().top();
+                    ui.push_id(i, |ui| row(ui, i));
+                    let h = (ui.cursor().top() - before).max(1.0);
+                    rows.heights[i] = h;
+                    y += h;
+                    i += 1;
+                }
+            });
+            let total: f32 = rows.heights.iter().sum();
+            ui.set_min_height(total);
+        });
+}
+
 fn opened_session(
     ui: &mut egui::Ui,
     opened: &OpenedSession,
+    rows: &mut RowHeights,
     recording: bool,
     actions: &mut Vec<Action>,
 ) {
@@ -1297,14 +1359,17 @@ fn opened_session(
         if ui.button("Back to results").clicked() {
             actions.push(Action::CloseOpened);
         }
-        let all: Vec<&str> = opened
-            .messages
-            .iter()
-            .filter(|m| m.role == "user")
-            .map(|m| m.text.as_str())
-            .collect();
-        if !all.is_empty() && ui.button("Copy all").clicked() {
-            actions.push(Action::Copy(all.join(" ")));
+        // The joined text is built only when asked for, never per frame.
+        let any_user = opened.messages.iter().any(|m| m.role == "user");
+        if any_user && ui.button("Copy all").clicked() {
+            let mut all = String::new();
+            for m in opened.messages.iter().filter(|m| m.role == "user") {
+                if !all.is_empty() {
+                    all.push(' ');
+                }
+                all.push_str(&m.text);
+            }
+            actions.push(Action::Copy(all));
         }
         for wav in &opened.retranscribable {
             if ui
@@ -1327,20 +1392,17 @@ fn opened_session(
     if opened.messages.is_empty() {
         ui.label("No messages.");
     }
-    egui::ScrollArea::vertical().show(ui, |ui| {
-        for (i, m) in opened.messages.iter().enumerate() {
-            ui.push_id(i, |ui| {
-                ui.horizontal_wrapped(|ui| {
-                    if m.role != "user" {
-                        ui.label(RichText::new(format!("{}:", m.role)).weak());
-                    }
-                    ui.label(&m.text);
-                    if ui.small_button("Copy").clicked() {
-                        actions.push(Action::Copy(m.text.clone()));
-                    }
-                });
-            });
-        }
+    virtual_rows(ui, opened.messages.len(), rows, |ui, i| {
+        let m = &opened.messages[i];
+        ui.horizontal_wrapped(|ui| {
+            if m.role != "user" {
+                ui.label(RichText::new(format!("{}:", m.role)).weak());
+            }
+            ui.label(&m.text);
+            if ui.small_button("Copy").clicked() {
+                actions.push(Action::Copy(m.text.clone()));
+            }
+        });
     });
 }
 
@@ -1411,6 +1473,46 @@ pub fn match_ranges(text: &str, query: &str) -> Vec<(std::ops::Range<usize>, boo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The opened session's list lays out (and exposes to accessibility) only the rows in
+    /// view, whatever the number of messages; scrolling brings later rows in.
+    #[test]
+    fn issue15_virtual_rows_lay_out_only_what_is_visible() {
+        use egui_kittest::Harness;
+        use egui_kittest::kittest::Queryable;
+        let rows = std::cell::RefCell::new(RowHeights::default());
+        let laid_out = std::cell::Cell::new(0usize);
+        let mut harness = Harness::builder()
+            .with_size(egui::vec2(400.0, 300.0))
+            .build_ui(|ui| {
+                laid_out.set(0);
+                virtual_rows(ui, 2_000, &mut rows.borrow_mut(), |ui, i| {
+                    laid_out.set(laid_out.get() + 1);
+                    ui.label(format!("message number {i} with some text to wrap around"));
+                });
+            });
+        harness.run();
+        let exposed = harness
+            .query_all_by_label_contains("message number")
+            .count();
+        assert!(exposed > 0 && exposed < 60, "{exposed} rows exposed");
+        assert!(laid_out.get() < 60, "{} rows laid out", laid_out.get());
+        assert!(
+            harness
+                .query_by_label_contains("message number 0 ")
+                .is_some()
+        );
+        assert!(
+            harness
+                .query_by_label_contains("message number 1999 ")
+                .is_none()
+        );
+        // Rows not laid out keep an estimated height: the list is as tall as all its rows.
+        let rows = rows.borrow();
+        let heights = &rows.heights;
+        assert_eq!(heights.len(), 2_000);
+        assert!(heights.iter().all(|&h| h > 1.0));
+    }
 
     #[test]
     fn match_ranges_are_case_insensitive_and_cover_the_text() {
