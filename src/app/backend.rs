@@ -35,8 +35,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::model::{
-    AudioOrigin, Command, Finished, Live, OpenedMessage, OpenedSession, ResultRow, SearchResults,
-    Update, Waker,
+    AudioOrigin, Command, Finished, Live, MessagePages, OpenedMessage, OpenedSession, ResultRow,
+    SearchResults, Update, Waker,
 };
 use super::permission::{self, MicrophonePermission};
 use crate::capture::pipeline::{self, LiveTap, RemovalRequest, SourceKind};
@@ -520,6 +520,32 @@ impl Backend {
                         .await;
                 });
             }
+            Command::ReadPage {
+                pages,
+                generation,
+                start,
+            } => {
+                tokio::spawn(async move {
+                    let messages = tokio::task::spawn_blocking(move || pages.read(start))
+                        .await
+                        .unwrap_or_else(|_| Err("app.task-failed".into()));
+                    notify
+                        .send(Update::Page {
+                            generation,
+                            start,
+                            messages,
+                        })
+                        .await;
+                });
+            }
+            Command::CopyAll { pages } => {
+                tokio::spawn(async move {
+                    let text = tokio::task::spawn_blocking(move || copy_all(&pages))
+                        .await
+                        .unwrap_or_else(|_| Err("app.task-failed".into()));
+                    notify.send(Update::CopyText(text)).await;
+                });
+            }
             Command::Recover { location } => {
                 let live = self.active.as_ref().map(|a| a.session.clone());
                 tokio::spawn(async move {
@@ -840,7 +866,46 @@ fn has_unfinished_recording(store: &Store, location: &Path) -> bool {
         .is_some_and(|u| !u.is_empty())
 }
 
-/// Reads `location` at `leaf` (read-only).
+/// The user text of every page, joined by spaces: one page in memory at a time besides the
+/// text itself.
+fn copy_all(pages: &MessagePages) -> Result<String, String> {
+    let mut all = String::new();
+    let mut start = 0;
+    while start < pages.total {
+        let page = pages.read(start)?;
+        if page.is_empty() {
+            break;
+        }
+        start += page.len();
+        for m in page.into_iter().filter(|m| m.role == "user") {
+            if !all.is_empty() {
+                all.push(' ');
+            }
+            all.push_str(&m.text);
+        }
+    }
+    Ok(all)
+}
+
+fn opened_message(item: &session::history::HistoryItem) -> OpenedMessage {
+    let (role, text) = match &item.entry.body {
+        EntryBody::Message(m) => (
+            match m.role {
+                Role::User => "user",
+                Role::Assistant => "assistant",
+                Role::ToolResult => "tool",
+            },
+            display_text(&m.content),
+        ),
+        EntryBody::CustomMessage(cm) => ("note", display_text(&cm.content.to_blocks())),
+        // The conversation holds messages and custom messages only.
+        _ => ("note", String::new()),
+    };
+    OpenedMessage { role, text }
+}
+
+/// Reads `location` at `leaf` (read-only): the index, the first page of messages and a
+/// reader for the others.
 pub fn open_session(location: &Path, leaf: Option<String>) -> Result<OpenedSession, String> {
     let path = session::session_file(location);
     let mut file = File::open(&path).map_err(|_| "app.session-unreadable".to_owned())?;
@@ -850,23 +915,16 @@ pub fn open_session(location: &Path, leaf: Option<String>) -> Result<OpenedSessi
         None => LeafSelector::Default,
     };
     let projection = session::project(&index, &selector).map_err(|e| e.code().to_owned())?;
-    let mut messages = Vec::new();
-    for item in session::history::effective_history(&mut file, &index, &projection) {
-        let item = item.map_err(|e| e.code().to_owned())?;
-        let (role, text) = match &item.entry.body {
-            EntryBody::Message(m) => (
-                match m.role {
-                    Role::User => "user",
-                    Role::Assistant => "assistant",
-                    Role::ToolResult => "tool",
-                },
-                display_text(&m.content),
-            ),
-            EntryBody::CustomMessage(cm) => ("note", display_text(&cm.content.to_blocks())),
-            _ => continue,
-        };
-        messages.push(OpenedMessage { role, text });
-    }
+    let read_page = |file: &mut File,
+                     index: &session::SessionIndex,
+                     positions: &[u32],
+                     start: usize|
+     -> Result<Vec<OpenedMessage>, String> {
+        let page = session::history::read_page(file, index, positions, start)
+            .map_err(|e| e.code().to_owned())?;
+        Ok(page.iter().map(opened_message).collect())
+    };
+    let messages = read_page(&mut file, &index, &projection.conversation, 0)?;
     // Recordings that failed or are incomplete, from the same open file and index.
     let lifecycle =
         session::history::read_entries(&mut file, &index, &recover::recording_positions(&index))
@@ -877,10 +935,21 @@ pub fn open_session(location: &Path, leaf: Option<String>) -> Result<OpenedSessi
         .map(|r| location.join(session::ASSETS_DIR).join(r.asset))
         .filter(|p| p.is_file())
         .collect();
+    let leaf = projection.leaf.map(|p| index.id(p).to_owned());
+    let total = projection.conversation.len();
+    let positions = projection.conversation;
+    let index = Arc::new(index);
+    let pages = (total > 0).then(|| {
+        MessagePages::new(total, move |start| {
+            let mut file = File::open(&path).map_err(|_| "app.session-unreadable".to_owned())?;
+            read_page(&mut file, &index, &positions, start)
+        })
+    });
     Ok(OpenedSession {
         location: location.to_path_buf(),
-        leaf: projection.leaf.map(|p| index.id(p).to_owned()),
+        leaf,
         messages,
+        pages,
         retranscribable,
     })
 }

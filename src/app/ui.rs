@@ -13,9 +13,11 @@
 //!   elapsed time) or a search is debouncing.
 //! - An opened session's messages are a virtualized list ([`virtual_rows`]): only the rows in
 //!   view are laid out and exposed to accessibility, others keep a measured or estimated
-//!   height; "Copy all" joins the text only when clicked.
+//!   height. Messages come from the backend a page (≤ `MAX_PAGE`) at a time as rows come
+//!   into view; pages more than [`PAGES_KEPT`] away are dropped; "Copy all" asks the backend,
+//!   which reads page by page.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -25,10 +27,12 @@ use super::backend::{BackendHandle, ShutdownStatus};
 use super::effects::{Effects, first_words};
 use super::hotkey;
 use super::model::{
-    AudioOrigin, Command, Finished, Live, OpenedSession, ResultRow, SearchResults, Update, Waker,
+    AudioOrigin, Command, Finished, Live, OpenedMessage, OpenedSession, ResultRow, SearchResults,
+    Update, Waker,
 };
 use super::tray::TrayState;
 use crate::realtime::engine::{EngineState, EngineView, RemovalOutcome};
+use crate::session::history::MAX_PAGE;
 use crate::settings::{HotkeyMode, Settings};
 
 /// Quiet time after typing before a search runs.
@@ -112,6 +116,12 @@ struct SearchState {
     opened: Option<OpenedSession>,
     /// Measured row heights of the opened session's virtualized list.
     opened_rows: RowHeights,
+    /// Loaded pages of the opened session, by first message; only those near the view.
+    opened_pages: BTreeMap<usize, Vec<OpenedMessage>>,
+    /// Pages asked of the backend and not answered yet.
+    pages_asked: HashSet<usize>,
+    /// Counts opens: pages of an earlier open are dropped.
+    open_generation: u64,
     opening: bool,
     message: Option<(String, bool)>,
 }
@@ -216,6 +226,10 @@ enum Action {
     TranscribeAgain(PathBuf),
     Open(ResultRow),
     CloseOpened,
+    /// Stream every user message of the opened session to the clipboard.
+    CopyAll,
+    /// The first and last page (by first message) of the opened session in view.
+    ShowPages(usize, usize),
     MoreResults,
     Recover(PathBuf),
     SaveSettings,
@@ -530,9 +544,41 @@ impl PersykUi {
             }
             Update::Opened(opened) => {
                 self.search.opening = false;
-                self.search.opened = Some(*opened);
+                self.search.open_generation += 1;
                 self.search.opened_rows = RowHeights::default();
+                self.search.pages_asked.clear();
+                self.search.opened_pages.clear();
+                let mut opened = *opened;
+                self.search
+                    .opened_pages
+                    .insert(0, std::mem::take(&mut opened.messages));
+                self.search.opened = Some(opened);
             }
+            Update::Page {
+                generation,
+                start,
+                messages,
+            } => {
+                if generation == self.search.open_generation {
+                    self.search.pages_asked.remove(&start);
+                    match messages {
+                        Ok(m) => {
+                            self.search.opened_pages.insert(start, m);
+                        }
+                        Err(code) => {
+                            self.search.message =
+                                Some((format!("Could not read the session ({code})"), true));
+                        }
+                    }
+                }
+            }
+            Update::CopyText(text) => match text {
+                Ok(t) => self.copy(&t),
+                Err(code) => {
+                    self.search.message =
+                        Some((format!("Could not read the session ({code})"), true));
+                }
+            },
             Update::OpenFailed { code, .. } => {
                 self.search.opening = false;
                 self.search.message = Some((format!("Could not open the session ({code})"), true));
@@ -710,7 +756,17 @@ impl PersykUi {
                     leaf: row.leaf,
                 });
             }
-            Action::CloseOpened => self.search.opened = None,
+            Action::CloseOpened => {
+                self.search.opened = None;
+                self.search.opened_pages.clear();
+                self.search.pages_asked.clear();
+            }
+            Action::CopyAll => {
+                if let Some(pages) = self.search.opened.as_ref().and_then(|o| o.pages.clone()) {
+                    self.send(Command::CopyAll { pages });
+                }
+            }
+            Action::ShowPages(first, last) => self.show_pages(first, last),
             Action::MoreResults => self.more_results(),
             Action::Recover(location) => {
                 self.search.message = Some(("Recovering…".into(), false));
@@ -867,12 +923,42 @@ impl PersykUi {
         self.pending.extend(actions);
     }
 
+    /// Asks for the pages in view that are neither loaded nor asked for, and drops loaded
+    /// pages more than [`PAGES_KEPT`] pages away from the view.
+    fn show_pages(&mut self, first: usize, last: usize) {
+        let Some(pages) = self.search.opened.as_ref().and_then(|o| o.pages.clone()) else {
+            return;
+        };
+        let margin = PAGES_KEPT * MAX_PAGE;
+        self.search
+            .opened_pages
+            .retain(|&s, _| s + margin >= first && s <= last + margin);
+        let mut start = first;
+        while start <= last {
+            if !self.search.opened_pages.contains_key(&start)
+                && !self.search.pages_asked.contains(&start)
+            {
+                let asked = self.backend.send(Command::ReadPage {
+                    pages: pages.clone(),
+                    generation: self.search.open_generation,
+                    start,
+                });
+                // A busy backend: asked again next frame.
+                if asked.is_ok() {
+                    self.search.pages_asked.insert(start);
+                }
+            }
+            start += MAX_PAGE;
+        }
+    }
+
     fn search_page(&mut self, ui: &mut egui::Ui) {
         let mut actions = Vec::new();
         let recording = self.is_recording();
         if let Some(opened) = &self.search.opened {
             let rows = &mut self.search.opened_rows;
-            opened_session(ui, opened, rows, recording, &mut actions);
+            let pages = &self.search.opened_pages;
+            opened_session(ui, opened, pages, rows, recording, &mut actions);
             self.pending.extend(actions);
             return;
         }
@@ -1295,6 +1381,9 @@ fn result_row(ui: &mut egui::Ui, row: &ResultRow, query: &str, actions: &mut Vec
     });
 }
 
+/// Loaded pages kept on either side of the ones in view.
+const PAGES_KEPT: usize = 2;
+
 /// Row heights of a virtualized list: measured once a row was laid out, estimated before.
 /// Reset when the width changes (wrapping changes every height).
 #[derive(Debug, Default)]
@@ -1351,25 +1440,19 @@ fn virtual_rows(
 fn opened_session(
     ui: &mut egui::Ui,
     opened: &OpenedSession,
+    pages: &BTreeMap<usize, Vec<OpenedMessage>>,
     rows: &mut RowHeights,
     recording: bool,
     actions: &mut Vec<Action>,
 ) {
+    let total = opened.pages.as_ref().map_or(0, |p| p.total);
     ui.horizontal(|ui| {
         if ui.button("Back to results").clicked() {
             actions.push(Action::CloseOpened);
         }
-        // The joined text is built only when asked for, never per frame.
-        let any_user = opened.messages.iter().any(|m| m.role == "user");
-        if any_user && ui.button("Copy all").clicked() {
-            let mut all = String::new();
-            for m in opened.messages.iter().filter(|m| m.role == "user") {
-                if !all.is_empty() {
-                    all.push(' ');
-                }
-                all.push_str(&m.text);
-            }
-            actions.push(Action::Copy(all));
+        // The backend reads the text page by page, only when asked.
+        if total > 0 && ui.button("Copy all").clicked() {
+            actions.push(Action::CopyAll);
         }
         for wav in &opened.retranscribable {
             if ui
@@ -1389,11 +1472,17 @@ fn opened_session(
         .small()
         .weak(),
     );
-    if opened.messages.is_empty() {
+    if total == 0 {
         ui.label("No messages.");
     }
-    virtual_rows(ui, opened.messages.len(), rows, |ui, i| {
-        let m = &opened.messages[i];
+    let mut shown: Option<(usize, usize)> = None;
+    virtual_rows(ui, total, rows, |ui, i| {
+        let start = i - i % MAX_PAGE;
+        shown = Some(shown.map_or((start, start), |(a, b)| (a.min(start), b.max(start))));
+        let Some(m) = pages.get(&start).and_then(|p| p.get(i - start)) else {
+            ui.label(RichText::new("…").weak());
+            return;
+        };
         ui.horizontal_wrapped(|ui| {
             if m.role != "user" {
                 ui.label(RichText::new(format!("{}:", m.role)).weak());
@@ -1404,6 +1493,9 @@ fn opened_session(
             }
         });
     });
+    if let Some((first, last)) = shown {
+        actions.push(Action::ShowPages(first, last));
+    }
 }
 
 /// `2026-11-30T22:30:20.123Z` → `2026-11-30 22:30`.

@@ -428,3 +428,24 @@ fn issue15_14_search_cache_forgets_a_deleted_session() {
     assert_eq!(folders(&cached(&root, &cache, "common")), ["b", "c"]);
     assert_eq!(cache.len(), 2);
 }
+
+/// Opening a session in the app reads one page (≤ 256 messages); the rest are read by offset,
+/// a page at a time, when asked for.
+#[cfg(feature = "app")]
+#[test]
+fn issue15_05_opening_a_session_reads_the_first_page_only() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    fs::write(dir.path().join("session.jsonl"), session_bytes(600, 40)).expect("write");
+    let opened = persyk::app::backend::open_session(dir.path(), None).expect("open");
+    assert_eq!(opened.messages.len(), MAX_PAGE);
+    assert!(opened.messages[0].text.ends_with('0'));
+    let pages = opened.pages.expect("pages");
+    assert_eq!(pages.total, 600);
+    let second = pages.read(256).expect("page");
+    assert_eq!(second.len(), 256);
+    assert!(second[0].text.ends_with("256"));
+    let last = pages.read(512).expect("page");
+    assert_eq!(last.len(), 88);
+    assert!(last[87].text.ends_with("599"));
+    assert_eq!(last[87].role, "assistant");
+}
