@@ -496,8 +496,7 @@ impl Backend {
                             live.as_deref(),
                             &query,
                             (generation, after),
-                            &latest,
-                            &cache,
+                            (&latest, &cache),
                         )
                     })
                     .await;
@@ -781,8 +780,7 @@ fn run_search(
     live: Option<&Path>,
     query: &str,
     (generation, after): (u64, Option<search::Cursor>),
-    latest: &AtomicU64,
-    cache: &SearchCache,
+    (latest, cache): (&AtomicU64, &SearchCache),
 ) -> Option<SearchResults> {
     let stale = || latest.load(Ordering::SeqCst) != generation;
     let mut results = SearchResults {

@@ -193,10 +193,11 @@ fn issue15_03_effective_history_reads_lazily() {
         file.read
     );
     // And all of it, in order, when asked for everything.
-    let all = EntryReader::new(Cursor::new(&bytes), &index, &projection.conversation)
-        .map(|i| i.expect("item"))
-        .count();
-    assert_eq!(all, 2_000);
+    let all: Vec<_> = EntryReader::new(Cursor::new(&bytes), &index, &projection.conversation)
+        .collect::<Result<_, _>>()
+        .expect("items");
+    assert_eq!(all.len(), 2_000);
+    assert_eq!(&*all[1_999].id, "m1999");
 }
 
 /// A line rewritten after the scan ends the stream with `history.changed`, and nothing after
