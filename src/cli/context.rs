@@ -11,7 +11,7 @@ use std::io::{BufWriter, ErrorKind, Write};
 use std::path::Path;
 
 use persyk::session::format::{EntryBody, Role, display_text};
-use persyk::session::history::{self, HistoryError, HistoryItem};
+use persyk::session::history::{self, HistoryError, HistoryItem, RawItem};
 use persyk::session::{self, LeafSelector, ProjectError};
 
 use super::{EXIT_CANNOT_RUN, EXIT_LEAF_NOT_FOUND, EXIT_VIOLATION};
@@ -55,7 +55,7 @@ pub fn run(session_path: &Path, leaf: Option<&str>, json: bool) -> u8 {
     let items = history::effective_history(&mut file, &index, &projection);
     let written = if json {
         let leaf = projection.leaf.map(|p| index.id(p));
-        write_json(&mut out, leaf, index.name(), items)
+        write_json(&mut out, leaf, index.name(), items.raw())
     } else {
         write_human(&mut out, items)
     };
@@ -101,7 +101,7 @@ fn write_json<W: Write, I>(
     items: I,
 ) -> Result<(), Failure>
 where
-    I: Iterator<Item = Result<HistoryItem, HistoryError>>,
+    I: Iterator<Item = Result<RawItem, HistoryError>>,
 {
     out.write_all(b"{\"leaf\":")?;
     json_string(out, leaf)?;

@@ -82,7 +82,16 @@ impl<'a, R: Read + Seek> EntryReader<'a, R> {
         }
     }
 
-    fn read_one(&mut self, pos: u32) -> Result<HistoryItem, HistoryError> {
+    /// The exact line of each entry, without the typed parse: for callers that only copy
+    /// the JSON out (`persyk context --json`). Each line is still re-checked against the
+    /// record limits, must be a JSON object and carry the indexed id and type, or the read
+    /// is `history.changed`.
+    pub fn raw(self) -> RawEntries<'a, R> {
+        RawEntries { inner: self }
+    }
+
+    /// Reads the line of `pos` into `self.buf`.
+    fn read_line(&mut self, pos: u32) -> Result<(), HistoryError> {
         let ie = self.index.entry(pos);
         match self.at {
             Some(at) if ie.offset >= at && ie.offset - at <= READ_BUFFER_BYTES as u64 => {
@@ -97,6 +106,11 @@ impl<'a, R: Read + Seek> EntryReader<'a, R> {
         self.buf.resize(ie.len as usize, 0);
         self.reader.read_exact(&mut self.buf)?;
         self.at = Some(ie.offset + u64::from(ie.len));
+        Ok(())
+    }
+
+    fn read_one(&mut self, pos: u32) -> Result<HistoryItem, HistoryError> {
+        self.read_line(pos)?;
         let text = std::str::from_utf8(&self.buf).map_err(|_| HistoryError::Changed)?;
         let entry = Entry::from_line(text).map_err(|_| HistoryError::Changed)?;
         let id = self.index.id(pos);
@@ -134,6 +148,65 @@ impl<R: Read + Seek> Iterator for EntryReader<'_, R> {
         } else {
             self.positions.size_hint()
         }
+    }
+}
+
+/// One entry's id and the exact JSON text of its line.
+#[derive(Debug, Clone)]
+pub struct RawItem {
+    pub id: Arc<str>,
+    pub raw: Box<RawValue>,
+}
+
+/// What [`EntryReader::raw`] checks of a line read back: its envelope only.
+#[derive(serde::Deserialize)]
+struct Envelope<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    id: std::borrow::Cow<'a, str>,
+}
+
+/// See [`EntryReader::raw`].
+pub struct RawEntries<'a, R: Read + Seek> {
+    inner: EntryReader<'a, R>,
+}
+
+impl<R: Read + Seek> RawEntries<'_, R> {
+    fn read_one(&mut self, pos: u32) -> Result<RawItem, HistoryError> {
+        let r = &mut self.inner;
+        r.read_line(pos)?;
+        super::record::prescan(&r.buf).map_err(|_| HistoryError::Changed)?;
+        let text = std::str::from_utf8(&r.buf).map_err(|_| HistoryError::Changed)?;
+        // The depth is bounded by the prescan; the parse may use all of it.
+        let envelope: Envelope<'_> =
+            super::format::from_str_deep(text).map_err(|_| HistoryError::Changed)?;
+        let id = r.index.id(pos);
+        if envelope.id != id || envelope.kind != r.index.entry(pos).kind.as_str() {
+            return Err(HistoryError::Changed);
+        }
+        let raw = RawValue::from_string(text.to_owned()).map_err(|_| HistoryError::Changed)?;
+        Ok(RawItem {
+            id: Arc::from(id),
+            raw,
+        })
+    }
+}
+
+impl<R: Read + Seek> Iterator for RawEntries<'_, R> {
+    type Item = Result<RawItem, HistoryError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.inner.failed {
+            return None;
+        }
+        let pos = *self.inner.positions.next()?;
+        let item = self.read_one(pos);
+        if item.is_err() {
+            self.inner.at = None;
+            self.inner.failed = true;
+        }
+        Some(item)
     }
 }
 

@@ -450,3 +450,39 @@ fn issue15_05_opening_a_session_reads_the_first_page_only() {
     assert!(last[87].text.ends_with("599"));
     assert_eq!(last[87].role, "assistant");
 }
+
+/// The raw read `persyk context --json` uses checks each line's envelope: a line whose id or
+/// type changed after the scan is `history.changed`, never copied out.
+#[test]
+fn issue15_06_raw_reads_check_the_envelope() {
+    let bytes = session_bytes(10, 40);
+    let index = session::scan_bytes(&bytes);
+    let projection = session::project(&index, &LeafSelector::Default).expect("project");
+    let raw: Vec<_> = history::effective_history(Cursor::new(&bytes), &index, &projection)
+        .raw()
+        .collect::<Result<_, _>>()
+        .expect("raw");
+    assert_eq!(raw.len(), 10);
+    assert_eq!(&*raw[3].id, "m3");
+    let at = index.entry(projection.conversation[4]).offset as usize;
+    for (from, to) in [
+        (&b"\"m4\","[..], &b"\"x4\","[..]),
+        (b"\"message\"", b"\"massage\""),
+    ] {
+        let mut changed = bytes.clone();
+        let p = at
+            + changed[at..]
+                .windows(from.len())
+                .position(|w| w == from)
+                .expect("found");
+        changed[p..p + to.len()].copy_from_slice(to);
+        let results: Vec<_> =
+            history::effective_history(Cursor::new(&changed), &index, &projection)
+                .raw()
+                .collect();
+        assert_eq!(results.len(), 5);
+        assert!(results[..4].iter().all(Result::is_ok));
+        let err = results[4].as_ref().expect_err("changed");
+        assert_eq!(err.code(), "history.changed");
+    }
+}
