@@ -7,7 +7,9 @@
 //!   a rare non-ASCII word (0.5%), each as the first page (`limit` 50, what the app asks for) and
 //!   exhaustively (every page at `limit` 500 — every file is read);
 //! - baseline: `rg --fixed-strings --ignore-case --count-matches WORD ROOTS…` (all cores);
-//! - peak RSS of a child process that discovers and searches every page (`VmHWM`).
+//! - peak RSS of a child process that discovers and searches every page (`VmHWM`);
+//! - the app's search-as-you-type (issue #15): one `SearchCache` warmed by a first query, then
+//!   a *second* query of each word, every page, beside the same ripgrep run.
 //!
 //! Run: `scripts/bench-search` or `cargo bench --bench search`. Nothing is asserted.
 
@@ -18,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use persyk::session::discover::{self, RootSpec};
 use persyk::session::search::{self, Page, PageRequest, Query};
+use persyk::session::search_cache::{self, RACY_WINDOW, SearchCache};
 use rayon::prelude::*;
 
 mod support;
@@ -106,6 +109,25 @@ fn ours(roots: &[PathBuf], word: &str, every_page: bool) -> usize {
     let mut n = 0;
     loop {
         let Page { rows, next, .. } = search::search(&d, &q, &req);
+        n += rows.len();
+        match next {
+            Some(c) if every_page => req.cursor = Some(c),
+            _ => return n,
+        }
+    }
+}
+
+/// Like [`ours`], through the app's per-file cache.
+fn cached(roots: &[PathBuf], word: &str, every_page: bool, cache: &SearchCache) -> usize {
+    let d = discover::discover(&specs(roots));
+    let q = Query::new(word).expect("query");
+    let mut req = PageRequest {
+        limit: if every_page { 500 } else { 50 },
+        cursor: None,
+    };
+    let mut n = 0;
+    loop {
+        let Page { rows, next, .. } = search_cache::search(&d, &q, &req, cache);
         n += rows.len();
         match next {
             Some(c) if every_page => req.cursor = Some(c),
@@ -253,6 +275,45 @@ fn main() {
         );
         rss.push((word, child_rss(&exe, &roots, word)));
     }
+    // Search-as-you-type: the first query fills the cache (files older than the racy window
+    // only), every later keystroke reuses it.
+    std::thread::sleep(RACY_WINDOW);
+    let cache = SearchCache::new();
+    let t = Instant::now();
+    let first = cached(&roots, MISSING, true, &cache);
+    println!(
+        "search: app cache, first query (every file validated and summarized): {:.1} ms, {first} hits, {} summaries",
+        t.elapsed().as_secs_f64() * 1e3,
+        cache.len()
+    );
+    println!(
+        "search: {:<28} {:>6} {:>13} {:>10} {:>6} {:>10}",
+        "second query (app cache)", "hits", "every page", "rg", "ratio", "page 50"
+    );
+    for (what, word) in [
+        ("rare", RARE),
+        ("rare, non-ASCII", RARE_NON_ASCII),
+        ("common", COMMON),
+        ("missing", MISSING),
+    ] {
+        let (t_rg, _) = best_of(runs, || rg(&roots, word).1);
+        let (t_all, hits) = best_of(runs, || cached(&roots, word, true, &cache));
+        let (t_page, _) = best_of(runs, || cached(&roots, word, false, &cache));
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        println!(
+            "search: {:<28} {hits:>6} {:>11.1}ms {:>8.1}ms {:>5.2}x {:>8.1}ms  (target ratio <= 1.00x)",
+            format!("{what} ({word:?})"),
+            ms(t_all),
+            ms(t_rg),
+            ms(t_all) / ms(t_rg),
+            ms(t_page),
+        );
+    }
+    let stats = cache.stats();
+    println!(
+        "search: app cache: {} sessions answered from summaries, {} scanned",
+        stats.hits, stats.scans
+    );
     for (word, (hits, kib)) in rss {
         println!(
             "search: peak RSS, discover + every page for {word:?} ({hits} hits): {:.1} MiB (target < 64 MiB)",

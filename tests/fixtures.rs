@@ -538,6 +538,7 @@ fn golden_history(name: &str) -> Vec<persyk::session::history::HistoryItem> {
         &index,
         &projection,
     )
+    .collect::<Result<Vec<_>, _>>()
     .expect("history")
 }
 

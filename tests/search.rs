@@ -1083,7 +1083,9 @@ fn reference_fields(file: &Path) -> Fields {
     let index = session::scan_path(file).expect("scan");
     let projection = session::project(&index, &LeafSelector::Default).ok()?;
     let mut f = File::open(file).expect("open");
-    let items = history::effective_history(&mut f, &index, &projection).expect("history");
+    let items = history::effective_history(&mut f, &index, &projection)
+        .collect::<Result<Vec<_>, _>>()
+        .expect("history");
     let mut fields = Vec::new();
     let texts = |blocks: &[Block], fields: &mut Vec<String>| {
         for b in blocks {

@@ -27,6 +27,8 @@
 //! - A search result is dropped when a newer query has been asked meanwhile.
 //! - Model downloads run on blocking threads beside everything else, one per model; quitting
 //!   cancels them (their parts stay for the next download to resume).
+//! - Search and listing reuse per-file summaries ([`SearchCache`]) between keystrokes; a
+//!   changed file is scanned again.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -38,8 +40,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::model::{
-    AudioOrigin, Command, Finished, Live, OpenedMessage, OpenedSession, ResultRow, SearchResults,
-    Update, Waker,
+    AudioOrigin, Command, Finished, Live, MessagePages, OpenedMessage, OpenedSession, ResultRow,
+    SearchResults, Update, Waker,
 };
 use super::permission::{self, MicrophonePermission};
 use crate::capture::pipeline::{
@@ -50,6 +52,7 @@ use crate::capture::source::{AudioSource, FileSource};
 use crate::session::discover::{RootSpec, discover};
 use crate::session::format::{EntryBody, Role, display_text};
 use crate::session::search::{self, PageRequest, Query};
+use crate::session::search_cache::{self, SearchCache};
 use crate::session::store::Roots;
 use crate::session::{self, LeafSelector, SessionHandle, Store, recover};
 use crate::settings::{RecognitionEngine, Settings};
@@ -244,6 +247,7 @@ impl BackendHandle {
                         downloads: Arc::new(Mutex::new(HashMap::new())),
                         #[cfg(feature = "local")]
                         local_model: None,
+                        search_cache: Arc::new(SearchCache::new()),
                     };
                     rt.block_on(backend.run(cmd_rx, shutdown_rx));
                     // Done means saved: blocking tasks still running (a search) are not
@@ -350,6 +354,8 @@ struct Backend {
     /// The on-device model, loaded by the first local recording and kept.
     #[cfg(feature = "local")]
     local_model: Option<crate::local::whisper::LocalModel>,
+    /// What each session's last validation found, reused between keystrokes.
+    search_cache: Arc<SearchCache>,
 }
 
 type Downloads = Arc<Mutex<HashMap<String, Arc<AtomicBool>>>>;
@@ -496,6 +502,7 @@ impl Backend {
             } => {
                 self.latest_search.store(generation, Ordering::SeqCst);
                 let latest = self.latest_search.clone();
+                let cache = self.search_cache.clone();
                 let settings = self.settings.clone();
                 let dev = self.config.dev;
                 let store = self.store().ok();
@@ -509,7 +516,7 @@ impl Backend {
                             live.as_deref(),
                             &query,
                             (generation, after),
-                            &latest,
+                            (&latest, &cache),
                         )
                     })
                     .await;
@@ -530,6 +537,32 @@ impl Backend {
                             Err(code) => Update::OpenFailed { location, code },
                         })
                         .await;
+                });
+            }
+            Command::ReadPage {
+                pages,
+                generation,
+                start,
+            } => {
+                tokio::spawn(async move {
+                    let messages = tokio::task::spawn_blocking(move || pages.read(start))
+                        .await
+                        .unwrap_or_else(|_| Err("app.task-failed".into()));
+                    notify
+                        .send(Update::Page {
+                            generation,
+                            start,
+                            messages,
+                        })
+                        .await;
+                });
+            }
+            Command::CopyAll { pages } => {
+                tokio::spawn(async move {
+                    let text = tokio::task::spawn_blocking(move || copy_all(&pages))
+                        .await
+                        .unwrap_or_else(|_| Err("app.task-failed".into()));
+                    notify.send(Update::CopyText(text)).await;
                 });
             }
             Command::Recover { location } => {
@@ -925,7 +958,7 @@ fn run_search(
     live: Option<&Path>,
     query: &str,
     (generation, after): (u64, Option<search::Cursor>),
-    latest: &AtomicU64,
+    (latest, cache): (&AtomicU64, &SearchCache),
 ) -> Option<SearchResults> {
     let stale = || latest.load(Ordering::SeqCst) != generation;
     let mut results = SearchResults {
@@ -959,10 +992,10 @@ fn run_search(
     };
     let query = query.trim();
     let page = if query.is_empty() {
-        search::list(&discovery, &request)
+        search_cache::list(&discovery, &request, cache)
     } else {
         match Query::new(query) {
-            Ok(q) => search::search(&discovery, &q, &request),
+            Ok(q) => search_cache::search(&discovery, &q, &request, cache),
             Err(e) => {
                 results.error = Some(e.code());
                 return Some(results);
@@ -1009,7 +1042,46 @@ fn has_unfinished_recording(store: &Store, location: &Path) -> bool {
         .is_some_and(|u| !u.is_empty())
 }
 
-/// Reads `location` at `leaf` (read-only).
+/// The user text of every page, joined by spaces: one page in memory at a time besides the
+/// text itself.
+fn copy_all(pages: &MessagePages) -> Result<String, String> {
+    let mut all = String::new();
+    let mut start = 0;
+    while start < pages.total {
+        let page = pages.read(start)?;
+        if page.is_empty() {
+            break;
+        }
+        start += page.len();
+        for m in page.into_iter().filter(|m| m.role == "user") {
+            if !all.is_empty() {
+                all.push(' ');
+            }
+            all.push_str(&m.text);
+        }
+    }
+    Ok(all)
+}
+
+fn opened_message(item: &session::history::HistoryItem) -> OpenedMessage {
+    let (role, text) = match &item.entry.body {
+        EntryBody::Message(m) => (
+            match m.role {
+                Role::User => "user",
+                Role::Assistant => "assistant",
+                Role::ToolResult => "tool",
+            },
+            display_text(&m.content),
+        ),
+        EntryBody::CustomMessage(cm) => ("note", display_text(&cm.content.to_blocks())),
+        // The conversation holds messages and custom messages only.
+        _ => ("note", String::new()),
+    };
+    OpenedMessage { role, text }
+}
+
+/// Reads `location` at `leaf` (read-only): the index, the first page of messages and a
+/// reader for the others.
 pub fn open_session(location: &Path, leaf: Option<String>) -> Result<OpenedSession, String> {
     let path = session::session_file(location);
     let mut file = File::open(&path).map_err(|_| "app.session-unreadable".to_owned())?;
@@ -1019,26 +1091,16 @@ pub fn open_session(location: &Path, leaf: Option<String>) -> Result<OpenedSessi
         None => LeafSelector::Default,
     };
     let projection = session::project(&index, &selector).map_err(|e| e.code().to_owned())?;
-    let items = session::history::effective_history(&mut file, &index, &projection)
-        .map_err(|e| e.code().to_owned())?;
-    let messages = items
-        .iter()
-        .filter_map(|item| {
-            let (role, text) = match &item.entry.body {
-                EntryBody::Message(m) => (
-                    match m.role {
-                        Role::User => "user",
-                        Role::Assistant => "assistant",
-                        Role::ToolResult => "tool",
-                    },
-                    display_text(&m.content),
-                ),
-                EntryBody::CustomMessage(cm) => ("note", display_text(&cm.content.to_blocks())),
-                _ => return None,
-            };
-            Some(OpenedMessage { role, text })
-        })
-        .collect();
+    let read_page = |file: &mut File,
+                     index: &session::SessionIndex,
+                     positions: &[u32],
+                     start: usize|
+     -> Result<Vec<OpenedMessage>, String> {
+        let page = session::history::read_page(file, index, positions, start)
+            .map_err(|e| e.code().to_owned())?;
+        Ok(page.iter().map(opened_message).collect())
+    };
+    let messages = read_page(&mut file, &index, &projection.conversation, 0)?;
     // Recordings that failed or are incomplete, from the same open file and index.
     let lifecycle =
         session::history::read_entries(&mut file, &index, &recover::recording_positions(&index))
@@ -1049,10 +1111,21 @@ pub fn open_session(location: &Path, leaf: Option<String>) -> Result<OpenedSessi
         .map(|r| location.join(session::ASSETS_DIR).join(r.asset))
         .filter(|p| p.is_file())
         .collect();
+    let leaf = projection.leaf.map(|p| index.id(p).to_owned());
+    let total = projection.conversation.len();
+    let positions = projection.conversation;
+    let index = Arc::new(index);
+    let pages = (total > 0).then(|| {
+        MessagePages::new(total, move |start| {
+            let mut file = File::open(&path).map_err(|_| "app.session-unreadable".to_owned())?;
+            read_page(&mut file, &index, &positions, start)
+        })
+    });
     Ok(OpenedSession {
         location: location.to_path_buf(),
-        leaf: projection.leaf.map(|p| index.id(p).to_owned()),
+        leaf,
         messages,
+        pages,
         retranscribable,
     })
 }

@@ -45,6 +45,14 @@ pub enum Command {
         location: PathBuf,
         leaf: Option<String>,
     },
+    /// Read the page of an opened session that starts at message `start`.
+    ReadPage {
+        pages: MessagePages,
+        generation: u64,
+        start: usize,
+    },
+    /// Copy every user message of an opened session, read page by page.
+    CopyAll { pages: MessagePages },
     /// Explicit recovery of a damaged session.
     Recover { location: PathBuf },
     /// List the input devices (for Settings).
@@ -144,12 +152,53 @@ pub struct OpenedMessage {
     pub text: String,
 }
 
-/// A session read at a pinned leaf (read-only).
+/// Reads an opened session's messages a page (at most `history::MAX_PAGE`) at a time, by
+/// offset. Built by the backend, which also runs it: the UI only passes it back.
+#[derive(Clone)]
+pub struct MessagePages {
+    read: Arc<PageReader>,
+    /// Messages in the conversation.
+    pub total: usize,
+}
+
+type PageReader = dyn Fn(usize) -> Result<Vec<OpenedMessage>, String> + Send + Sync;
+
+impl MessagePages {
+    pub fn new(
+        total: usize,
+        read: impl Fn(usize) -> Result<Vec<OpenedMessage>, String> + Send + Sync + 'static,
+    ) -> MessagePages {
+        MessagePages {
+            read: Arc::new(read),
+            total,
+        }
+    }
+
+    /// The page that starts at message `start` (a stable code on failure). Blocking I/O:
+    /// the backend calls it, never the UI thread.
+    pub fn read(&self, start: usize) -> Result<Vec<OpenedMessage>, String> {
+        (self.read)(start)
+    }
+}
+
+impl std::fmt::Debug for MessagePages {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MessagePages")
+            .field("total", &self.total)
+            .finish()
+    }
+}
+
+/// A session read at a pinned leaf (read-only). Only the first page of messages comes with
+/// it; the rest are read as the user scrolls.
 #[derive(Debug, Clone, Default)]
 pub struct OpenedSession {
     pub location: PathBuf,
     pub leaf: Option<String>,
+    /// The first page of messages.
     pub messages: Vec<OpenedMessage>,
+    /// All messages, by page; `None`: there are none.
+    pub pages: Option<MessagePages>,
     /// WAVs of recordings that failed or are incomplete ("Transcribe again").
     pub retranscribable: Vec<PathBuf>,
 }
@@ -183,6 +232,14 @@ pub enum Update {
     },
     Results(Box<SearchResults>),
     Opened(Box<OpenedSession>),
+    /// A page of an opened session (`generation` as asked), or a stable code.
+    Page {
+        generation: u64,
+        start: usize,
+        messages: Result<Vec<OpenedMessage>, String>,
+    },
+    /// The joined user text of an opened session, for the clipboard (or a stable code).
+    CopyText(Result<String, String>),
     OpenFailed {
         location: PathBuf,
         code: String,

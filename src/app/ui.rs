@@ -15,8 +15,13 @@
 //!   updates (the backend's waker repaints) and sends Download / Cancel / Delete. First run
 //!   (no key, online recognition) offers both a key and an offline download of the default
 //!   model.
+//! - An opened session's messages are a virtualized list ([`virtual_rows`]): only the rows in
+//!   view are laid out and exposed to accessibility, others keep a measured or estimated
+//!   height. Messages come from the backend a page (≤ `MAX_PAGE`) at a time as rows come
+//!   into view; pages more than [`PAGES_KEPT`] away are dropped; "Copy all" asks the backend,
+//!   which reads page by page.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -26,7 +31,8 @@ use super::backend::{BackendHandle, ShutdownStatus};
 use super::effects::{Effects, first_words};
 use super::hotkey;
 use super::model::{
-    AudioOrigin, Command, Finished, Live, OpenedSession, ResultRow, SearchResults, Update, Waker,
+    AudioOrigin, Command, Finished, Live, OpenedMessage, OpenedSession, ResultRow, SearchResults,
+    Update, Waker,
 };
 use super::tray::TrayState;
 use crate::local::models::{ModelInfo, ModelState, ModelStore, Phase, Progress};
@@ -34,6 +40,7 @@ use crate::realtime::engine::{EngineState, EngineView, RemovalOutcome};
 use crate::realtime::protocol::{
     DEFAULT_TRANSCRIPTION_MODEL, DELAYS, TRANSCRIPTION_MODELS, model_caps, retires_on,
 };
+use crate::session::history::MAX_PAGE;
 use crate::settings::{DEFAULT_LOCAL_MODEL, HotkeyMode, RecognitionEngine, Settings};
 
 /// Quiet time after typing before a search runs.
@@ -115,6 +122,14 @@ struct SearchState {
     waiting: bool,
     results: Option<SearchResults>,
     opened: Option<OpenedSession>,
+    /// Measured row heights of the opened session's virtualized list.
+    opened_rows: RowHeights,
+    /// Loaded pages of the opened session, by first message; only those near the view.
+    opened_pages: BTreeMap<usize, Vec<OpenedMessage>>,
+    /// Pages asked of the backend and not answered yet.
+    pages_asked: HashSet<usize>,
+    /// Counts opens: pages of an earlier open are dropped.
+    open_generation: u64,
     opening: bool,
     message: Option<(String, bool)>,
 }
@@ -272,6 +287,10 @@ enum Action {
     TranscribeAgain(PathBuf),
     Open(ResultRow),
     CloseOpened,
+    /// Stream every user message of the opened session to the clipboard.
+    CopyAll,
+    /// The first and last page (by first message) of the opened session in view.
+    ShowPages(usize, usize),
     MoreResults,
     Recover(PathBuf),
     SaveSettings,
@@ -622,8 +641,41 @@ impl PersykUi {
             }
             Update::Opened(opened) => {
                 self.search.opening = false;
-                self.search.opened = Some(*opened);
+                self.search.open_generation += 1;
+                self.search.opened_rows = RowHeights::default();
+                self.search.pages_asked.clear();
+                self.search.opened_pages.clear();
+                let mut opened = *opened;
+                self.search
+                    .opened_pages
+                    .insert(0, std::mem::take(&mut opened.messages));
+                self.search.opened = Some(opened);
             }
+            Update::Page {
+                generation,
+                start,
+                messages,
+            } => {
+                if generation == self.search.open_generation {
+                    self.search.pages_asked.remove(&start);
+                    match messages {
+                        Ok(m) => {
+                            self.search.opened_pages.insert(start, m);
+                        }
+                        Err(code) => {
+                            self.search.message =
+                                Some((format!("Could not read the session ({code})"), true));
+                        }
+                    }
+                }
+            }
+            Update::CopyText(text) => match text {
+                Ok(t) => self.copy(&t),
+                Err(code) => {
+                    self.search.message =
+                        Some((format!("Could not read the session ({code})"), true));
+                }
+            },
             Update::OpenFailed { code, .. } => {
                 self.search.opening = false;
                 self.search.message = Some((format!("Could not open the session ({code})"), true));
@@ -823,7 +875,17 @@ impl PersykUi {
                     leaf: row.leaf,
                 });
             }
-            Action::CloseOpened => self.search.opened = None,
+            Action::CloseOpened => {
+                self.search.opened = None;
+                self.search.opened_pages.clear();
+                self.search.pages_asked.clear();
+            }
+            Action::CopyAll => {
+                if let Some(pages) = self.search.opened.as_ref().and_then(|o| o.pages.clone()) {
+                    self.send(Command::CopyAll { pages });
+                }
+            }
+            Action::ShowPages(first, last) => self.show_pages(first, last),
             Action::MoreResults => self.more_results(),
             Action::Recover(location) => {
                 self.search.message = Some(("Recovering…".into(), false));
@@ -1005,10 +1067,42 @@ impl PersykUi {
         self.pending.extend(actions);
     }
 
+    /// Asks for the pages in view that are neither loaded nor asked for, and drops loaded
+    /// pages more than [`PAGES_KEPT`] pages away from the view.
+    fn show_pages(&mut self, first: usize, last: usize) {
+        let Some(pages) = self.search.opened.as_ref().and_then(|o| o.pages.clone()) else {
+            return;
+        };
+        let margin = PAGES_KEPT * MAX_PAGE;
+        self.search
+            .opened_pages
+            .retain(|&s, _| s + margin >= first && s <= last + margin);
+        let mut start = first;
+        while start <= last {
+            if !self.search.opened_pages.contains_key(&start)
+                && !self.search.pages_asked.contains(&start)
+            {
+                let asked = self.backend.send(Command::ReadPage {
+                    pages: pages.clone(),
+                    generation: self.search.open_generation,
+                    start,
+                });
+                // A busy backend: asked again next frame.
+                if asked.is_ok() {
+                    self.search.pages_asked.insert(start);
+                }
+            }
+            start += MAX_PAGE;
+        }
+    }
+
     fn search_page(&mut self, ui: &mut egui::Ui) {
         let mut actions = Vec::new();
+        let recording = self.is_recording();
         if let Some(opened) = &self.search.opened {
-            opened_session(ui, opened, self.is_recording(), &mut actions);
+            let rows = &mut self.search.opened_rows;
+            let pages = &self.search.opened_pages;
+            opened_session(ui, opened, pages, rows, recording, &mut actions);
             self.pending.extend(actions);
             return;
         }
@@ -1723,24 +1817,78 @@ fn result_row(ui: &mut egui::Ui, row: &ResultRow, query: &str, actions: &mut Vec
     });
 }
 
+/// Loaded pages kept on either side of the ones in view.
+const PAGES_KEPT: usize = 2;
+
+/// Row heights of a virtualized list: measured once a row was laid out, estimated before.
+/// Reset when the width changes (wrapping changes every height).
+#[derive(Debug, Default)]
+struct RowHeights {
+    width: f32,
+    heights: Vec<f32>,
+}
+
+/// A vertical list of `count` rows of varying height where only the rows in the visible
+/// viewport are laid out (and so exposed to accessibility); the others take their measured
+/// or estimated height.
+fn virtual_rows(
+    ui: &mut egui::Ui,
+    count: usize,
+    rows: &mut RowHeights,
+    mut row: impl FnMut(&mut egui::Ui, usize),
+) {
+    egui::ScrollArea::vertical()
+        .auto_shrink([false, false])
+        .show_viewport(ui, |ui, viewport| {
+            let width = ui.available_width();
+            let estimate = ui.spacing().interact_size.y + ui.spacing().item_spacing.y;
+            if rows.heights.len() != count || (rows.width - width).abs() > 0.5 {
+                rows.heights = vec![estimate; count];
+                rows.width = width;
+            }
+            let mut first = 0;
+            let mut y = 0.0;
+            while first < count && y + rows.heights[first] <= viewport.min.y {
+                y += rows.heights[first];
+                first += 1;
+            }
+            let top = ui.max_rect().top();
+            let visible = egui::Rect::from_min_size(
+                egui::pos2(ui.max_rect().left(), top + y),
+                egui::vec2(width, (viewport.max.y - y).max(0.0) + 1.0),
+            );
+            ui.scope_builder(egui::UiBuilder::new().max_rect(visible), |ui| {
+                let mut i = first;
+                while i < count && y < viewport.max.y {
+                    let before = ui.cursor().top();
+                    ui.push_id(i, |ui| row(ui, i));
+                    let h = (ui.cursor().top() - before).max(1.0);
+                    rows.heights[i] = h;
+                    y += h;
+                    i += 1;
+                }
+            });
+            let total: f32 = rows.heights.iter().sum();
+            ui.set_min_height(total);
+        });
+}
+
 fn opened_session(
     ui: &mut egui::Ui,
     opened: &OpenedSession,
+    pages: &BTreeMap<usize, Vec<OpenedMessage>>,
+    rows: &mut RowHeights,
     recording: bool,
     actions: &mut Vec<Action>,
 ) {
+    let total = opened.pages.as_ref().map_or(0, |p| p.total);
     ui.horizontal(|ui| {
         if ui.button("Back to results").clicked() {
             actions.push(Action::CloseOpened);
         }
-        let all: Vec<&str> = opened
-            .messages
-            .iter()
-            .filter(|m| m.role == "user")
-            .map(|m| m.text.as_str())
-            .collect();
-        if !all.is_empty() && ui.button("Copy all").clicked() {
-            actions.push(Action::Copy(all.join(" ")));
+        // The backend reads the text page by page, only when asked.
+        if total > 0 && ui.button("Copy all").clicked() {
+            actions.push(Action::CopyAll);
         }
         for wav in &opened.retranscribable {
             if ui
@@ -1760,24 +1908,30 @@ fn opened_session(
         .small()
         .weak(),
     );
-    if opened.messages.is_empty() {
+    if total == 0 {
         ui.label("No messages.");
     }
-    egui::ScrollArea::vertical().show(ui, |ui| {
-        for (i, m) in opened.messages.iter().enumerate() {
-            ui.push_id(i, |ui| {
-                ui.horizontal_wrapped(|ui| {
-                    if m.role != "user" {
-                        ui.label(RichText::new(format!("{}:", m.role)).weak());
-                    }
-                    ui.label(&m.text);
-                    if ui.small_button("Copy").clicked() {
-                        actions.push(Action::Copy(m.text.clone()));
-                    }
-                });
-            });
-        }
+    let mut shown: Option<(usize, usize)> = None;
+    virtual_rows(ui, total, rows, |ui, i| {
+        let start = i - i % MAX_PAGE;
+        shown = Some(shown.map_or((start, start), |(a, b)| (a.min(start), b.max(start))));
+        let Some(m) = pages.get(&start).and_then(|p| p.get(i - start)) else {
+            ui.label(RichText::new("…").weak());
+            return;
+        };
+        ui.horizontal_wrapped(|ui| {
+            if m.role != "user" {
+                ui.label(RichText::new(format!("{}:", m.role)).weak());
+            }
+            ui.label(&m.text);
+            if ui.small_button("Copy").clicked() {
+                actions.push(Action::Copy(m.text.clone()));
+            }
+        });
     });
+    if let Some((first, last)) = shown {
+        actions.push(Action::ShowPages(first, last));
+    }
 }
 
 /// `2026-11-30T22:30:20.123Z` → `2026-11-30 22:30`.
@@ -1847,6 +2001,46 @@ pub fn match_ranges(text: &str, query: &str) -> Vec<(std::ops::Range<usize>, boo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The opened session's list lays out (and exposes to accessibility) only the rows in
+    /// view, whatever the number of messages; scrolling brings later rows in.
+    #[test]
+    fn issue15_virtual_rows_lay_out_only_what_is_visible() {
+        use egui_kittest::Harness;
+        use egui_kittest::kittest::Queryable;
+        let rows = std::cell::RefCell::new(RowHeights::default());
+        let laid_out = std::cell::Cell::new(0usize);
+        let mut harness = Harness::builder()
+            .with_size(egui::vec2(400.0, 300.0))
+            .build_ui(|ui| {
+                laid_out.set(0);
+                virtual_rows(ui, 2_000, &mut rows.borrow_mut(), |ui, i| {
+                    laid_out.set(laid_out.get() + 1);
+                    ui.label(format!("message number {i} with some text to wrap around"));
+                });
+            });
+        harness.run();
+        let exposed = harness
+            .query_all_by_label_contains("message number")
+            .count();
+        assert!(exposed > 0 && exposed < 60, "{exposed} rows exposed");
+        assert!(laid_out.get() < 60, "{} rows laid out", laid_out.get());
+        assert!(
+            harness
+                .query_by_label_contains("message number 0 ")
+                .is_some()
+        );
+        assert!(
+            harness
+                .query_by_label_contains("message number 1999 ")
+                .is_none()
+        );
+        // Rows not laid out keep an estimated height: the list is as tall as all its rows.
+        let rows = rows.borrow();
+        let heights = &rows.heights;
+        assert_eq!(heights.len(), 2_000);
+        assert!(heights.iter().all(|&h| h > 1.0));
+    }
 
     #[test]
     fn match_ranges_are_case_insensitive_and_cover_the_text() {

@@ -23,7 +23,7 @@ use serde_json::{Map, Value};
 
 /// Parses JSON text whose nesting [`super::record::prescan`] has already bounded (≤ 128
 /// containers), lifting serde_json's default limit of 127 so the full allowance parses.
-fn from_str_deep<'a, T: Deserialize<'a>>(s: &'a str) -> Result<T, serde_json::Error> {
+pub(super) fn from_str_deep<'a, T: Deserialize<'a>>(s: &'a str) -> Result<T, serde_json::Error> {
     let mut de = serde_json::Deserializer::from_str(s);
     de.disable_recursion_limit();
     let v = T::deserialize(&mut de)?;

@@ -8,8 +8,12 @@
 //! - A line read back is re-checked against the record limits before anything parses it
 //!   (`Entry::from_line` runs `record::prescan`): a line replaced after the scan by one
 //!   nested too deep is `history.changed`, never a deep recursion.
+//! - Reads stream: [`EntryReader`] yields one entry at a time through one buffered reader
+//!   (a forward jump within the buffer costs no system call), and [`read_page`] reads at most
+//!   [`MAX_PAGE`] entries. Memory follows the largest entry, never the history; only
+//!   [`read_entries`] (for callers that already hold a bounded list of positions) collects.
 
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::sync::Arc;
 
 use serde_json::value::RawValue;
@@ -46,39 +50,194 @@ pub struct HistoryItem {
     pub raw: Box<RawValue>,
 }
 
-/// Reads the entries at `positions` (in that order) from `file`.
+/// The most entries one [`read_page`] returns.
+pub const MAX_PAGE: usize = 256;
+
+/// Buffer of an [`EntryReader`]: conversation entries mostly follow each other in the file.
+const READ_BUFFER_BYTES: usize = 64 * 1024;
+
+/// Reads the entries at `positions`, in that order, one at a time.
+///
+/// Each item is checked like [`read_entries`] checks it; after the first error the iterator
+/// ends. The underlying reader's position is unspecified afterwards.
+pub struct EntryReader<'a, R: Read + Seek> {
+    reader: BufReader<R>,
+    index: &'a SessionIndex,
+    positions: std::slice::Iter<'a, u32>,
+    /// The reader's logical position, when known.
+    at: Option<u64>,
+    buf: Vec<u8>,
+    failed: bool,
+}
+
+impl<'a, R: Read + Seek> EntryReader<'a, R> {
+    pub fn new(file: R, index: &'a SessionIndex, positions: &'a [u32]) -> EntryReader<'a, R> {
+        EntryReader {
+            reader: BufReader::with_capacity(READ_BUFFER_BYTES, file),
+            index,
+            positions: positions.iter(),
+            at: None,
+            buf: Vec::new(),
+            failed: false,
+        }
+    }
+
+    /// The exact line of each entry, without the typed parse: for callers that only copy
+    /// the JSON out (`persyk context --json`). Each line is still re-checked against the
+    /// record limits, must be a JSON object and carry the indexed id and type, or the read
+    /// is `history.changed`.
+    pub fn raw(self) -> RawEntries<'a, R> {
+        RawEntries { inner: self }
+    }
+
+    /// Reads the line of `pos` into `self.buf`.
+    fn read_line(&mut self, pos: u32) -> Result<(), HistoryError> {
+        let ie = self.index.entry(pos);
+        match self.at {
+            Some(at) if ie.offset >= at && ie.offset - at <= READ_BUFFER_BYTES as u64 => {
+                // Within (or just past) the buffer: no system call for the jump.
+                self.reader.seek_relative((ie.offset - at) as i64)?;
+            }
+            _ => {
+                self.at = None;
+                self.reader.seek(SeekFrom::Start(ie.offset))?;
+            }
+        }
+        self.buf.resize(ie.len as usize, 0);
+        self.reader.read_exact(&mut self.buf)?;
+        self.at = Some(ie.offset + u64::from(ie.len));
+        Ok(())
+    }
+
+    fn read_one(&mut self, pos: u32) -> Result<HistoryItem, HistoryError> {
+        self.read_line(pos)?;
+        let text = std::str::from_utf8(&self.buf).map_err(|_| HistoryError::Changed)?;
+        let entry = Entry::from_line(text).map_err(|_| HistoryError::Changed)?;
+        let id = self.index.id(pos);
+        if entry.id != id {
+            return Err(HistoryError::Changed);
+        }
+        let raw = RawValue::from_string(text.to_owned()).map_err(|_| HistoryError::Changed)?;
+        Ok(HistoryItem {
+            id: Arc::from(id),
+            entry,
+            raw,
+        })
+    }
+}
+
+impl<R: Read + Seek> Iterator for EntryReader<'_, R> {
+    type Item = Result<HistoryItem, HistoryError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let pos = *self.positions.next()?;
+        let item = self.read_one(pos);
+        if item.is_err() {
+            self.at = None;
+            self.failed = true;
+        }
+        Some(item)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        if self.failed {
+            (0, Some(0))
+        } else {
+            self.positions.size_hint()
+        }
+    }
+}
+
+/// One entry's id and the exact JSON text of its line.
+#[derive(Debug, Clone)]
+pub struct RawItem {
+    pub id: Arc<str>,
+    pub raw: Box<RawValue>,
+}
+
+/// What [`EntryReader::raw`] checks of a line read back: its envelope only.
+#[derive(serde::Deserialize)]
+struct Envelope<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    id: std::borrow::Cow<'a, str>,
+}
+
+/// See [`EntryReader::raw`].
+pub struct RawEntries<'a, R: Read + Seek> {
+    inner: EntryReader<'a, R>,
+}
+
+impl<R: Read + Seek> RawEntries<'_, R> {
+    fn read_one(&mut self, pos: u32) -> Result<RawItem, HistoryError> {
+        let r = &mut self.inner;
+        r.read_line(pos)?;
+        super::record::prescan(&r.buf).map_err(|_| HistoryError::Changed)?;
+        let text = std::str::from_utf8(&r.buf).map_err(|_| HistoryError::Changed)?;
+        // The depth is bounded by the prescan; the parse may use all of it.
+        let envelope: Envelope<'_> =
+            super::format::from_str_deep(text).map_err(|_| HistoryError::Changed)?;
+        let id = r.index.id(pos);
+        if envelope.id != id || envelope.kind != r.index.entry(pos).kind.as_str() {
+            return Err(HistoryError::Changed);
+        }
+        let raw = RawValue::from_string(text.to_owned()).map_err(|_| HistoryError::Changed)?;
+        Ok(RawItem {
+            id: Arc::from(id),
+            raw,
+        })
+    }
+}
+
+impl<R: Read + Seek> Iterator for RawEntries<'_, R> {
+    type Item = Result<RawItem, HistoryError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.inner.failed {
+            return None;
+        }
+        let pos = *self.inner.positions.next()?;
+        let item = self.read_one(pos);
+        if item.is_err() {
+            self.inner.at = None;
+            self.inner.failed = true;
+        }
+        Some(item)
+    }
+}
+
+/// Reads the entries at `positions` (in that order) from `file`, all at once: for a list of
+/// positions the caller already bounded. Use [`EntryReader`] or [`read_page`] for a history.
 pub fn read_entries<R: Read + Seek>(
     file: &mut R,
     index: &SessionIndex,
     positions: &[u32],
 ) -> Result<Vec<HistoryItem>, HistoryError> {
-    let mut out = Vec::with_capacity(positions.len());
-    let mut buf = Vec::new();
-    for &pos in positions {
-        let ie = index.entry(pos);
-        buf.resize(ie.len as usize, 0);
-        file.seek(SeekFrom::Start(ie.offset))?;
-        file.read_exact(&mut buf)?;
-        let text = std::str::from_utf8(&buf).map_err(|_| HistoryError::Changed)?;
-        let entry = Entry::from_line(text).map_err(|_| HistoryError::Changed)?;
-        if entry.id != index.id(pos) {
-            return Err(HistoryError::Changed);
-        }
-        let raw = RawValue::from_string(text.to_owned()).map_err(|_| HistoryError::Changed)?;
-        out.push(HistoryItem {
-            id: Arc::from(index.id(pos)),
-            entry,
-            raw,
-        });
-    }
-    Ok(out)
+    EntryReader::new(file, index, positions).collect()
 }
 
-/// The surviving conversation of a projection, in path order.
-pub fn effective_history<R: Read + Seek>(
+/// The page of `positions` that starts at `start`: at most [`MAX_PAGE`] entries (fewer at
+/// the end, none past it).
+pub fn read_page<R: Read + Seek>(
     file: &mut R,
     index: &SessionIndex,
-    projection: &Projection,
+    positions: &[u32],
+    start: usize,
 ) -> Result<Vec<HistoryItem>, HistoryError> {
-    read_entries(file, index, &projection.conversation)
+    let start = start.min(positions.len());
+    let end = start.saturating_add(MAX_PAGE).min(positions.len());
+    read_entries(file, index, &positions[start..end])
+}
+
+/// The surviving conversation of a projection, in path order, streamed.
+pub fn effective_history<'a, R: Read + Seek>(
+    file: R,
+    index: &'a SessionIndex,
+    projection: &'a Projection,
+) -> EntryReader<'a, R> {
+    EntryReader::new(file, index, &projection.conversation)
 }

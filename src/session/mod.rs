@@ -27,6 +27,7 @@ pub mod project;
 pub mod record;
 pub mod recover;
 pub mod search;
+pub mod search_cache;
 pub mod secrets;
 pub mod store;
 pub mod target;

@@ -67,8 +67,10 @@
 //! then reports the file as unsearchable.
 //!
 //! Invariants:
-//! - No catalog and no cache: every call reads the files; a cursor is only a position in the
-//!   listing order (`created`, `location`), so pages stay consistent while files change.
+//! - No catalog and no cache here: every call reads the files; a cursor is only a position in
+//!   the listing order (`created`, `location`), so pages stay consistent while files change.
+//!   The app keeps a per-file cache between keystrokes ([`super::search_cache`]); the CLI
+//!   does not use it.
 //! - Bounded work per request: `limit` ≤ [`MAX_LIMIT`] rows; memory per worker is a read
 //!   buffer and its lowercased copy (≤ 1.3 MiB each: one record plus one read), one session
 //!   index and [`READ_CHUNK`] entries.
@@ -299,10 +301,12 @@ fn simple_escape(letter: u8) -> Option<char> {
 
 /// Reusable buffers of one prefilter worker.
 #[derive(Default)]
-struct Scratch {
+pub(super) struct Scratch {
     buf: Vec<u8>,
-    lower: Vec<u8>,
-    folded: Vec<u8>,
+    pub(super) lower: Vec<u8>,
+    pub(super) folded: Vec<u8>,
+    /// Conversation lines read back by offset ([`super::search_cache`]).
+    pub(super) lines: Vec<u8>,
 }
 
 /// Shortest ASCII run of a non-ASCII needle worth an anchor search.
@@ -413,7 +417,11 @@ impl Query {
         self.may_match_with(reader, &mut Scratch::default())
     }
 
-    fn may_match_with<R: Read>(&self, mut reader: R, s: &mut Scratch) -> io::Result<bool> {
+    pub(super) fn may_match_with<R: Read>(
+        &self,
+        mut reader: R,
+        s: &mut Scratch,
+    ) -> io::Result<bool> {
         // Room for the longest record, its "\n" and one more read.
         const CAP: usize = MAX_RECORD_BYTES + 1 + PREFILTER_CHUNK;
         if s.buf.len() < CAP {
@@ -452,7 +460,12 @@ impl Query {
     }
 
     /// Whether a region of whole lines (ending in "\n") may hold a match.
-    fn region_may_match(&self, region: &[u8], lower: &mut Vec<u8>, folded: &mut Vec<u8>) -> bool {
+    pub(super) fn region_may_match(
+        &self,
+        region: &[u8],
+        lower: &mut Vec<u8>,
+        folded: &mut Vec<u8>,
+    ) -> bool {
         let anchor_may_miss = (self.anchor_has_i && memmem::find(region, I_DOT).is_some())
             || (self.anchor_has_k && memmem::find(region, KELVIN).is_some());
         let anchor = self.anchor.as_ref().filter(|_| !anchor_may_miss);
@@ -722,10 +735,18 @@ pub struct Page {
 /// One page of the listing, newest first. Reads each listed file in full (in parallel);
 /// sessions outside the page cost nothing beyond discovery.
 pub fn list(discovery: &Discovery, page: &PageRequest) -> Page {
+    list_with(discovery, page, list_row)
+}
+
+/// The page driver of [`list`]: `row` describes each session.
+pub(super) fn list_with<F>(discovery: &Discovery, page: &PageRequest, row: F) -> Page
+where
+    F: Fn(&DiscoveredSession) -> SessionRow + Sync + Send,
+{
     let sessions = &discovery.sessions;
     let start = page.start(sessions);
     let end = (start + page.effective_limit()).min(sessions.len());
-    let rows: Vec<SessionRow> = sessions[start..end].par_iter().map(list_row).collect();
+    let rows: Vec<SessionRow> = sessions[start..end].par_iter().map(row).collect();
     Page {
         next: (end < sessions.len())
             .then(|| rows.last().map(|r| r.cursor.clone()))
@@ -735,7 +756,7 @@ pub fn list(discovery: &Discovery, page: &PageRequest) -> Page {
     }
 }
 
-fn base_row(s: &DiscoveredSession) -> SessionRow {
+pub(super) fn base_row(s: &DiscoveredSession) -> SessionRow {
     SessionRow {
         location: s.location.clone(),
         session_id: s.header.as_ref().map(|h| h.id.clone()),
@@ -788,7 +809,7 @@ fn text_blocks(blocks: &[Block]) -> Vec<&str> {
 }
 
 /// The searchable texts of a conversation entry, and whether it is a user message.
-fn texts_of(entry: &Entry) -> (bool, Vec<&str>) {
+pub(super) fn texts_of(entry: &Entry) -> (bool, Vec<&str>) {
     match &entry.body {
         EntryBody::Message(m) => (m.role == Role::User, text_blocks(&m.content)),
         EntryBody::CustomMessage(cm) => match &cm.content {
@@ -805,7 +826,7 @@ fn label_excerpt(text: &str) -> String {
 
 /// Fills the row of an authoritative session: leaf, label, counts, duration; with a query,
 /// also the excerpt of the first match. Returns whether the query matched.
-fn describe(
+pub(super) fn describe(
     row: &mut SessionRow,
     file: &mut File,
     index: &SessionIndex,
@@ -899,7 +920,7 @@ fn duration_ms(file: &mut File, index: &SessionIndex) -> Result<Option<u64>, Sea
 // Search
 // ---------------------------------------------------------------------------------------------
 
-enum Outcome {
+pub(super) enum Outcome {
     NoMatch,
     Hit(Box<SessionRow>),
     Skipped(&'static str),
@@ -908,6 +929,14 @@ enum Outcome {
 /// One page of search hits, newest first. Sessions are taken in listing order in growing
 /// parallel batches; the page ends at the `limit`-th hit, so later sessions are not read.
 pub fn search(discovery: &Discovery, query: &Query, page: &PageRequest) -> Page {
+    search_with(discovery, page, |s, scratch| search_one(s, query, scratch))
+}
+
+/// The page driver of [`search`]: `one` decides each session.
+pub(super) fn search_with<F>(discovery: &Discovery, page: &PageRequest, one: F) -> Page
+where
+    F: Fn(&DiscoveredSession, &mut Scratch) -> Outcome + Sync + Send,
+{
     let sessions = &discovery.sessions;
     let limit = page.effective_limit();
     let mut i = page.start(sessions);
@@ -918,7 +947,7 @@ pub fn search(discovery: &Discovery, query: &Query, page: &PageRequest) -> Page 
         let end = (i + batch).min(sessions.len());
         let outcomes: Vec<Outcome> = sessions[i..end]
             .par_iter()
-            .map_init(Scratch::default, |scratch, s| search_one(s, query, scratch))
+            .map_init(Scratch::default, |scratch, s| one(s, scratch))
             .collect();
         for (k, outcome) in outcomes.into_iter().enumerate() {
             match outcome {

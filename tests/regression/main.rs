@@ -6,5 +6,6 @@
 mod app;
 mod bundle;
 mod capture;
+mod history;
 mod realtime;
 mod store;
