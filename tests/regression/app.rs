@@ -506,17 +506,21 @@ impl MicrophonePermission for ManualPermission {
 
 impl ManualPermission {
     fn answer(&self, granted: bool) {
+        // The window may say it waits a moment before the backend's request reaches the
+        // permission: wait (bounded) for the question like a user waits for the prompt.
+        let start = Instant::now();
+        let f = loop {
+            if let Some(f) = self.pending.lock().unwrap().take() {
+                break f;
+            }
+            assert!(start.elapsed() < WAIT, "a question was asked");
+            std::thread::sleep(Duration::from_millis(5));
+        };
         *self.status.lock().unwrap() = if granted {
             Access::Granted
         } else {
             Access::Denied
         };
-        let f = self
-            .pending
-            .lock()
-            .unwrap()
-            .take()
-            .expect("a question was asked");
         f(granted);
     }
 }
