@@ -164,6 +164,8 @@ pub struct SettingsForm {
     pub model_path: String,
     /// Inference threads; 0 = automatic.
     pub local_threads: u32,
+    /// Start and stop sounds.
+    pub sounds: bool,
 }
 
 impl SettingsForm {
@@ -216,6 +218,7 @@ impl SettingsForm {
                 .filter(|m| m.contains('/'))
                 .unwrap_or_default(),
             local_threads: s.recognition.local_threads.unwrap_or(0),
+            sounds: s.feedback.sounds_enabled(),
         }
     }
 
@@ -269,6 +272,12 @@ impl SettingsForm {
             opt(&self.local_model)
         };
         s.recognition.local_threads = (self.local_threads > 0).then_some(self.local_threads);
+        // On is the default: written only when turned off or the file already said.
+        s.feedback.sounds = if self.sounds && base.feedback.sounds.is_none() {
+            None
+        } else {
+            Some(self.sounds)
+        };
         s
     }
 }
@@ -1352,6 +1361,9 @@ impl PersykUi {
                 ui.radio_value(&mut f.push_to_talk, true, "Push to talk");
             });
             ui.end_row();
+            ui.label("Sounds");
+            ui.checkbox(&mut f.sounds, "Play start and stop sounds");
+            ui.end_row();
         });
         if *f != before {
             self.form_saved = false;
@@ -2103,5 +2115,22 @@ mod tests {
         assert!(again.use_model_file && again.local);
         assert_eq!(again.model_path, "/m/ggml-x.bin");
         assert_eq!(again.local_threads, 4);
+    }
+
+    #[test]
+    fn the_sounds_choice_round_trips() {
+        let s = Settings::default();
+        let mut form = SettingsForm::from_settings(&s, false);
+        assert!(form.sounds);
+        // On is the default and is not written out; off is.
+        assert_eq!(form.to_settings(&s).feedback.sounds, None);
+        form.sounds = false;
+        let back = form.to_settings(&s);
+        assert_eq!(back.feedback.sounds, Some(false));
+        assert!(!back.feedback.sounds_enabled());
+        let mut again = SettingsForm::from_settings(&back, false);
+        assert!(!again.sounds);
+        again.sounds = true;
+        assert_eq!(again.to_settings(&back).feedback.sounds, Some(true));
     }
 }
