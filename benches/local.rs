@@ -17,12 +17,10 @@
 //! --profile dev --bench local` to reuse the test build (whisper.cpp is optimized there too).
 //! Nothing is asserted.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU32;
 use std::time::{Duration, Instant};
 
-use persyk::capture::convert::Converter;
 use persyk::capture::pipeline::{
     self, LiveTap, Recognition, RecordOptions, SamplesSource, SourceKind,
 };
@@ -30,26 +28,15 @@ use persyk::local::whisper::{self, LocalModel};
 use persyk::local::{Verdict, dictation, options_for};
 use persyk::session::{LeafSelector, Store, store::Roots};
 
-const RATE: usize = 24_000;
-const JFK: &str = "And so my fellow Americans, ask not what your country can do for you, \
-                   ask what you can do for your country.";
+#[path = "../tests/support/mod.rs"]
+mod support;
 
-fn test_model_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/test-model")
-}
+use support::{JFK, test_model_dir, wer};
+
+const RATE: usize = 24_000;
 
 fn jfk_24k() -> Vec<i16> {
-    let mut reader = hound::WavReader::open(test_model_dir().join("jfk.wav")).expect("jfk.wav");
-    let spec = reader.spec();
-    let frames: Vec<f32> = reader
-        .samples::<i16>()
-        .map(|s| f32::from(s.expect("sample")) / 32768.0)
-        .collect();
-    let mut conv = Converter::new(spec.sample_rate, spec.channels).expect("converter");
-    let mut out = Vec::new();
-    conv.push(&frames, &mut out);
-    conv.flush(&mut out);
-    out
+    support::jfk_as_recorded()
 }
 
 /// Quiet room noise (about -66 dBFS), so a live source is never digitally silent.
@@ -60,32 +47,6 @@ fn room(n: usize, seed: &mut u64) -> impl Iterator<Item = i16> + '_ {
             .wrapping_add(1_442_695_040_888_963_407);
         ((*seed >> 33) % 33) as i16 - 16
     })
-}
-
-fn words(text: &str) -> Vec<String> {
-    text.split_whitespace()
-        .map(|w| {
-            w.chars()
-                .filter(|c| c.is_alphanumeric() || *c == '\'')
-                .collect::<String>()
-                .to_lowercase()
-        })
-        .filter(|w| !w.is_empty())
-        .collect()
-}
-
-fn wer(reference: &str, hypothesis: &str) -> f64 {
-    let (r, h) = (words(reference), words(hypothesis));
-    let mut prev: Vec<usize> = (0..=h.len()).collect();
-    for i in 1..=r.len() {
-        let mut cur = vec![i; h.len() + 1];
-        for j in 1..=h.len() {
-            let sub = prev[j - 1] + usize::from(r[i - 1] != h[j - 1]);
-            cur[j] = sub.min(prev[j] + 1).min(cur[j - 1] + 1);
-        }
-        prev = cur;
-    }
-    prev[h.len()] as f64 / r.len().max(1) as f64
 }
 
 struct Live {

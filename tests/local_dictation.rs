@@ -9,50 +9,16 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+mod support;
+
+use support::{JFK, test_model_dir, wer};
+
 const BIN: &str = env!("CARGO_BIN_EXE_persyk");
 const RATE: u32 = 24_000;
 
-fn test_model_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/test-model")
-}
-
 fn model_path() -> PathBuf {
-    let path = test_model_dir().join("ggml-tiny.en.bin");
-    assert!(
-        path.exists(),
-        "the test model is missing: run scripts/fetch-test-model (scripts/setup does)"
-    );
-    path
+    support::test_model()
 }
-
-fn words(text: &str) -> Vec<String> {
-    text.split_whitespace()
-        .map(|w| {
-            w.chars()
-                .filter(|c| c.is_alphanumeric() || *c == '\'')
-                .collect::<String>()
-                .to_lowercase()
-        })
-        .filter(|w| !w.is_empty())
-        .collect()
-}
-
-fn wer(reference: &str, hypothesis: &str) -> f64 {
-    let (r, h) = (words(reference), words(hypothesis));
-    let mut prev: Vec<usize> = (0..=h.len()).collect();
-    for i in 1..=r.len() {
-        let mut cur = vec![i; h.len() + 1];
-        for j in 1..=h.len() {
-            let sub = prev[j - 1] + usize::from(r[i - 1] != h[j - 1]);
-            cur[j] = sub.min(prev[j] + 1).min(cur[j - 1] + 1);
-        }
-        prev = cur;
-    }
-    prev[h.len()] as f64 / r.len().max(1) as f64
-}
-
-const JFK: &str = "And so my fellow Americans, ask not what your country can do for you, \
-                   ask what you can do for your country.";
 
 /// `persyk transcribe FILE --provider local` with the test model into `root`, with settings
 /// of its own (none) so the developer's settings never leak in.
@@ -129,18 +95,7 @@ fn finished(entries: &[Value]) -> &Value {
 
 /// 24 kHz mono PCM16 from a WAV of any format (the capture converter).
 fn read_24k(path: &Path) -> Vec<i16> {
-    let mut reader = hound::WavReader::open(path).expect("wav");
-    let spec = reader.spec();
-    let frames: Vec<f32> = reader
-        .samples::<i16>()
-        .map(|s| f32::from(s.expect("sample")) / 32768.0)
-        .collect();
-    let mut conv =
-        persyk::capture::convert::Converter::new(spec.sample_rate, spec.channels).expect("conv");
-    let mut out = Vec::new();
-    conv.push(&frames, &mut out);
-    conv.flush(&mut out);
-    out
+    support::wav_as_recorded(path)
 }
 
 fn write_24k(path: &Path, samples: &[i16]) {
@@ -230,15 +185,7 @@ fn transcribing_jfk_locally_gives_a_checked_session_with_the_sentence_and_its_wa
 }
 
 fn speak(dir: &Path, n: usize, text: &str) -> Vec<i16> {
-    let path = dir.join(format!("phrase-{n}.wav"));
-    let status = Command::new("espeak-ng")
-        .arg("-w")
-        .arg(&path)
-        .arg(text)
-        .status()
-        .expect("espeak-ng missing: run scripts/setup (apt-get install -y espeak-ng)");
-    assert!(status.success(), "espeak-ng failed");
-    read_24k(&path)
+    support::espeak_as_recorded(dir, &format!("phrase-{n}"), text)
 }
 
 #[test]

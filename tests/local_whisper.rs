@@ -10,15 +10,10 @@ mod support;
 
 use persyk::local::whisper::LocalModel;
 use persyk::local::{LocalOptions, Verdict};
-use support::test_model_dir;
+use support::{JFK, jfk_as_recorded as jfk_24k, test_model_dir, wer};
 
 fn model() -> LocalModel {
-    let path = test_model_dir().join("ggml-tiny.en.bin");
-    assert!(
-        path.exists(),
-        "the test model is missing: run scripts/fetch-test-model (scripts/setup does)"
-    );
-    LocalModel::load(&path).expect("tiny.en loads")
+    LocalModel::load(&support::test_model()).expect("tiny.en loads")
 }
 
 fn options() -> LocalOptions {
@@ -27,41 +22,6 @@ fn options() -> LocalOptions {
         language: Some("en".into()),
     }
 }
-
-/// jfk.wav as Persyk records it: 24 kHz mono PCM16.
-fn jfk_24k() -> Vec<i16> {
-    support::wav_as_recorded(&test_model_dir().join("jfk.wav"))
-}
-
-fn words(text: &str) -> Vec<String> {
-    text.split_whitespace()
-        .map(|w| {
-            w.chars()
-                .filter(|c| c.is_alphanumeric() || *c == '\'')
-                .collect::<String>()
-                .to_lowercase()
-        })
-        .filter(|w| !w.is_empty())
-        .collect()
-}
-
-/// Word error rate: word-level edit distance over the reference length.
-fn wer(reference: &str, hypothesis: &str) -> f64 {
-    let (r, h) = (words(reference), words(hypothesis));
-    let mut prev: Vec<usize> = (0..=h.len()).collect();
-    for i in 1..=r.len() {
-        let mut cur = vec![i; h.len() + 1];
-        for j in 1..=h.len() {
-            let sub = prev[j - 1] + usize::from(r[i - 1] != h[j - 1]);
-            cur[j] = sub.min(prev[j] + 1).min(cur[j - 1] + 1);
-        }
-        prev = cur;
-    }
-    prev[h.len()] as f64 / r.len().max(1) as f64
-}
-
-const JFK: &str = "And so my fellow Americans, ask not what your country can do for you, \
-                   ask what you can do for your country.";
 
 #[test]
 fn jfk_comes_back_word_for_word() {

@@ -11,6 +11,53 @@ pub fn test_model_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/test-model")
 }
 
+/// The tiny.en test model (fails with how to get it when missing).
+pub fn test_model() -> PathBuf {
+    let path = test_model_dir().join("ggml-tiny.en.bin");
+    assert!(
+        path.exists(),
+        "the test model is missing: run scripts/fetch-test-model (scripts/setup does)"
+    );
+    path
+}
+
+/// What jfk.wav says.
+pub const JFK: &str = "And so my fellow Americans, ask not what your country can do for you, \
+                       ask what you can do for your country.";
+
+/// jfk.wav as Persyk records it.
+pub fn jfk_as_recorded() -> Vec<i16> {
+    wav_as_recorded(&test_model_dir().join("jfk.wav"))
+}
+
+/// Lowercased words without punctuation (apostrophes kept), for [`wer`].
+pub fn words(text: &str) -> Vec<String> {
+    text.split_whitespace()
+        .map(|w| {
+            w.chars()
+                .filter(|c| c.is_alphanumeric() || *c == '\'')
+                .collect::<String>()
+                .to_lowercase()
+        })
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// Word error rate: word-level edit distance over the reference length.
+pub fn wer(reference: &str, hypothesis: &str) -> f64 {
+    let (r, h) = (words(reference), words(hypothesis));
+    let mut prev: Vec<usize> = (0..=h.len()).collect();
+    for i in 1..=r.len() {
+        let mut cur = vec![i; h.len() + 1];
+        for j in 1..=h.len() {
+            let sub = prev[j - 1] + usize::from(r[i - 1] != h[j - 1]);
+            cur[j] = sub.min(prev[j] + 1).min(cur[j - 1] + 1);
+        }
+        prev = cur;
+    }
+    prev[h.len()] as f64 / r.len().max(1) as f64
+}
+
 /// A WAV file as Persyk records it: through the capture converter to 24 kHz mono PCM16.
 pub fn wav_as_recorded(path: &Path) -> Vec<i16> {
     let mut reader =
