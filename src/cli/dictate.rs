@@ -131,13 +131,9 @@ pub fn run(args: Args<'_>) -> u8 {
         }
     };
     eprintln!("persyk: session {}", continuation.handle().dir().display());
-    let Ok(runtime) = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    else {
-        eprintln!("persyk: could not start the async runtime");
-        return EXIT_CANNOT_RUN;
+    let runtime = match super::transcribe::runtime() {
+        Ok(rt) => rt,
+        Err(code) => return code,
     };
     // With pre-roll the microphone is already running; the recording starts with the last
     // `pre_roll_ms` before Enter (or before the timed start).

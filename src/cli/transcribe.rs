@@ -108,16 +108,9 @@ pub fn run(args: Args<'_>) -> u8 {
             return EXIT_CANNOT_RUN;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime() {
         Ok(rt) => rt,
-        Err(_) => {
-            eprintln!("persyk: could not start the async runtime");
-            return EXIT_CANNOT_RUN;
-        }
+        Err(code) => return code,
     };
     let (_stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let result = runtime.block_on(pipeline::record(
@@ -185,13 +178,9 @@ fn run_local(args: &Args<'_>) -> u8 {
         Ok(c) => c,
         Err(code) => return code,
     };
-    let Ok(runtime) = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    else {
-        eprintln!("persyk: could not start the async runtime");
-        return EXIT_CANNOT_RUN;
+    let runtime = match runtime() {
+        Ok(rt) => rt,
+        Err(code) => return code,
     };
     let (_stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let result = runtime.block_on(pipeline::record_to(
@@ -266,4 +255,16 @@ pub fn provider_settings(mode: Mode, url: Option<&str>) -> Result<Settings, Stri
         );
     }
     Ok(provider)
+}
+
+/// The runtime a recording runs on (two workers), or the exit code when it cannot start.
+pub(super) fn runtime() -> Result<tokio::runtime::Runtime, u8> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|_| {
+            eprintln!("persyk: could not start the async runtime");
+            EXIT_CANNOT_RUN
+        })
 }
