@@ -2,6 +2,8 @@
 //! them, so unused items are expected per test binary.
 #![allow(dead_code)]
 
+pub mod events;
+
 use std::path::{Path, PathBuf};
 
 use persyk::capture::convert::Converter;
