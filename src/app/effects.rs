@@ -9,9 +9,17 @@
 //!   them on. The flow is tested with a fake on every platform.
 //! - Only surviving canonical text reaches an effect (the caller passes
 //!   [`super::model::Finished::transcript`] or a canonical message's text).
+//! - A finished recording's transcript goes through [`Effects::deliver`]: copied, then
+//!   pasted into the focused app when "After dictation" says so ([`super::paste`]); a
+//!   failed paste leaves the transcript on the clipboard and is reported with its code.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::time::Duration;
+
+use super::paste::{self, Delivery, PasteAvailability, PasteError, Paster, TextClipboard};
+use crate::settings::AfterDictationSettings;
 
 /// Whether the system lets Persyk show notifications.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,7 +85,31 @@ pub trait Effects {
     fn open_url(&mut self, _url: &str) -> Result<(), String> {
         Err("not supported here".into())
     }
+    /// Delivers a finished recording's transcript: copies it, then pastes it into the
+    /// focused app when `after` says so. Effects without a paster only copy and report
+    /// the paste as unavailable.
+    fn deliver(&mut self, text: &str, after: &AfterDictationSettings) -> Delivery {
+        let copied = self.copy(text);
+        let pasted = (copied.is_ok() && after.pastes())
+            .then_some(Err(PasteError::Unavailable(NO_PASTER)));
+        Delivery {
+            copied,
+            pasted,
+            restore: None,
+        }
+    }
+    /// Whether pasting can work here (what Settings shows beside the choice).
+    fn paste_availability(&self) -> PasteAvailability {
+        PasteAvailability::Unavailable(NO_PASTER)
+    }
+    /// Asks for what pasting needs (the macOS Accessibility prompt); never waits for the
+    /// user's answer.
+    fn request_paste_access(&mut self) -> PasteAvailability {
+        self.paste_availability()
+    }
 }
+
+const NO_PASTER: &str = "Pasting is not available here.";
 
 /// The first words of `text` for a notification body (at most `max_words`, then "…").
 pub fn first_words(text: &str, max_words: usize) -> String {
@@ -94,6 +126,7 @@ pub fn first_words(text: &str, max_words: usize) -> String {
 pub struct SystemEffects {
     /// Kept for the app's life: on X11 the clipboard owner must stay alive to serve pastes.
     clipboard: Option<arboard::Clipboard>,
+    paster: Arc<dyn Paster>,
     failures_tx: SyncSender<String>,
     failures_rx: Receiver<String>,
 }
@@ -106,24 +139,75 @@ impl Default for SystemEffects {
 
 impl SystemEffects {
     pub fn new() -> SystemEffects {
+        SystemEffects::with_paster(paste::system())
+    }
+
+    /// The real clipboard and notifications with `paster` for the paste keystroke.
+    pub fn with_paster(paster: Arc<dyn Paster>) -> SystemEffects {
         let (failures_tx, failures_rx) = sync_channel(8);
         SystemEffects {
             clipboard: None,
+            paster,
             failures_tx,
             failures_rx,
         }
+    }
+
+    fn clipboard(&mut self) -> Result<&mut arboard::Clipboard, String> {
+        if self.clipboard.is_none() {
+            self.clipboard = Some(arboard::Clipboard::new().map_err(|e| clipboard_reason(&e))?);
+        }
+        self.clipboard
+            .as_mut()
+            .ok_or_else(|| "clipboard unavailable".into())
+    }
+}
+
+/// [`arboard`] as [`paste`] sees it.
+struct Arboard<'a>(&'a mut SystemEffects);
+
+impl TextClipboard for Arboard<'_> {
+    fn text(&mut self) -> Option<String> {
+        self.0.clipboard().ok()?.get_text().ok()
+    }
+    fn set_text(&mut self, text: &str) -> Result<(), String> {
+        self.0.copy(text)
+    }
+}
+
+/// Puts `previous` back [`paste::RESTORE_DELAY_MS`] after the paste, on a thread of its own
+/// (the UI thread never sleeps), if the clipboard still holds `pasted`.
+fn restore_later(previous: String, pasted: String) {
+    let spawned = std::thread::Builder::new()
+        .name("persyk-clipboard-restore".into())
+        .spawn(move || {
+            std::thread::sleep(Duration::from_millis(paste::RESTORE_DELAY_MS));
+            // A second handle on the same system clipboard (on X11 arboard shares one
+            // connection and owner window between the handles of a process).
+            struct Handle(arboard::Clipboard);
+            impl TextClipboard for Handle {
+                fn text(&mut self) -> Option<String> {
+                    self.0.get_text().ok()
+                }
+                fn set_text(&mut self, text: &str) -> Result<(), String> {
+                    self.0.set_text(text).map_err(|e| clipboard_reason(&e))
+                }
+            }
+            match arboard::Clipboard::new() {
+                Ok(c) => {
+                    paste::put_back(&mut Handle(c), &previous, &pasted);
+                }
+                Err(e) => eprintln!("persyk: clipboard: {}", clipboard_reason(&e)),
+            }
+        });
+    if spawned.is_err() {
+        eprintln!("persyk: the previous clipboard could not be put back");
     }
 }
 
 impl Effects for SystemEffects {
     fn copy(&mut self, text: &str) -> Result<(), String> {
-        if self.clipboard.is_none() {
-            self.clipboard = Some(arboard::Clipboard::new().map_err(|e| clipboard_reason(&e))?);
-        }
-        let Some(clipboard) = self.clipboard.as_mut() else {
-            return Err("clipboard unavailable".into());
-        };
-        clipboard.set_text(text).map_err(|e| {
+        self.clipboard()?.set_text(text).map_err(|e| {
             let reason = clipboard_reason(&e);
             eprintln!("persyk: clipboard: {reason}");
             reason
@@ -155,6 +239,26 @@ impl Effects for SystemEffects {
 
     fn open_url(&mut self, url: &str) -> Result<(), String> {
         open_url(url)
+    }
+
+    fn deliver(&mut self, text: &str, after: &AfterDictationSettings) -> Delivery {
+        let paster = self.paster.clone();
+        let delivery = paste::deliver(&mut Arboard(self), &*paster, text, after);
+        if let Some(Err(e)) = &delivery.pasted {
+            eprintln!("persyk: {}", e.code());
+        }
+        if let Some(previous) = &delivery.restore {
+            restore_later(previous.clone(), text.to_owned());
+        }
+        delivery
+    }
+
+    fn paste_availability(&self) -> PasteAvailability {
+        self.paster.availability()
+    }
+
+    fn request_paste_access(&mut self) -> PasteAvailability {
+        self.paster.request_access()
     }
 }
 

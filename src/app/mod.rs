@@ -29,11 +29,13 @@ pub mod hotkey;
 #[cfg(target_os = "macos")]
 mod macos;
 pub mod model;
+pub mod paste;
 pub mod permission;
 pub mod shell;
 pub mod sounds;
 pub mod tray;
 pub mod ui;
+mod ui_after_dictation;
 
 use std::sync::Arc;
 
