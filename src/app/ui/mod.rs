@@ -1,0 +1,793 @@
+//! The window's content: dictation, search and settings, rendered from a view model.
+//!
+//! [`PersykUi`] owns the UI state only. It sends [`Command`]s to the backend and applies the
+//! [`Update`]s it gets back in [`PersykUi::process`] (called every frame and, while the
+//! window is hidden, from the shell's `logic`). Rendering collects [`Action`]s and applies
+//! them after the frame's layout, so no widget code mutates domain state.
+//!
+//! Code map: this file holds the state ([`PersykUi`], the recording and search state, the
+//! [`Action`]s), the control surface the shell and tests drive, backend updates and the page
+//! header. One module per page renders it: [`dictation`] (start/stop, live transcript,
+//! finished recording), [`history`] (search and the opened session), [`settings`] (the form,
+//! recognition and models, first run). Shared pieces: [`widgets`] (labelled fields, match
+//! highlighting) and [`virtual_list`] (rows laid out only when in view). Pages are `impl
+//! PersykUi` blocks in their module, so the state stays in one place.
+//!
+//! Invariants:
+//! - Provisional text is drawn marked "not yet saved" and has no copy or remove control.
+//! - The clipboard only ever receives canonical text: a finished recording's surviving user
+//!   text, a published message, or an opened session's saved message.
+//! - No timer runs while idle: repaints are requested only while a recording runs (meter and
+//!   elapsed time) or a search is debouncing.
+//! - Model downloads run in the backend; the Settings page only shows their `ModelProgress`
+//!   updates (the backend's waker repaints) and sends Download / Cancel / Delete. First run
+//!   (no key, online recognition) offers both a key and an offline download of the default
+//!   model.
+//! - An opened session's messages are a virtualized list ([`virtual_list::virtual_rows`]): only the rows in
+//!   view are laid out and exposed to accessibility, others keep a measured or estimated
+//!   height. Messages come from the backend a page (≤ `MAX_PAGE`) at a time as rows come
+//!   into view; pages more than [`history::PAGES_KEPT`] away are dropped; "Copy all" asks the backend,
+//!   which reads page by page.
+
+mod dictation;
+mod history;
+mod settings;
+mod virtual_list;
+mod widgets;
+
+pub use settings::SettingsForm;
+pub use widgets::{highlighted, match_ranges};
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use eframe::egui::{self, Color32, RichText};
+
+use self::settings::describe_model_failure;
+use self::virtual_list::{RowHeights, virtual_rows};
+use self::widgets::field;
+use super::backend::{BackendHandle, ShutdownStatus};
+use super::effects::{Effects, first_words};
+use super::hotkey;
+use super::model::{
+    AudioOrigin, Command, Finished, Live, OpenedMessage, OpenedSession, ResultRow, SearchResults,
+    Update, Waker,
+};
+use super::tray::TrayState;
+use crate::local::models::{ModelInfo, ModelState, ModelStore, Phase, Progress};
+use crate::realtime::engine::{EngineState, EngineView, RemovalOutcome};
+use crate::realtime::protocol::{
+    DEFAULT_TRANSCRIPTION_MODEL, DELAYS, TRANSCRIPTION_MODELS, model_caps, retires_on,
+};
+use crate::session::history::MAX_PAGE;
+use crate::settings::{DEFAULT_LOCAL_MODEL, HotkeyMode, RecognitionEngine, Settings};
+
+/// Quiet time after typing before a search runs.
+pub const SEARCH_DEBOUNCE: Duration = Duration::from_millis(250);
+/// Repaint cadence while a recording runs (level meter, elapsed time).
+const LIVE_REPAINT: Duration = Duration::from_millis(100);
+
+/// The window's pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Page {
+    Dictation,
+    Search,
+    Settings,
+}
+
+/// A removal's progress.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RemovalStatus {
+    Waiting,
+    Answered(RemovalOutcome),
+    /// The recording ended before the provider answered.
+    NoAnswer,
+}
+
+impl RemovalStatus {
+    fn describe(&self) -> String {
+        match self {
+            RemovalStatus::Waiting => "Removing… waiting for the provider".into(),
+            RemovalStatus::Answered(RemovalOutcome::Removed) => "Removed".into(),
+            RemovalStatus::Answered(RemovalOutcome::Rejected(code)) => format!(
+                "The provider refused the removal ({}); the message stays",
+                code.as_deref().unwrap_or("no code")
+            ),
+            RemovalStatus::Answered(RemovalOutcome::TimedOut) => {
+                "No answer in time: the connection was closed and the recording stopped; the message stays".into()
+            }
+            RemovalStatus::Answered(RemovalOutcome::PendingLocal) => {
+                "Removed at the provider; saving the removal failed and will be retried by Recover".into()
+            }
+            RemovalStatus::Answered(RemovalOutcome::NotRemovable) => {
+                "This message cannot be removed".into()
+            }
+            RemovalStatus::NoAnswer => {
+                "The recording ended before the provider answered; the message stays".into()
+            }
+        }
+    }
+}
+
+struct LiveRec {
+    session: PathBuf,
+    origin: AudioOrigin,
+    live: Live,
+    started: Instant,
+    stopping: bool,
+}
+
+struct DoneRec {
+    finished: Finished,
+    /// The engine's final view (messages with removals, gaps), when the engine ran.
+    view: Option<EngineView>,
+    clipboard: Option<Result<(), String>>,
+    discarded: bool,
+}
+
+enum Dictation {
+    Idle,
+    Starting,
+    Live(LiveRec),
+    Done(Box<DoneRec>),
+    Failed(String),
+}
+
+#[derive(Default)]
+struct SearchState {
+    query: String,
+    generation: u64,
+    edited_at: Option<Instant>,
+    waiting: bool,
+    results: Option<SearchResults>,
+    opened: Option<OpenedSession>,
+    /// Measured row heights of the opened session's virtualized list.
+    opened_rows: RowHeights,
+    /// Loaded pages of the opened session, by first message; only those near the view.
+    opened_pages: BTreeMap<usize, Vec<OpenedMessage>>,
+    /// Pages asked of the backend and not answered yet.
+    pages_asked: HashSet<usize>,
+    /// Counts opens: pages of an earlier open are dropped.
+    open_generation: u64,
+    opening: bool,
+    message: Option<(String, bool)>,
+}
+
+/// What a click asks for; applied after the frame's layout.
+enum Action {
+    Page(Page),
+    Start,
+    Stop,
+    Copy(String),
+    Remove(String),
+    OpenMicrophoneSettings,
+    AskDiscard,
+    ConfirmDiscard,
+    CancelDiscard,
+    TranscribeAgain(PathBuf),
+    Open(ResultRow),
+    CloseOpened,
+    /// Stream every user message of the opened session to the clipboard.
+    CopyAll,
+    /// The first and last page (by first message) of the opened session in view.
+    ShowPages(usize, usize),
+    MoreResults,
+    Recover(PathBuf),
+    SaveSettings,
+    DownloadModel(String),
+    CancelDownload(String),
+    DeleteModel(String),
+    /// First run: choose on-device recognition with the default model and download it.
+    OfflineFirstRun,
+}
+
+/// The Settings page's view of the models folder.
+#[derive(Default)]
+struct ModelsView {
+    /// The folder and its catalog (`None`: no data folder to keep models in).
+    store: Option<ModelStore>,
+    rows: Option<Vec<ModelInfo>>,
+    asked: bool,
+    /// Running downloads and where they stand.
+    progress: HashMap<String, Progress>,
+    /// The last outcome per model (text, is_error).
+    notes: HashMap<String, (String, bool)>,
+}
+
+/// The whole window's state.
+pub struct PersykUi {
+    backend: BackendHandle,
+    effects: Box<dyn Effects>,
+    waker: Waker,
+    page: Page,
+    dictation: Dictation,
+    removals: HashMap<String, RemovalStatus>,
+    last_transcript: Option<String>,
+    /// A one-line status (text, is_error) under the page tabs.
+    notice: Option<(String, bool)>,
+    confirm_discard: bool,
+    search: SearchState,
+    settings: Settings,
+    form: SettingsForm,
+    form_error: Option<String>,
+    form_saved: bool,
+    settings_generation: u64,
+    /// Shown on the dictation page when the microphone cannot be used (macOS permission).
+    microphone_note: Option<String>,
+    /// Shown at the top when the tray icon is unavailable.
+    tray_note: Option<String>,
+    /// Shown in Settings when the hotkey could not be registered.
+    pub hotkey_note: Option<String>,
+    pending: Vec<Action>,
+    /// Stop as soon as the starting recording arrives.
+    stop_on_start: bool,
+    /// Input devices for the Settings page (asked for once, when the page first shows).
+    devices: Option<Vec<String>>,
+    devices_asked: bool,
+    /// Quitting: the window shows "Finishing…" until the backend has stopped.
+    quitting: bool,
+    /// The starting recording waits for the user's answer to the microphone prompt.
+    waiting_permission: bool,
+    /// Where the API key is kept (said on the Settings page).
+    key_storage: Option<crate::credentials::KeyStorage>,
+    models: ModelsView,
+}
+
+impl PersykUi {
+    /// `key_stored`: an API key exists (else the window opens on Settings, first-run style).
+    pub fn new(
+        backend: BackendHandle,
+        effects: Box<dyn Effects>,
+        waker: Waker,
+        settings: Settings,
+        key_stored: bool,
+    ) -> PersykUi {
+        let form = SettingsForm::from_settings(&settings, key_stored);
+        PersykUi {
+            backend,
+            effects,
+            waker,
+            // Without a key the first page is Settings, unless recognition is on the device
+            // (which needs none).
+            page: if key_stored
+                || settings.recognition.engine == crate::settings::RecognitionEngine::Local
+            {
+                Page::Dictation
+            } else {
+                Page::Settings
+            },
+            dictation: Dictation::Idle,
+            removals: HashMap::new(),
+            last_transcript: None,
+            notice: None,
+            confirm_discard: false,
+            search: SearchState::default(),
+            settings,
+            form,
+            form_error: None,
+            form_saved: false,
+            settings_generation: 0,
+            microphone_note: None,
+            tray_note: None,
+            hotkey_note: None,
+            pending: Vec::new(),
+            stop_on_start: false,
+            devices: None,
+            devices_asked: false,
+            quitting: false,
+            waiting_permission: false,
+            key_storage: None,
+            models: ModelsView {
+                store: ModelStore::from_env().ok(),
+                ..ModelsView::default()
+            },
+        }
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Control from the shell (tray, hotkey) and tests.
+
+    pub fn page(&self) -> Page {
+        self.page
+    }
+
+    pub fn show_page(&mut self, page: Page) {
+        if page == Page::Search && self.page != Page::Search {
+            self.search.edited_at = None;
+            self.run_search();
+        }
+        self.page = page;
+    }
+
+    pub fn is_recording(&self) -> bool {
+        matches!(self.dictation, Dictation::Starting | Dictation::Live(_))
+    }
+
+    pub fn start(&mut self) {
+        if !self.is_recording() {
+            self.send(Command::Start);
+            self.stop_on_start = false;
+            self.removals.clear();
+            self.confirm_discard = false;
+            self.dictation = Dictation::Starting;
+            self.notice = None;
+        }
+    }
+
+    pub fn stop(&mut self) {
+        match &mut self.dictation {
+            Dictation::Live(l) if !l.stopping => {
+                l.stopping = true;
+                self.send(Command::Stop);
+            }
+            // Released before the recording showed itself (push-to-talk): stop on arrival.
+            Dictation::Starting => self.stop_on_start = true,
+            _ => {}
+        }
+    }
+
+    pub fn toggle(&mut self) {
+        if self.is_recording() {
+            self.stop();
+        } else {
+            self.start();
+        }
+    }
+
+    /// The last surviving transcription (what "Copy last transcription" copies).
+    pub fn last_transcript(&self) -> Option<&str> {
+        self.last_transcript.as_deref()
+    }
+
+    pub fn copy_last(&mut self) {
+        if let Some(t) = self.last_transcript.clone() {
+            self.copy(&t);
+        }
+    }
+
+    pub fn tray_state(&self) -> TrayState {
+        match &self.dictation {
+            Dictation::Starting => TrayState::Connecting,
+            Dictation::Live(l) => match l.live.view.borrow().state {
+                EngineState::Connecting => TrayState::Connecting,
+                EngineState::Streaming if !l.stopping => TrayState::Recording,
+                EngineState::Halted(_) => TrayState::Error,
+                _ => TrayState::Finishing,
+            },
+            Dictation::Done(d) if d.finished.error.is_some() || d.finished.halted.is_some() => {
+                TrayState::Error
+            }
+            Dictation::Failed(_) => TrayState::Error,
+            _ => TrayState::Idle,
+        }
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Bumped each time settings are saved (the shell re-registers the hotkey).
+    pub fn settings_generation(&self) -> u64 {
+        self.settings_generation
+    }
+
+    pub fn set_microphone_note(&mut self, note: Option<String>) {
+        self.microphone_note = note;
+    }
+
+    /// A problem with the settings file, shown on the Settings page.
+    pub fn set_settings_note(&mut self, note: String) {
+        self.form_error = Some(note);
+    }
+
+    /// Where the API key is kept; the Settings page says it (and warns when the key does
+    /// not survive a reboot).
+    pub fn set_key_storage(&mut self, storage: crate::credentials::KeyStorage) {
+        self.key_storage = Some(storage);
+    }
+
+    /// The models folder the Settings page shows and downloads into (tests point it at a
+    /// temporary folder and a loopback server).
+    pub fn set_model_store(&mut self, store: ModelStore) {
+        self.models = ModelsView {
+            store: Some(store),
+            ..ModelsView::default()
+        };
+    }
+
+    pub fn set_tray_note(&mut self, note: Option<String>) {
+        self.tray_note = note;
+    }
+
+    /// Starts quitting without waiting: the backend finishes a running recording (by
+    /// `deadline`) and the window shows "Finishing…" meanwhile.
+    pub fn begin_quit(&mut self, deadline: Duration) {
+        self.quitting = true;
+        self.backend.request_shutdown(deadline);
+    }
+
+    /// Whether quitting has begun.
+    pub fn is_quitting(&self) -> bool {
+        self.quitting
+    }
+
+    /// Where the backend's shutdown stands (never blocks).
+    pub fn shutdown_status(&mut self) -> ShutdownStatus {
+        self.backend.shutdown_status()
+    }
+
+    /// Stops the backend (a running recording is finished and saved first), waiting until
+    /// it has stopped or the deadline passed — the deadline of [`PersykUi::begin_quit`] if
+    /// quitting already began. Returns whether it stopped in time.
+    pub fn shutdown(&mut self, deadline: Duration) -> bool {
+        self.backend.shutdown(deadline)
+    }
+
+    fn send(&mut self, command: Command) {
+        if let Err(e) = self.backend.send(command) {
+            self.notice = Some((e.to_string(), true));
+        }
+    }
+
+    fn copy(&mut self, text: &str) {
+        self.notice = Some(match self.effects.copy(text) {
+            Ok(()) => ("Copied to the clipboard".into(), false),
+            Err(reason) => (format!("Copying failed: {reason}"), true),
+        });
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Updates from the backend.
+
+    /// Applies every waiting update; runs effects of finished recordings. Cheap when idle.
+    pub fn process(&mut self, ctx: &egui::Context) {
+        self.waker.attach(ctx);
+        while let Some(update) = self.backend.try_recv() {
+            self.apply(update);
+        }
+        if let Some(reason) = self.effects.failures() {
+            self.notice = Some((
+                format!(
+                    "The notification could not be shown ({reason}); the text is on the clipboard"
+                ),
+                true,
+            ));
+        }
+    }
+
+    /// Applies one backend update (tests and benches inject their own).
+    pub fn apply(&mut self, update: Update) {
+        match update {
+            Update::WaitingForPermission => {
+                self.waiting_permission = matches!(self.dictation, Dictation::Starting);
+            }
+            Update::Started {
+                session,
+                origin,
+                live,
+            } => {
+                self.waiting_permission = false;
+                self.dictation = Dictation::Live(LiveRec {
+                    session,
+                    origin,
+                    live,
+                    started: Instant::now(),
+                    stopping: false,
+                });
+                if std::mem::take(&mut self.stop_on_start) {
+                    self.stop();
+                }
+            }
+            Update::StartFailed { code } => {
+                self.waiting_permission = false;
+                self.stop_on_start = false;
+                self.dictation = Dictation::Failed(code);
+            }
+            Update::Ended(finished) => {
+                self.waiting_permission = false;
+                self.finish(*finished);
+            }
+            Update::Removal { entry_id, outcome } => {
+                self.removals.insert(
+                    entry_id,
+                    match outcome {
+                        Some(o) => RemovalStatus::Answered(o),
+                        None => RemovalStatus::NoAnswer,
+                    },
+                );
+            }
+            Update::Discarded { .. } => {
+                if let Dictation::Done(d) = &mut self.dictation {
+                    d.discarded = true;
+                }
+                self.last_transcript = None;
+                self.notice = Some(("The session was deleted".into(), false));
+            }
+            Update::DiscardFailed { code } => {
+                self.notice = Some((format!("The session was not deleted ({code})"), true));
+            }
+            Update::Results(results) => {
+                if results.generation == self.search.generation {
+                    match (&mut self.search.results, results.continued) {
+                        (Some(shown), true) => {
+                            shown.rows.extend(results.rows);
+                            shown.skipped.extend(results.skipped);
+                            shown.next = results.next;
+                        }
+                        _ => self.search.results = Some(*results),
+                    }
+                    self.search.waiting = false;
+                }
+            }
+            Update::Opened(opened) => {
+                self.search.opening = false;
+                self.search.open_generation += 1;
+                self.search.opened_rows = RowHeights::default();
+                self.search.pages_asked.clear();
+                self.search.opened_pages.clear();
+                let mut opened = *opened;
+                self.search
+                    .opened_pages
+                    .insert(0, std::mem::take(&mut opened.messages));
+                self.search.opened = Some(opened);
+            }
+            Update::Page {
+                generation,
+                start,
+                messages,
+            } => {
+                if generation == self.search.open_generation {
+                    self.search.pages_asked.remove(&start);
+                    match messages {
+                        Ok(m) => {
+                            self.search.opened_pages.insert(start, m);
+                        }
+                        Err(code) => {
+                            self.search.message =
+                                Some((format!("Could not read the session ({code})"), true));
+                        }
+                    }
+                }
+            }
+            Update::CopyText(text) => match text {
+                Ok(t) => self.copy(&t),
+                Err(code) => {
+                    self.search.message =
+                        Some((format!("Could not read the session ({code})"), true));
+                }
+            },
+            Update::OpenFailed { code, .. } => {
+                self.search.opening = false;
+                self.search.message = Some((format!("Could not open the session ({code})"), true));
+            }
+            Update::Recovered { summary, .. } => {
+                self.search.message = Some((format!("Recovered: {summary}"), false));
+                self.run_search();
+            }
+            Update::RecoverFailed { code, .. } => {
+                self.search.message = Some((format!("Recovery failed ({code})"), true));
+            }
+            Update::Devices(list) => self.devices = Some(list),
+            Update::SettingsSaved => {
+                self.settings = self.form.to_settings(&self.settings);
+                if !self.form.api_key.trim().is_empty() {
+                    self.form.key_stored = true;
+                }
+                self.form.api_key.clear();
+                self.form_saved = true;
+                self.form_error = None;
+                self.settings_generation += 1;
+            }
+            Update::SettingsFailed { code } => {
+                self.form_error = Some(format!("Not saved: {code}"));
+            }
+            Update::Models(rows) => self.models.rows = Some(rows),
+            Update::ModelProgress { name, progress } => {
+                self.models.notes.remove(&name);
+                self.models.progress.insert(name, progress);
+            }
+            Update::ModelDownloaded { name } => {
+                self.models.progress.remove(&name);
+                self.models
+                    .notes
+                    .insert(name, ("Downloaded and verified".into(), false));
+            }
+            Update::ModelFailed { name, code } => {
+                self.models.progress.remove(&name);
+                let note = match code.as_str() {
+                    "models.cancelled" => ("Stopped; Download resumes it".to_owned(), false),
+                    c => (describe_model_failure(c), true),
+                };
+                self.models.notes.insert(name, note);
+            }
+            Update::ModelDeleted { name } => {
+                self.models.notes.insert(name, ("Deleted".into(), false));
+            }
+        }
+    }
+
+    fn finish(&mut self, finished: Finished) {
+        let view = match &self.dictation {
+            Dictation::Live(l) => Some(l.live.view.borrow().clone()),
+            _ => None,
+        };
+        let mut done = DoneRec {
+            finished,
+            view,
+            clipboard: None,
+            discarded: false,
+        };
+        // Effects: the session is already saved whatever happens here.
+        let text = done.finished.transcript.clone();
+        if done.finished.error.is_none() && !text.trim().is_empty() {
+            let result = self.effects.copy(&text);
+            if result.is_ok() {
+                self.effects
+                    .notify("Transcription copied", &first_words(&text, 12));
+            } else if let Err(reason) = &result {
+                eprintln!("persyk: clipboard failed: {reason}");
+            }
+            done.clipboard = Some(result);
+            self.last_transcript = Some(text);
+        }
+        // Removal requests the recording never answered.
+        for status in self.removals.values_mut() {
+            if *status == RemovalStatus::Waiting {
+                *status = RemovalStatus::NoAnswer;
+            }
+        }
+        self.dictation = Dictation::Done(Box::new(done));
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Rendering.
+
+    /// Renders the window; applies what the user clicked.
+    pub fn ui(&mut self, ui: &mut egui::Ui) {
+        self.process(ui.ctx());
+        if self.quitting {
+            egui::Frame::central_panel(ui.style()).show(ui, |ui| {
+                ui.set_min_size(ui.available_size());
+                ui.heading("Finishing…");
+                ui.label(
+                    "Persyk quits once the recording is finished and saved (at most 30 seconds).",
+                );
+            });
+            return;
+        }
+        egui::Frame::central_panel(ui.style()).show(ui, |ui| {
+            ui.set_min_size(ui.available_size());
+            self.header(ui);
+            ui.separator();
+            match self.page {
+                Page::Dictation => self.dictation_page(ui),
+                Page::Search => self.search_page(ui),
+                Page::Settings => self.settings_page(ui),
+            }
+        });
+        if self.confirm_discard {
+            self.discard_dialog(ui.ctx());
+        }
+        if self.is_recording() {
+            ui.ctx().request_repaint_after(LIVE_REPAINT);
+        }
+        if let Some(at) = self.search.edited_at {
+            let quiet = at.elapsed();
+            if quiet >= SEARCH_DEBOUNCE {
+                self.search.edited_at = None;
+                self.run_search();
+            } else {
+                ui.ctx().request_repaint_after(SEARCH_DEBOUNCE - quiet);
+            }
+        }
+        for action in std::mem::take(&mut self.pending) {
+            self.act(action);
+        }
+    }
+
+    fn act(&mut self, action: Action) {
+        match action {
+            Action::Page(p) => self.show_page(p),
+            Action::Start => self.start(),
+            Action::Stop => self.stop(),
+            Action::Copy(text) => self.copy(&text),
+            Action::OpenMicrophoneSettings => {
+                if let Err(reason) = self
+                    .effects
+                    .open_url(super::permission::PRIVACY_MICROPHONE_URL)
+                {
+                    self.notice = Some((
+                        format!("System Settings could not be opened ({reason})"),
+                        true,
+                    ));
+                }
+            }
+            Action::Remove(entry_id) => {
+                self.removals
+                    .insert(entry_id.clone(), RemovalStatus::Waiting);
+                self.send(Command::Remove { entry_id });
+            }
+            Action::AskDiscard => self.confirm_discard = true,
+            Action::CancelDiscard => self.confirm_discard = false,
+            Action::ConfirmDiscard => {
+                self.confirm_discard = false;
+                if let Dictation::Done(d) = &self.dictation {
+                    let session = d.finished.session.clone();
+                    self.send(Command::Discard { session });
+                }
+            }
+            Action::TranscribeAgain(wav) => {
+                if !self.is_recording() {
+                    self.send(Command::TranscribeAgain { wav });
+                    self.removals.clear();
+                    self.dictation = Dictation::Starting;
+                    self.page = Page::Dictation;
+                }
+            }
+            Action::Open(row) => {
+                self.search.opening = true;
+                self.send(Command::Open {
+                    location: row.location,
+                    leaf: row.leaf,
+                });
+            }
+            Action::CloseOpened => {
+                self.search.opened = None;
+                self.search.opened_pages.clear();
+                self.search.pages_asked.clear();
+            }
+            Action::CopyAll => {
+                if let Some(pages) = self.search.opened.as_ref().and_then(|o| o.pages.clone()) {
+                    self.send(Command::CopyAll { pages });
+                }
+            }
+            Action::ShowPages(first, last) => self.show_pages(first, last),
+            Action::MoreResults => self.more_results(),
+            Action::Recover(location) => {
+                self.search.message = Some(("Recovering…".into(), false));
+                self.send(Command::Recover { location });
+            }
+            Action::SaveSettings => self.save_settings(),
+            Action::DownloadModel(name) => self.download_model(name),
+            Action::CancelDownload(name) => self.send(Command::CancelDownload { name }),
+            Action::DeleteModel(name) => {
+                if let Some(store) = self.models.store.clone() {
+                    self.send(Command::DeleteModel { store, name });
+                }
+            }
+            Action::OfflineFirstRun => {
+                self.form.local = true;
+                self.form.use_model_file = false;
+                self.form.local_model = DEFAULT_LOCAL_MODEL.to_owned();
+                self.save_settings();
+                self.download_model(DEFAULT_LOCAL_MODEL.to_owned());
+            }
+        }
+    }
+
+    fn header(&mut self, ui: &mut egui::Ui) {
+        ui.horizontal(|ui| {
+            for (page, label) in [
+                (Page::Dictation, "Dictation"),
+                (Page::Search, "Search"),
+                (Page::Settings, "Settings"),
+            ] {
+                if ui.selectable_label(self.page == page, label).clicked() {
+                    self.pending.push(Action::Page(page));
+                }
+            }
+        });
+        if let Some(note) = &self.tray_note {
+            ui.colored_label(ui.visuals().warn_fg_color, note);
+        }
+        if let Some((text, error)) = &self.notice {
+            let color = if *error {
+                ui.visuals().error_fg_color
+            } else {
+                ui.visuals().weak_text_color()
+            };
+            ui.colored_label(color, text);
+        }
+    }
+}

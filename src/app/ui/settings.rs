@@ -1,0 +1,649 @@
+//! The Settings page: the editable form, recognition and model downloads, first run.
+
+use super::*;
+
+/// The Settings page's editable copy.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SettingsForm {
+    pub api_key: String,
+    pub key_stored: bool,
+    pub base_url: String,
+    pub conversation: bool,
+    pub model: String,
+    pub language: String,
+    /// "Words Persyk should know", one per line.
+    pub keywords: String,
+    /// `near_field` (empty: the default), `far_field` or `off`.
+    pub noise_reduction: String,
+    /// `gpt-realtime-whisper`'s delay (empty: the provider's default).
+    pub delay: String,
+    pub device: String,
+    pub directory: String,
+    pub additional: String,
+    pub pre_roll_ms: u32,
+    pub hotkey: String,
+    pub push_to_talk: bool,
+    /// Recognition on this device (Whisper) instead of OpenAI.
+    pub local: bool,
+    /// The catalog model (when `use_model_file` is off).
+    pub local_model: String,
+    /// Use the model file at `model_path` instead of a catalog model.
+    pub use_model_file: bool,
+    pub model_path: String,
+    /// Inference threads; 0 = automatic.
+    pub local_threads: u32,
+    /// Start and stop sounds.
+    pub sounds: bool,
+}
+
+impl SettingsForm {
+    pub(super) fn from_settings(s: &Settings, key_stored: bool) -> SettingsForm {
+        SettingsForm {
+            api_key: String::new(),
+            key_stored,
+            base_url: s.provider.base_url.clone().unwrap_or_default(),
+            conversation: s.provider.mode.as_deref() == Some("conversation"),
+            model: s.provider.transcription_model.clone().unwrap_or_default(),
+            language: s.provider.language.clone().unwrap_or_default(),
+            keywords: s.provider.keywords.join("\n"),
+            noise_reduction: s.provider.noise_reduction.clone().unwrap_or_default(),
+            delay: s.provider.delay.clone().unwrap_or_default(),
+            device: s.capture.device.clone().unwrap_or_default(),
+            directory: s
+                .sessions
+                .directory
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            additional: s
+                .sessions
+                .additional_directories
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            pre_roll_ms: s.capture.pre_roll_ms,
+            hotkey: s
+                .hotkey
+                .keys
+                .clone()
+                .unwrap_or_else(|| crate::settings::DEFAULT_HOTKEY.to_owned()),
+            push_to_talk: s.hotkey.mode == HotkeyMode::PushToTalk,
+            local: s.recognition.engine == RecognitionEngine::Local,
+            local_model: match &s.recognition.local_model {
+                Some(m) if !m.contains('/') => m.trim().to_owned(),
+                _ => DEFAULT_LOCAL_MODEL.to_owned(),
+            },
+            use_model_file: s
+                .recognition
+                .local_model
+                .as_ref()
+                .is_some_and(|m| m.contains('/')),
+            model_path: s
+                .recognition
+                .local_model
+                .clone()
+                .filter(|m| m.contains('/'))
+                .unwrap_or_default(),
+            local_threads: s.recognition.local_threads.unwrap_or(0),
+            sounds: s.feedback.sounds_enabled(),
+        }
+    }
+
+    /// The settings this form describes, keeping whatever `base` has that the form does not
+    /// show (unknown keys included).
+    pub(super) fn to_settings(&self, base: &Settings) -> Settings {
+        let opt = |s: &str| {
+            let t = s.trim();
+            (!t.is_empty()).then(|| t.to_owned())
+        };
+        let mut s = base.clone();
+        s.provider.base_url = opt(&self.base_url);
+        // "dictation" is the default: written only if the file already named a mode.
+        s.provider.mode = if self.conversation {
+            Some("conversation".to_owned())
+        } else {
+            base.provider.mode.as_ref().map(|_| "dictation".to_owned())
+        };
+        s.provider.transcription_model = opt(&self.model);
+        s.provider.language = opt(&self.language);
+        s.provider.keywords = self.keywords.lines().filter_map(opt).collect();
+        s.provider.noise_reduction = opt(&self.noise_reduction);
+        s.provider.delay = opt(&self.delay);
+        s.capture.device = opt(&self.device);
+        s.capture.pre_roll_ms = self.pre_roll_ms;
+        s.sessions.directory = opt(&self.directory).map(PathBuf::from);
+        s.sessions.additional_directories = self
+            .additional
+            .lines()
+            .filter_map(opt)
+            .map(PathBuf::from)
+            .collect();
+        s.hotkey.keys = Some(self.hotkey.trim().to_owned());
+        s.hotkey.mode = if self.push_to_talk {
+            HotkeyMode::PushToTalk
+        } else {
+            HotkeyMode::Toggle
+        };
+        s.recognition.engine = if self.local {
+            RecognitionEngine::Local
+        } else {
+            RecognitionEngine::Openai
+        };
+        // The default model is written only if the file already named one.
+        s.recognition.local_model = if self.use_model_file {
+            opt(&self.model_path)
+        } else if self.local_model == DEFAULT_LOCAL_MODEL && base.recognition.local_model.is_none()
+        {
+            None
+        } else {
+            opt(&self.local_model)
+        };
+        s.recognition.local_threads = (self.local_threads > 0).then_some(self.local_threads);
+        // On is the default: written only when turned off or the file already said.
+        s.feedback.sounds = if self.sounds && base.feedback.sounds.is_none() {
+            None
+        } else {
+            Some(self.sounds)
+        };
+        s
+    }
+}
+
+impl PersykUi {
+    pub(super) fn settings_page(&mut self, ui: &mut egui::Ui) {
+        egui::ScrollArea::vertical()
+            .auto_shrink([false, false])
+            .show(ui, |ui| self.settings_page_ui(ui));
+    }
+
+    pub(super) fn settings_page_ui(&mut self, ui: &mut egui::Ui) {
+        if !self.form.key_stored && self.settings.recognition.engine == RecognitionEngine::Openai {
+            self.first_run_ui(ui);
+        }
+        self.recognition_ui(ui);
+        ui.separator();
+        match self.key_storage {
+            Some(s) if !s.survives_reboot() => {
+                ui.colored_label(ui.visuals().warn_fg_color, s.describe());
+            }
+            Some(s) => {
+                ui.label(RichText::new(s.describe()).small().weak());
+            }
+            None => {}
+        }
+        let default_root = crate::settings::default_root(crate::settings::is_dev())
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        if self.devices.is_none() && !self.devices_asked {
+            self.devices_asked = true;
+            self.send(Command::ListDevices);
+        }
+        let devices = self.devices.as_ref();
+        let f = &mut self.form;
+        let before = f.clone();
+        let mut switch_model = false;
+        egui::Grid::new("settings").num_columns(2).show(ui, |ui| {
+            let stored = f.key_stored;
+            field(ui, "API key", |ui| {
+                ui.add(
+                    egui::TextEdit::singleline(&mut f.api_key)
+                        .password(true)
+                        .hint_text(if stored {
+                            "stored (type to replace)"
+                        } else {
+                            "sk-…"
+                        }),
+                )
+            });
+            field(ui, "Provider base URL", |ui| {
+                ui.add(
+                    egui::TextEdit::singleline(&mut f.base_url)
+                        .hint_text("wss://api.openai.com/v1"),
+                )
+            });
+            ui.label("Mode");
+            ui.horizontal(|ui| {
+                ui.radio_value(&mut f.conversation, false, "Dictation");
+                ui.radio_value(&mut f.conversation, true, "Conversation");
+            });
+            ui.end_row();
+            field(ui, "Transcription model", |ui| {
+                let r = ui.add(
+                    egui::TextEdit::singleline(&mut f.model).hint_text(DEFAULT_TRANSCRIPTION_MODEL),
+                );
+                egui::ComboBox::from_label("Current models")
+                    .selected_text("choose")
+                    .show_ui(ui, |ui| {
+                        for m in TRANSCRIPTION_MODELS
+                            .iter()
+                            .filter(|m| m.retires_on.is_none())
+                        {
+                            ui.selectable_value(&mut f.model, m.name.to_owned(), m.name);
+                        }
+                    });
+                r
+            });
+            if let Some(day) = retires_on(f.model.trim()) {
+                ui.label("");
+                ui.horizontal(|ui| {
+                    ui.colored_label(
+                        ui.visuals().warn_fg_color,
+                        format!("{} stops working on {day}.", f.model.trim()),
+                    );
+                    if ui
+                        .button(format!("Switch to {DEFAULT_TRANSCRIPTION_MODEL}"))
+                        .clicked()
+                    {
+                        f.model = DEFAULT_TRANSCRIPTION_MODEL.to_owned();
+                        switch_model = true;
+                    }
+                });
+                ui.end_row();
+            }
+            if model_caps(f.model.trim()).delay {
+                field(ui, "Delay", |ui| {
+                    egui::ComboBox::from_id_salt("delay")
+                        .selected_text(if f.delay.is_empty() {
+                            "default"
+                        } else {
+                            &f.delay
+                        })
+                        .show_ui(ui, |ui| {
+                            ui.selectable_value(&mut f.delay, String::new(), "default");
+                            for d in DELAYS {
+                                ui.selectable_value(&mut f.delay, (*d).to_owned(), *d);
+                            }
+                        })
+                        .response
+                });
+            }
+            field(ui, "Language", |ui| {
+                ui.add(
+                    egui::TextEdit::singleline(&mut f.language)
+                        .hint_text("auto (or en; several: en, uk)"),
+                )
+            });
+            field(ui, "Words Persyk should know (one per line)", |ui| {
+                ui.add(egui::TextEdit::multiline(&mut f.keywords).desired_rows(2))
+            });
+            field(ui, "Noise reduction", |ui| {
+                let label = |v: &str| match v {
+                    "far_field" => "far field (room microphone)",
+                    "off" => "off",
+                    _ => "near field (headset, laptop)",
+                };
+                egui::ComboBox::from_id_salt("noise-reduction")
+                    .selected_text(label(&f.noise_reduction))
+                    .show_ui(ui, |ui| {
+                        for v in ["", "far_field", "off"] {
+                            ui.selectable_value(&mut f.noise_reduction, v.to_owned(), label(v));
+                        }
+                    })
+                    .response
+            });
+            field(ui, "Microphone", |ui| {
+                let selected = if f.device.is_empty() {
+                    "System default".to_owned()
+                } else if devices.is_some_and(|d| !d.contains(&f.device)) {
+                    format!("{} (not connected)", f.device)
+                } else {
+                    f.device.clone()
+                };
+                egui::ComboBox::from_id_salt("microphone")
+                    .selected_text(selected)
+                    .width(280.0)
+                    .show_ui(ui, |ui| {
+                        ui.selectable_value(&mut f.device, String::new(), "System default");
+                        match devices {
+                            Some(list) => {
+                                for d in list {
+                                    ui.selectable_value(&mut f.device, d.clone(), d);
+                                }
+                            }
+                            None => {
+                                ui.label("Looking for microphones…");
+                            }
+                        }
+                    })
+                    .response
+            });
+            field(ui, "Sessions folder", |ui| {
+                ui.add(egui::TextEdit::singleline(&mut f.directory).hint_text(&default_root))
+            });
+            field(ui, "Also search (one per line)", |ui| {
+                ui.add(egui::TextEdit::multiline(&mut f.additional).desired_rows(2))
+            });
+            field(ui, "Pre-roll (ms)", |ui| {
+                ui.add(egui::DragValue::new(&mut f.pre_roll_ms).range(0..=500))
+            });
+            field(ui, "Global hotkey", |ui| {
+                ui.add(egui::TextEdit::singleline(&mut f.hotkey).hint_text("empty: no hotkey"))
+            });
+            ui.label("Hotkey mode");
+            ui.horizontal(|ui| {
+                ui.radio_value(&mut f.push_to_talk, false, "Toggle");
+                ui.radio_value(&mut f.push_to_talk, true, "Push to talk");
+            });
+            ui.end_row();
+            ui.label("Sounds");
+            ui.checkbox(&mut f.sounds, "Play start and stop sounds");
+            ui.end_row();
+        });
+        if *f != before {
+            self.form_saved = false;
+        }
+        if ui.button("Save settings").clicked() || switch_model {
+            self.pending.push(Action::SaveSettings);
+        }
+        if let Some(e) = &self.form_error {
+            ui.colored_label(ui.visuals().error_fg_color, e);
+        } else if self.form_saved {
+            ui.label("Settings saved");
+        }
+        if let Some(note) = &self.hotkey_note {
+            ui.colored_label(ui.visuals().warn_fg_color, note);
+        }
+    }
+
+    /// No key yet and online recognition: both ways to start.
+    pub(super) fn first_run_ui(&mut self, ui: &mut egui::Ui) {
+        let size = self
+            .models
+            .store
+            .as_ref()
+            .and_then(|s| s.find(DEFAULT_LOCAL_MODEL))
+            .map(|m| format!(" ({})", fmt_mib(m.bytes)))
+            .unwrap_or_default();
+        let mut clicked = false;
+        ui.group(|ui| {
+            ui.strong("Welcome. Choose how Persyk turns speech into text:");
+            ui.colored_label(
+                ui.visuals().warn_fg_color,
+                "Online: Persyk needs an OpenAI API key to transcribe. Paste it below: it is \
+                 never written to a file or a session.",
+            );
+            ui.label(format!(
+                "Offline: download the Whisper model {DEFAULT_LOCAL_MODEL}{size} once and \
+                 dictate on this device, without a key or a network."
+            ));
+            clicked = ui
+                .add_enabled(
+                    self.models.store.is_some(),
+                    egui::Button::new(format!(
+                        "Download {DEFAULT_LOCAL_MODEL} and dictate offline"
+                    )),
+                )
+                .clicked();
+        });
+        if clicked {
+            self.pending.push(Action::OfflineFirstRun);
+        }
+    }
+
+    /// "Recognition": online or on this device, the model picker and threads.
+    pub(super) fn recognition_ui(&mut self, ui: &mut egui::Ui) {
+        let mut actions = Vec::new();
+        let before = self.form.clone();
+        ui.strong("Recognition");
+        ui.horizontal(|ui| {
+            ui.radio_value(&mut self.form.local, false, "OpenAI (online)");
+            ui.radio_value(&mut self.form.local, true, "On this device (Whisper)");
+        });
+        if self.form.local {
+            if self.models.store.is_some() && !self.models.asked {
+                self.models.asked = true;
+                if let Some(store) = self.models.store.clone() {
+                    self.send(Command::ListModels { store });
+                }
+            }
+            let f = &mut self.form;
+            let m = &self.models;
+            match &m.store {
+                None => {
+                    ui.colored_label(
+                        ui.visuals().warn_fg_color,
+                        "There is no data folder to keep models in; use a model file.",
+                    );
+                }
+                Some(store) => {
+                    ui.label(
+                        RichText::new(format!("Models folder: {}", store.dir().display()))
+                            .small()
+                            .weak(),
+                    );
+                    for model in store.catalog() {
+                        let state = m.rows.as_ref().and_then(|rows| {
+                            rows.iter()
+                                .find(|r| r.model.name == model.name)
+                                .map(|r| r.state)
+                        });
+                        ui.push_id(model.name, |ui| {
+                            ui.horizontal(|ui| {
+                                let chosen = !f.use_model_file && f.local_model == model.name;
+                                if ui
+                                    .radio(
+                                        chosen,
+                                        format!("{} ({})", model.name, fmt_mib(model.bytes)),
+                                    )
+                                    .clicked()
+                                {
+                                    f.use_model_file = false;
+                                    f.local_model = model.name.to_owned();
+                                }
+                                if let Some(p) = m.progress.get(model.name) {
+                                    ui.add(
+                                        egui::ProgressBar::new(p.fraction())
+                                            .desired_width(120.0)
+                                            .show_percentage(),
+                                    );
+                                    ui.label(match p.phase {
+                                        Phase::Checking => {
+                                            "Checking the partial download…".to_owned()
+                                        }
+                                        Phase::Downloading => format!(
+                                            "Downloading {} of {}",
+                                            fmt_mib(p.done_bytes),
+                                            fmt_mib(p.total_bytes)
+                                        ),
+                                    });
+                                    if ui.button("Cancel").clicked() {
+                                        actions.push(Action::CancelDownload(model.name.to_owned()));
+                                    }
+                                    return;
+                                }
+                                match state {
+                                    Some(ModelState::Installed) => {
+                                        ui.label("Downloaded");
+                                        if ui.button("Delete").clicked() {
+                                            actions
+                                                .push(Action::DeleteModel(model.name.to_owned()));
+                                        }
+                                    }
+                                    Some(other) => {
+                                        ui.label(match other {
+                                            ModelState::Partial { bytes } => {
+                                                format!("Partly downloaded ({})", fmt_mib(bytes))
+                                            }
+                                            ModelState::Damaged { .. } => {
+                                                "Damaged: download it again".to_owned()
+                                            }
+                                            _ => "Not downloaded".to_owned(),
+                                        });
+                                        if ui.button("Download").clicked() {
+                                            actions
+                                                .push(Action::DownloadModel(model.name.to_owned()));
+                                        }
+                                        if matches!(
+                                            other,
+                                            ModelState::Partial { .. } | ModelState::Damaged { .. }
+                                        ) && ui.button("Delete").clicked()
+                                        {
+                                            actions
+                                                .push(Action::DeleteModel(model.name.to_owned()));
+                                        }
+                                    }
+                                    None => {
+                                        ui.label(RichText::new("…").weak());
+                                    }
+                                }
+                            });
+                            ui.label(RichText::new(model.description).small().weak());
+                            if let Some((text, error)) = m.notes.get(model.name) {
+                                let color = if *error {
+                                    ui.visuals().error_fg_color
+                                } else {
+                                    ui.visuals().text_color()
+                                };
+                                ui.colored_label(color, text);
+                            }
+                        });
+                    }
+                }
+            }
+            if ui.radio(f.use_model_file, "Use a model file…").clicked() {
+                f.use_model_file = true;
+            }
+            egui::Grid::new("local-model")
+                .num_columns(2)
+                .show(ui, |ui| {
+                    field(ui, "Model file", |ui| {
+                        ui.add_enabled(
+                            f.use_model_file,
+                            egui::TextEdit::singleline(&mut f.model_path)
+                                .hint_text("/path/to/ggml-model.bin"),
+                        )
+                    });
+                    field(ui, "Threads (0 = automatic)", |ui| {
+                        ui.add(egui::DragValue::new(&mut f.local_threads).range(0..=64))
+                    });
+                });
+        }
+        if self.form != before {
+            self.form_saved = false;
+        }
+        self.pending.extend(actions);
+    }
+
+    pub(super) fn download_model(&mut self, name: String) {
+        if let Some(store) = self.models.store.clone() {
+            self.models.notes.remove(&name);
+            let total = store.find(&name).map_or(0, |m| m.bytes);
+            // Shown at once; the backend's reports replace it.
+            self.models.progress.insert(
+                name.clone(),
+                Progress {
+                    phase: Phase::Downloading,
+                    done_bytes: 0,
+                    total_bytes: total,
+                },
+            );
+            self.send(Command::DownloadModel { store, name });
+        }
+    }
+
+    pub(super) fn save_settings(&mut self) {
+        let settings = self.form.to_settings(&self.settings);
+        if let Err(e) = settings.validate() {
+            self.form_error = Some(e.to_string());
+            return;
+        }
+        if let Err(e) = hotkey::parse(&settings.hotkey) {
+            self.form_error = Some(e.to_string());
+            return;
+        }
+        self.form_error = None;
+        let key = self.form.api_key.trim();
+        let api_key = (!key.is_empty()).then(|| key.to_owned());
+        self.send(Command::SaveSettings {
+            settings: Box::new(settings),
+            api_key,
+        });
+    }
+}
+
+pub(super) fn fmt_mib(bytes: u64) -> String {
+    format!("{:.0} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+pub(super) fn describe_model_failure(code: &str) -> String {
+    let hint = match code {
+        "models.network" | "models.truncated" => "the connection dropped; Download resumes it",
+        "models.disk-full" => "the disk is full; free some space, then Download resumes it",
+        "models.hash-mismatch" => {
+            "the file did not match its pinned checksum; nothing was installed"
+        }
+        "models.size-mismatch" => "the server sent a file of the wrong size; nothing was installed",
+        "models.busy" => "it is being downloaded already",
+        "models.http-status" => "the server refused",
+        _ => "",
+    };
+    if hint.is_empty() {
+        format!("Failed ({code})")
+    } else {
+        format!("Failed: {hint} ({code})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_form_round_trips_and_keeps_unknown_keys() {
+        let mut s = Settings::default();
+        s.other.insert("future".into(), serde_json::json!({"x": 1}));
+        let form = SettingsForm::from_settings(&s, false);
+        let back = form.to_settings(&s);
+        assert_eq!(back.other, s.other);
+        assert_eq!(back.provider, s.provider);
+        assert_eq!(back.sessions, s.sessions);
+        assert_eq!(back.hotkey.keys.as_deref(), Some("Alt+Space"));
+    }
+
+    #[test]
+    fn the_recognition_choice_round_trips() {
+        let s = Settings::default();
+        let mut form = SettingsForm::from_settings(&s, false);
+        assert!(!form.local);
+        assert_eq!(form.local_model, DEFAULT_LOCAL_MODEL);
+        // The default model is not written out; another one, a file and threads are.
+        form.local = true;
+        let back = form.to_settings(&s);
+        assert_eq!(back.recognition.engine, RecognitionEngine::Local);
+        assert_eq!(back.recognition.local_model, None);
+        form.local_model = "small.en".into();
+        form.local_threads = 4;
+        let back = form.to_settings(&s);
+        assert_eq!(back.recognition.local_model.as_deref(), Some("small.en"));
+        assert_eq!(back.recognition.local_threads, Some(4));
+        form.use_model_file = true;
+        form.model_path = " /m/ggml-x.bin ".into();
+        let back = form.to_settings(&s);
+        assert_eq!(
+            back.recognition.local_model.as_deref(),
+            Some("/m/ggml-x.bin")
+        );
+        let again = SettingsForm::from_settings(&back, false);
+        assert!(again.use_model_file && again.local);
+        assert_eq!(again.model_path, "/m/ggml-x.bin");
+        assert_eq!(again.local_threads, 4);
+    }
+
+    #[test]
+    fn the_sounds_choice_round_trips() {
+        let s = Settings::default();
+        let mut form = SettingsForm::from_settings(&s, false);
+        assert!(form.sounds);
+        // On is the default and is not written out; off is.
+        assert_eq!(form.to_settings(&s).feedback.sounds, None);
+        form.sounds = false;
+        let back = form.to_settings(&s);
+        assert_eq!(back.feedback.sounds, Some(false));
+        assert!(!back.feedback.sounds_enabled());
+        let mut again = SettingsForm::from_settings(&back, false);
+        assert!(!again.sounds);
+        again.sounds = true;
+        assert_eq!(again.to_settings(&back).feedback.sounds, Some(true));
+    }
+}
