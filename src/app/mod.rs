@@ -35,7 +35,6 @@ pub mod shell;
 pub mod sounds;
 pub mod tray;
 pub mod ui;
-mod ui_after_dictation;
 
 use std::sync::Arc;
 

@@ -238,6 +238,7 @@ pub(super) fn done_status(ui: &mut egui::Ui, d: &DoneRec) {
         }
         None => {}
     }
+    super::after_dictation::paste_outcome(ui, d.paste.as_ref());
     ui.label(
         RichText::new(format!("Session: {}", f.session.display()))
             .small()

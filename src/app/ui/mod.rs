@@ -29,6 +29,7 @@
 //!   into view; pages more than [`history::PAGES_KEPT`] away are dropped; "Copy all" asks the backend,
 //!   which reads page by page.
 
+mod after_dictation;
 mod dictation;
 mod history;
 mod settings;
@@ -49,6 +50,7 @@ use self::virtual_list::{RowHeights, virtual_rows};
 use self::widgets::field;
 use super::backend::{BackendHandle, ShutdownStatus};
 use super::effects::{Effects, first_words};
+use super::paste::{PasteAvailability, PasteError};
 use super::hotkey;
 use super::model::{
     AudioOrigin, Command, Finished, Live, OpenedMessage, OpenedSession, ResultRow, SearchResults,
@@ -123,6 +125,8 @@ struct DoneRec {
     /// The engine's final view (messages with removals, gaps), when the engine ran.
     view: Option<EngineView>,
     clipboard: Option<Result<(), String>>,
+    /// The paste into the active app, when "After dictation" asked for one.
+    paste: Option<Result<(), PasteError>>,
     discarded: bool,
 }
 
@@ -162,6 +166,8 @@ enum Action {
     Copy(String),
     Remove(String),
     OpenMicrophoneSettings,
+    /// "After dictation": paste was chosen (ask for access), or open the Accessibility pane.
+    AfterDictation(after_dictation::AfterDictationRequest),
     AskDiscard,
     ConfirmDiscard,
     CancelDiscard,
@@ -232,6 +238,8 @@ pub struct PersykUi {
     /// Where the API key is kept (said on the Settings page).
     key_storage: Option<crate::credentials::KeyStorage>,
     models: ModelsView,
+    /// Whether pasting can work here (Settings → After dictation).
+    paste_availability: PasteAvailability,
 }
 
 impl PersykUi {
@@ -244,6 +252,7 @@ impl PersykUi {
         key_stored: bool,
     ) -> PersykUi {
         let form = SettingsForm::from_settings(&settings, key_stored);
+        let paste_availability = effects.paste_availability();
         PersykUi {
             backend,
             effects,
@@ -282,6 +291,7 @@ impl PersykUi {
                 store: ModelStore::from_env().ok(),
                 ..ModelsView::default()
             },
+            paste_availability,
         }
     }
 
@@ -616,12 +626,16 @@ impl PersykUi {
             finished,
             view,
             clipboard: None,
+            paste: None,
             discarded: false,
         };
         // Effects: the session is already saved whatever happens here.
         let text = done.finished.transcript.clone();
         if done.finished.error.is_none() && !text.trim().is_empty() {
-            let result = self.effects.copy(&text);
+            // Copied, then pasted into the focused app when "After dictation" says so.
+            let delivery = self.effects.deliver(&text, &self.settings.after_dictation);
+            done.paste = delivery.pasted;
+            let result = delivery.copied;
             if result.is_ok() {
                 self.effects
                     .notify("Transcription copied", &first_words(&text, 12));
@@ -703,6 +717,7 @@ impl PersykUi {
                     ));
                 }
             }
+            Action::AfterDictation(request) => self.after_dictation_request(request),
             Action::Remove(entry_id) => {
                 self.removals
                     .insert(entry_id.clone(), RemovalStatus::Waiting);

@@ -12,7 +12,8 @@
 
 use eframe::egui;
 
-use super::paste::PasteAvailability;
+use super::{Action, PersykUi};
+use crate::app::paste::{PRIVACY_ACCESSIBILITY_URL, PasteAvailability, PasteError};
 use crate::settings::{AfterAction, AfterDictationSettings};
 
 /// The section's part of the settings form.
@@ -99,6 +100,58 @@ pub fn after_dictation_section(
         }
     }
     request
+}
+
+impl PersykUi {
+    /// Settings → After dictation, below the form's grid.
+    pub(super) fn after_dictation_ui(&mut self, ui: &mut egui::Ui) {
+        if self.paste_availability == PasteAvailability::NeedsAccess {
+            // Cheap (`AXIsProcessTrusted`): notices access granted in System Settings.
+            self.paste_availability = self.effects.paste_availability();
+        }
+        if let Some(request) =
+            after_dictation_section(ui, &mut self.form.after, &self.paste_availability)
+        {
+            self.pending.push(Action::AfterDictation(request));
+        }
+    }
+
+    pub(super) fn after_dictation_request(&mut self, request: AfterDictationRequest) {
+        match request {
+            AfterDictationRequest::AskAccess => {
+                self.paste_availability = self.effects.request_paste_access();
+            }
+            AfterDictationRequest::OpenAccessibilitySettings => {
+                if let Err(reason) = self.effects.open_url(PRIVACY_ACCESSIBILITY_URL) {
+                    self.notice = Some((
+                        format!("System Settings could not be opened ({reason})"),
+                        true,
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// Under a finished recording: what became of the paste (nothing when none was asked).
+pub(super) fn paste_outcome(ui: &mut egui::Ui, paste: Option<&Result<(), PasteError>>) {
+    match paste {
+        Some(Ok(())) => {
+            ui.label("Pasted into the active app");
+        }
+        Some(Err(e)) => {
+            let why = match e {
+                PasteError::NotTrusted => NEEDS_ACCESS.to_owned(),
+                PasteError::Unavailable(why) => (*why).to_owned(),
+                PasteError::Failed(why) => format!("The paste keystroke could not be sent ({why})."),
+            };
+            ui.colored_label(
+                ui.visuals().warn_fg_color,
+                format!("Not pasted ({}): {why} The text is on the clipboard.", e.code()),
+            );
+        }
+        None => {}
+    }
 }
 
 #[cfg(test)]
