@@ -729,7 +729,11 @@ mod tests {
         assert_eq!(s.after_dictation.action, AfterAction::Copy);
         assert!(!s.after_dictation.pastes() && !s.after_dictation.restores());
         // The default is not written: files of earlier versions stay as they were.
-        assert!(!serde_json::to_string(&s).unwrap().contains("afterDictation"));
+        assert!(
+            !serde_json::to_string(&s)
+                .unwrap()
+                .contains("afterDictation")
+        );
 
         let text = r#"{"afterDictation":{"action":"paste","restoreClipboard":true}}"#;
         let s: Settings = serde_json::from_str(text).unwrap();

@@ -1,6 +1,6 @@
-//! Issue #14 item 1, "Paste into the app you were using", on a real X server.
+//! Issue #14 item 1, "Paste into the app you were using".
 //!
-//! Each test re-runs itself in a child process on a fresh Xvfb display (the hotkey library
+//! On a real X server: each `issue14_01_…` test with a Tk target re-runs itself in a child process on a fresh Xvfb display (the hotkey library
 //! and the clipboard read `DISPLAY`, which a multi-threaded test must not change). There a
 //! Tk window (`tests/paste_target.py`, python3-tk) holds keyboard focus in an entry; the app
 //! runs as the shell does (`Shell::tick` + `draw` in an egui_kittest harness, so the tray is
@@ -12,6 +12,11 @@
 //!
 //! Skipped, with a note, where Xvfb, xdotool or python3 with tkinter is missing (`scripts/
 //! setup` installs them).
+//!
+//! Without a display: a refused paste (a fake paster standing in for macOS without
+//! Accessibility access) is said in the window and the text stays on the clipboard; a
+//! dictation stopped in Persyk's own focused window is copied, not pasted; starting and
+//! stopping from the tray never shows or focuses the window.
 #![cfg(all(feature = "app", target_os = "linux"))]
 
 mod app_support;
@@ -23,11 +28,14 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use app_support::{MemKeys, ToneMic, scenario};
+use eframe::egui::{ViewportCommand, ViewportId};
 use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
 use persyk::app::backend::{BackendConfig, BackendHandle};
-use persyk::app::effects::SystemEffects;
+use persyk::app::effects::{Effects, SystemEffects};
 use persyk::app::model::Waker;
-use persyk::app::shell::{Shell, ShellOptions, TrayPort};
+use persyk::app::paste::{self, Delivery, PasteAvailability, PasteError, Paster, TextClipboard};
+use persyk::app::shell::{Shell, ShellEvent, ShellOptions, TrayPort};
 use persyk::app::tray::TrayState;
 use persyk::app::ui::PersykUi;
 use persyk::realtime::fake;
@@ -148,7 +156,9 @@ impl Target {
 
     fn line(&mut self) -> String {
         let mut line = String::new();
-        self.stdout.read_line(&mut line).expect("the Tk target answers");
+        self.stdout
+            .read_line(&mut line)
+            .expect("the Tk target answers");
         line.trim().to_owned()
     }
 
@@ -186,6 +196,10 @@ struct App {
 /// The shell over the real backend, the fake provider (one utterance, `SAID`), a tone as
 /// the microphone, the real effects (clipboard, XTest paster) and the real hotkey.
 fn app(after: AfterDictationSettings) -> App {
+    app_with(after, Box::new(SystemEffects::new()), false)
+}
+
+fn app_with(after: AfterDictationSettings, effects: Box<dyn Effects>, no_hotkey: bool) -> App {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("sessions");
     std::fs::create_dir_all(&root).unwrap();
@@ -219,19 +233,16 @@ fn app(after: AfterDictationSettings) -> App {
         waker.clone(),
     )
     .unwrap();
-    let ui = PersykUi::new(
-        backend,
-        Box::new(SystemEffects::new()),
-        waker,
-        settings,
-        true,
-    );
+    let ui = PersykUi::new(backend, effects, waker, settings, true);
     let syncs: Arc<Mutex<Vec<TrayState>>> = Arc::default();
     let tray = syncs.clone();
     let shell = Shell::with_tray(
         &eframe::egui::Context::default(),
         ui,
-        ShellOptions::default(),
+        ShellOptions {
+            no_hotkey,
+            ..ShellOptions::default()
+        },
         move |_| Ok(Box::new(NoTray(tray)) as Box<dyn TrayPort>),
     );
     let harness = Harness::builder()
@@ -391,4 +402,141 @@ fn issue14_01_without_put_back_the_transcript_stays_on_the_clipboard() {
     std::thread::sleep(Duration::from_millis(800));
     app.harness.step();
     assert_eq!(target.ask("clipboard")["clipboard"], SAID);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Without a display: the paste flow with a paster that fails, and where focus goes.
+
+/// A clipboard in memory and a paster that refuses (macOS without Accessibility access).
+#[derive(Clone, Default)]
+struct Untrusted {
+    clipboard: Arc<Mutex<Option<String>>>,
+}
+
+impl TextClipboard for Untrusted {
+    fn text(&mut self) -> Option<String> {
+        self.clipboard.lock().unwrap().clone()
+    }
+    fn set_text(&mut self, text: &str) -> Result<(), String> {
+        *self.clipboard.lock().unwrap() = Some(text.to_owned());
+        Ok(())
+    }
+}
+
+impl Paster for Untrusted {
+    fn availability(&self) -> PasteAvailability {
+        PasteAvailability::NeedsAccess
+    }
+    fn paste(&self) -> Result<(), PasteError> {
+        Err(PasteError::NotTrusted)
+    }
+}
+
+impl Effects for Untrusted {
+    fn copy(&mut self, text: &str) -> Result<(), String> {
+        self.set_text(text)
+    }
+    fn notify(&mut self, _title: &str, _body: &str) {}
+    fn deliver(&mut self, text: &str, after: &AfterDictationSettings) -> Delivery {
+        let paster = self.clone();
+        paste::deliver(self, &paster, text, after)
+    }
+    fn paste_availability(&self) -> PasteAvailability {
+        PasteAvailability::NeedsAccess
+    }
+}
+
+impl App {
+    /// Starts and stops a dictation from the tray icon; asserts that nothing on the way
+    /// showed or focused the window.
+    fn dictate_from_the_tray(&mut self) {
+        let post = self.harness.state().poster();
+        let unfocused = |a: &App| {
+            let commands = a
+                .harness
+                .output()
+                .viewport_output
+                .get(&ViewportId::ROOT)
+                .map(|v| v.commands.clone())
+                .unwrap_or_default();
+            assert!(
+                !commands
+                    .iter()
+                    .any(|c| matches!(c, ViewportCommand::Focus | ViewportCommand::Visible(true))),
+                "starting a dictation moved focus to Persyk: {commands:?}"
+            );
+        };
+        post(ShellEvent::TrayClick);
+        self.wait_until("the tray click to start a recording", |a| {
+            unfocused(a);
+            a.syncs.lock().unwrap().last() == Some(&TrayState::Recording)
+        });
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_millis(1500) {
+            self.harness.step();
+            unfocused(self);
+            std::thread::sleep(Duration::from_millis(15));
+        }
+        post(ShellEvent::TrayClick);
+        self.wait_until("the tray click to stop and finish it", |a| {
+            unfocused(a);
+            let v = a.harness.state().view();
+            !v.is_recording() && v.last_transcript().is_some()
+        });
+        self.harness.run();
+    }
+
+    fn says(&self, text: &str) -> bool {
+        self.harness
+            .query_all_by_label_contains(text)
+            .next()
+            .is_some()
+    }
+}
+
+/// Issue #14 item 1: a paste that cannot happen (no Accessibility access) never loses the
+/// text — it stays on the clipboard — and the window says so with the code and where to
+/// turn access on; starting from the tray never shows or focuses the window.
+#[test]
+fn issue14_01_a_refused_paste_is_said_and_the_text_stays_on_the_clipboard() {
+    let effects = Untrusted::default();
+    let mut app = app_with(
+        AfterDictationSettings {
+            action: AfterAction::Paste,
+            restore_clipboard: true,
+        },
+        Box::new(effects.clone()),
+        true,
+    );
+    *effects.clipboard.lock().unwrap() = Some(PREVIOUS.into());
+    app.dictate_from_the_tray();
+    assert_eq!(effects.clipboard.lock().unwrap().as_deref(), Some(SAID));
+    assert!(app.says("Not pasted (paste.not-trusted)"));
+    assert!(app.says("Privacy & Security > Accessibility"));
+    assert!(app.says("The text is on the clipboard"));
+}
+
+/// Issue #14 item 1: stopped while Persyk's own window has keyboard focus, a dictation is
+/// copied, not pasted (there is no other app to paste into; ⌘V would land in Persyk).
+#[test]
+fn issue14_01_with_persyks_window_focused_the_text_is_copied_not_pasted() {
+    let effects = Untrusted::default();
+    let mut app = app_with(
+        AfterDictationSettings {
+            action: AfterAction::Paste,
+            restore_clipboard: false,
+        },
+        Box::new(effects.clone()),
+        true,
+    );
+    app.harness
+        .input_mut()
+        .viewports
+        .entry(ViewportId::ROOT)
+        .or_default()
+        .focused = Some(true);
+    app.dictate_from_the_tray();
+    assert_eq!(effects.clipboard.lock().unwrap().as_deref(), Some(SAID));
+    assert!(!app.says("Not pasted"));
+    assert!(app.says("Copied to the clipboard"));
 }

@@ -90,8 +90,8 @@ pub trait Effects {
     /// the paste as unavailable.
     fn deliver(&mut self, text: &str, after: &AfterDictationSettings) -> Delivery {
         let copied = self.copy(text);
-        let pasted = (copied.is_ok() && after.pastes())
-            .then_some(Err(PasteError::Unavailable(NO_PASTER)));
+        let pasted =
+            (copied.is_ok() && after.pastes()).then_some(Err(PasteError::Unavailable(NO_PASTER)));
         Delivery {
             copied,
             pasted,

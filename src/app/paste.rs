@@ -502,24 +502,30 @@ mod tests {
             ..FakeClipboard::default()
         };
         let paster = FakePaster::new(PasteAvailability::Available, Ok(()));
-        let d = deliver(&mut clip, &paster, "hello", &after(AfterAction::Paste, true));
+        let d = deliver(
+            &mut clip,
+            &paster,
+            "hello",
+            &after(AfterAction::Paste, true),
+        );
         assert_eq!(d.pasted, Some(Ok(())));
         assert_eq!(d.restore.as_deref(), Some("before"));
         assert_eq!(clip.log, ["get", "set hello"]);
         assert_eq!(paster.pastes(), 1);
 
-        let d = deliver(&mut clip, &paster, "again", &after(AfterAction::Paste, false));
+        let d = deliver(
+            &mut clip,
+            &paster,
+            "again",
+            &after(AfterAction::Paste, false),
+        );
         assert_eq!((d.pasted, d.restore), (Some(Ok(())), None));
     }
 
     #[test]
     fn a_failed_paste_keeps_the_transcript_on_the_clipboard_with_a_code() {
         for (availability, result, code) in [
-            (
-                PasteAvailability::NeedsAccess,
-                Ok(()),
-                "paste.not-trusted",
-            ),
+            (PasteAvailability::NeedsAccess, Ok(()), "paste.not-trusted"),
             (
                 PasteAvailability::Unavailable(WAYLAND),
                 Ok(()),
@@ -536,7 +542,12 @@ mod tests {
                 ..FakeClipboard::default()
             };
             let paster = FakePaster::new(availability, result);
-            let d = deliver(&mut clip, &paster, "hello", &after(AfterAction::Paste, true));
+            let d = deliver(
+                &mut clip,
+                &paster,
+                "hello",
+                &after(AfterAction::Paste, true),
+            );
             assert_eq!(d.copied, Ok(()));
             assert_eq!(d.pasted.unwrap().unwrap_err().code(), code);
             // Nothing to put back: the transcript stays where the user can paste it.
@@ -552,7 +563,12 @@ mod tests {
             ..FakeClipboard::default()
         };
         let paster = FakePaster::new(PasteAvailability::Available, Ok(()));
-        let d = deliver(&mut clip, &paster, "hello", &after(AfterAction::Paste, true));
+        let d = deliver(
+            &mut clip,
+            &paster,
+            "hello",
+            &after(AfterAction::Paste, true),
+        );
         assert!(d.copied.is_err());
         assert_eq!((d.pasted, d.restore), (None, None));
         assert_eq!(paster.pastes(), 0);
@@ -584,8 +600,14 @@ mod tests {
             unix_availability(Some(":0"), Some("wayland-0"), Some("wayland")),
             Unavailable(WAYLAND)
         );
-        assert_eq!(unix_availability(Some(""), None, None), Unavailable(NO_DISPLAY));
-        assert_eq!(unix_availability(None, None, Some("tty")), Unavailable(NO_DISPLAY));
+        assert_eq!(
+            unix_availability(Some(""), None, None),
+            Unavailable(NO_DISPLAY)
+        );
+        assert_eq!(
+            unix_availability(None, None, Some("tty")),
+            Unavailable(NO_DISPLAY)
+        );
     }
 
     #[cfg(target_os = "linux")]

@@ -70,11 +70,7 @@ pub fn after_dictation_section(
     let was = form.paste;
     ui.radio_value(&mut form.paste, false, "Copy to the clipboard");
     ui.add_enabled_ui(can_paste, |ui| {
-        ui.radio_value(
-            &mut form.paste,
-            true,
-            "Copy and paste into the active app",
-        );
+        ui.radio_value(&mut form.paste, true, "Copy and paste into the active app");
         ui.add_enabled(
             form.paste,
             egui::Checkbox::new(
@@ -143,11 +139,16 @@ pub(super) fn paste_outcome(ui: &mut egui::Ui, paste: Option<&Result<(), PasteEr
             let why = match e {
                 PasteError::NotTrusted => NEEDS_ACCESS.to_owned(),
                 PasteError::Unavailable(why) => (*why).to_owned(),
-                PasteError::Failed(why) => format!("The paste keystroke could not be sent ({why})."),
+                PasteError::Failed(why) => {
+                    format!("The paste keystroke could not be sent ({why}).")
+                }
             };
             ui.colored_label(
                 ui.visuals().warn_fg_color,
-                format!("Not pasted ({}): {why} The text is on the clipboard.", e.code()),
+                format!(
+                    "Not pasted ({}): {why} The text is on the clipboard.",
+                    e.code()
+                ),
             );
         }
         None => {}

@@ -9,14 +9,17 @@
 //! [`Action`]s), the control surface the shell and tests drive, backend updates and the page
 //! header. One module per page renders it: [`dictation`] (start/stop, live transcript,
 //! finished recording), [`history`] (search and the opened session), [`settings`] (the form,
-//! recognition and models, first run). Shared pieces: [`widgets`] (labelled fields, match
+//! recognition and models, first run) with [`after_dictation`] (copy or paste, and the
+//! paste outcome under a finished recording). Shared pieces: [`widgets`] (labelled fields, match
 //! highlighting) and [`virtual_list`] (rows laid out only when in view). Pages are `impl
 //! PersykUi` blocks in their module, so the state stays in one place.
 //!
 //! Invariants:
 //! - Provisional text is drawn marked "not yet saved" and has no copy or remove control.
 //! - The clipboard only ever receives canonical text: a finished recording's surviving user
-//!   text, a published message, or an opened session's saved message.
+//!   text, a published message, or an opened session's saved message. Only a finished
+//!   recording's text is ever pasted (`Effects::deliver`), and not while Persyk's own
+//!   window has keyboard focus.
 //! - No timer runs while idle: repaints are requested only while a recording runs (meter and
 //!   elapsed time) or a search is debouncing.
 //! - Model downloads run in the backend; the Settings page only shows their `ModelProgress`
@@ -50,12 +53,12 @@ use self::virtual_list::{RowHeights, virtual_rows};
 use self::widgets::field;
 use super::backend::{BackendHandle, ShutdownStatus};
 use super::effects::{Effects, first_words};
-use super::paste::{PasteAvailability, PasteError};
 use super::hotkey;
 use super::model::{
     AudioOrigin, Command, Finished, Live, OpenedMessage, OpenedSession, ResultRow, SearchResults,
     Update, Waker,
 };
+use super::paste::{PasteAvailability, PasteError};
 use super::tray::TrayState;
 use crate::local::models::{ModelInfo, ModelState, ModelStore, Phase, Progress};
 use crate::realtime::engine::{EngineState, EngineView, RemovalOutcome};
@@ -240,6 +243,9 @@ pub struct PersykUi {
     models: ModelsView,
     /// Whether pasting can work here (Settings → After dictation).
     paste_availability: PasteAvailability,
+    /// Persyk's own window has keyboard focus (as of the last frame): a finished recording
+    /// is then copied, not pasted — there is no other app to paste into.
+    window_focused: bool,
 }
 
 impl PersykUi {
@@ -292,6 +298,7 @@ impl PersykUi {
                 ..ModelsView::default()
             },
             paste_availability,
+            window_focused: false,
         }
     }
 
@@ -453,6 +460,7 @@ impl PersykUi {
     /// Applies every waiting update; runs effects of finished recordings. Cheap when idle.
     pub fn process(&mut self, ctx: &egui::Context) {
         self.waker.attach(ctx);
+        self.window_focused = ctx.input(|i| i.viewport().focused == Some(true));
         while let Some(update) = self.backend.try_recv() {
             self.apply(update);
         }
@@ -632,8 +640,13 @@ impl PersykUi {
         // Effects: the session is already saved whatever happens here.
         let text = done.finished.transcript.clone();
         if done.finished.error.is_none() && !text.trim().is_empty() {
-            // Copied, then pasted into the focused app when "After dictation" says so.
-            let delivery = self.effects.deliver(&text, &self.settings.after_dictation);
+            // Copied, then pasted into the focused app when "After dictation" says so (not
+            // into Persyk's own window: stopped with its button, there is no other app).
+            let mut after = self.settings.after_dictation;
+            if self.window_focused {
+                after.action = crate::settings::AfterAction::Copy;
+            }
+            let delivery = self.effects.deliver(&text, &after);
             done.paste = delivery.pasted;
             let result = delivery.copied;
             if result.is_ok() {
