@@ -32,9 +32,9 @@ use eframe::egui::{ViewportCommand, ViewportId};
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use persyk::app::backend::{BackendConfig, BackendHandle};
-use persyk::app::effects::{Effects, SystemEffects};
+use persyk::app::effects::{Delivered, Effects, SystemEffects};
 use persyk::app::model::Waker;
-use persyk::app::paste::{self, Delivery, PasteAvailability, PasteError, Paster, TextClipboard};
+use persyk::app::paste::{self, PasteAvailability, PasteError, Paster, TextClipboard};
 use persyk::app::shell::{Shell, ShellEvent, ShellOptions, TrayPort};
 use persyk::app::tray::TrayState;
 use persyk::app::ui::PersykUi;
@@ -356,6 +356,7 @@ fn issue14_01_a_hotkey_dictation_is_pasted_into_the_focused_app() {
         a["entry"] == SAID
     });
     assert_eq!(state["focus"], true, "the entry lost keyboard focus");
+    app.wait_until("the window to say so", |a| a.says("Pasted into the active app"));
     // Put back after the paste (500 ms later), as read by another X client.
     wait_target(
         &mut target,
@@ -437,9 +438,14 @@ impl Effects for Untrusted {
         self.set_text(text)
     }
     fn notify(&mut self, _title: &str, _body: &str) {}
-    fn deliver(&mut self, text: &str, after: &AfterDictationSettings) -> Delivery {
+    fn deliver_transcript(
+        &mut self,
+        text: &str,
+        after: &AfterDictationSettings,
+        _wake: &Waker,
+    ) -> Delivered {
         let paster = self.clone();
-        paste::deliver(self, &paster, text, after)
+        Delivered::Now(paste::deliver(self, &paster, text, after))
     }
     fn paste_availability(&self) -> PasteAvailability {
         PasteAvailability::NeedsAccess

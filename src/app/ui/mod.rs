@@ -18,8 +18,8 @@
 //! - Provisional text is drawn marked "not yet saved" and has no copy or remove control.
 //! - The clipboard only ever receives canonical text: a finished recording's surviving user
 //!   text, a published message, or an opened session's saved message. Only a finished
-//!   recording's text is ever pasted (`Effects::deliver`), and not while Persyk's own
-//!   window has keyboard focus.
+//!   recording's text is ever pasted (`Effects::deliver_transcript`), and not while
+//!   Persyk's own window has keyboard focus.
 //! - No timer runs while idle: repaints are requested only while a recording runs (meter and
 //!   elapsed time) or a search is debouncing.
 //! - Model downloads run in the backend; the Settings page only shows their `ModelProgress`
@@ -52,13 +52,13 @@ use self::settings::describe_model_failure;
 use self::virtual_list::{RowHeights, virtual_rows};
 use self::widgets::field;
 use super::backend::{BackendHandle, ShutdownStatus};
-use super::effects::{Effects, first_words};
+use super::effects::{Delivered, Effects, first_words};
 use super::hotkey;
 use super::model::{
     AudioOrigin, Command, Finished, Live, OpenedMessage, OpenedSession, ResultRow, SearchResults,
     Update, Waker,
 };
-use super::paste::{PasteAvailability, PasteError};
+use super::paste::{Delivery, PasteAvailability, PasteError};
 use super::tray::TrayState;
 use crate::local::models::{ModelInfo, ModelState, ModelStore, Phase, Progress};
 use crate::realtime::engine::{EngineState, EngineView, RemovalOutcome};
@@ -130,6 +130,8 @@ struct DoneRec {
     clipboard: Option<Result<(), String>>,
     /// The paste into the active app, when "After dictation" asked for one.
     paste: Option<Result<(), PasteError>>,
+    /// The delivery (copy and paste) still running off the UI thread, by its id.
+    delivering: Option<u64>,
     discarded: bool,
 }
 
@@ -464,6 +466,14 @@ impl PersykUi {
         while let Some(update) = self.backend.try_recv() {
             self.apply(update);
         }
+        while let Some((id, delivery)) = self.effects.delivered() {
+            if let Dictation::Done(done) = &mut self.dictation
+                && done.delivering == Some(id)
+            {
+                done.delivering = None;
+                record_delivery(&mut *self.effects, done, delivery);
+            }
+        }
         if let Some(reason) = self.effects.failures() {
             self.notice = Some((
                 format!(
@@ -635,6 +645,7 @@ impl PersykUi {
             view,
             clipboard: None,
             paste: None,
+            delivering: None,
             discarded: false,
         };
         // Effects: the session is already saved whatever happens here.
@@ -646,16 +657,12 @@ impl PersykUi {
             if self.window_focused {
                 after.action = crate::settings::AfterAction::Copy;
             }
-            let delivery = self.effects.deliver(&text, &after);
-            done.paste = delivery.pasted;
-            let result = delivery.copied;
-            if result.is_ok() {
-                self.effects
-                    .notify("Transcription copied", &first_words(&text, 12));
-            } else if let Err(reason) = &result {
-                eprintln!("persyk: clipboard failed: {reason}");
+            match self.effects.deliver_transcript(&text, &after, &self.waker) {
+                Delivered::Now(delivery) => {
+                    record_delivery(&mut *self.effects, &mut done, delivery)
+                }
+                Delivered::Later(id) => done.delivering = Some(id),
             }
-            done.clipboard = Some(result);
             self.last_transcript = Some(text);
         }
         // Removal requests the recording never answered.
@@ -818,4 +825,17 @@ impl PersykUi {
             ui.colored_label(color, text);
         }
     }
+}
+
+/// Shows what became of a transcript's delivery; notifies once the copy succeeded.
+fn record_delivery(effects: &mut dyn Effects, done: &mut DoneRec, delivery: Delivery) {
+    match &delivery.copied {
+        Ok(()) => effects.notify(
+            "Transcription copied",
+            &first_words(&done.finished.transcript, 12),
+        ),
+        Err(reason) => eprintln!("persyk: clipboard failed: {reason}"),
+    }
+    done.clipboard = Some(delivery.copied);
+    done.paste = delivery.pasted;
 }
