@@ -356,7 +356,9 @@ fn issue14_01_a_hotkey_dictation_is_pasted_into_the_focused_app() {
         a["entry"] == SAID
     });
     assert_eq!(state["focus"], true, "the entry lost keyboard focus");
-    app.wait_until("the window to say so", |a| a.says("Pasted into the active app"));
+    app.wait_until("the window to say so", |a| {
+        a.says("Pasted into the active app")
+    });
     // Put back after the paste (500 ms later), as read by another X client.
     wait_target(
         &mut target,
