@@ -4,6 +4,10 @@
 //! - Tray, menu and hotkey callbacks run on other threads; they only queue a [`ShellEvent`]
 //!   (bounded) and request a repaint. [`Shell::logic`] applies them on the UI thread, also
 //!   while the window is hidden.
+//! - Starting or stopping a dictation from the hotkey or the tray icon never shows or
+//!   focuses the window (only the menu's Open, Search and Settings entries do): keyboard
+//!   focus stays in the app the user is typing in, where "After dictation → paste" puts
+//!   the text.
 //! - Closing the window hides it when a tray icon exists; without one, closing quits (the
 //!   app would otherwise be unreachable).
 //! - Quitting (menu, ⌘Q/Ctrl+Q, or closing without a tray) stops a running recording and

@@ -9,14 +9,17 @@
 //! [`Action`]s), the control surface the shell and tests drive, backend updates and the page
 //! header. One module per page renders it: [`dictation`] (start/stop, live transcript,
 //! finished recording), [`history`] (search and the opened session), [`settings`] (the form,
-//! recognition and models, first run). Shared pieces: [`widgets`] (labelled fields, match
+//! recognition and models, first run) with [`after_dictation`] (copy or paste, and the
+//! paste outcome under a finished recording). Shared pieces: [`widgets`] (labelled fields, match
 //! highlighting) and [`virtual_list`] (rows laid out only when in view). Pages are `impl
 //! PersykUi` blocks in their module, so the state stays in one place.
 //!
 //! Invariants:
 //! - Provisional text is drawn marked "not yet saved" and has no copy or remove control.
 //! - The clipboard only ever receives canonical text: a finished recording's surviving user
-//!   text, a published message, or an opened session's saved message.
+//!   text, a published message, or an opened session's saved message. Only a finished
+//!   recording's text is ever pasted (`Effects::deliver_transcript`), and not while
+//!   Persyk's own window has keyboard focus.
 //! - No timer runs while idle: repaints are requested only while a recording runs (meter and
 //!   elapsed time) or a search is debouncing.
 //! - Model downloads run in the backend; the Settings page only shows their `ModelProgress`
@@ -29,6 +32,7 @@
 //!   into view; pages more than [`history::PAGES_KEPT`] away are dropped; "Copy all" asks the backend,
 //!   which reads page by page.
 
+mod after_dictation;
 mod dictation;
 mod history;
 mod settings;
@@ -48,12 +52,13 @@ use self::settings::describe_model_failure;
 use self::virtual_list::{RowHeights, virtual_rows};
 use self::widgets::field;
 use super::backend::{BackendHandle, ShutdownStatus};
-use super::effects::{Effects, first_words};
+use super::effects::{Delivered, Effects, first_words};
 use super::hotkey;
 use super::model::{
     AudioOrigin, Command, Finished, Live, OpenedMessage, OpenedSession, ResultRow, SearchResults,
     Update, Waker,
 };
+use super::paste::{Delivery, PasteAvailability, PasteError};
 use super::tray::TrayState;
 use crate::local::models::{ModelInfo, ModelState, ModelStore, Phase, Progress};
 use crate::realtime::engine::{EngineState, EngineView, RemovalOutcome};
@@ -123,6 +128,10 @@ struct DoneRec {
     /// The engine's final view (messages with removals, gaps), when the engine ran.
     view: Option<EngineView>,
     clipboard: Option<Result<(), String>>,
+    /// The paste into the active app, when "After dictation" asked for one.
+    paste: Option<Result<(), PasteError>>,
+    /// The delivery (copy and paste) still running off the UI thread, by its id.
+    delivering: Option<u64>,
     discarded: bool,
 }
 
@@ -162,6 +171,8 @@ enum Action {
     Copy(String),
     Remove(String),
     OpenMicrophoneSettings,
+    /// "After dictation": paste was chosen (ask for access), or open the Accessibility pane.
+    AfterDictation(after_dictation::AfterDictationRequest),
     AskDiscard,
     ConfirmDiscard,
     CancelDiscard,
@@ -232,6 +243,11 @@ pub struct PersykUi {
     /// Where the API key is kept (said on the Settings page).
     key_storage: Option<crate::credentials::KeyStorage>,
     models: ModelsView,
+    /// Whether pasting can work here (Settings → After dictation).
+    paste_availability: PasteAvailability,
+    /// Persyk's own window has keyboard focus (as of the last frame): a finished recording
+    /// is then copied, not pasted — there is no other app to paste into.
+    window_focused: bool,
 }
 
 impl PersykUi {
@@ -244,6 +260,7 @@ impl PersykUi {
         key_stored: bool,
     ) -> PersykUi {
         let form = SettingsForm::from_settings(&settings, key_stored);
+        let paste_availability = effects.paste_availability();
         PersykUi {
             backend,
             effects,
@@ -282,6 +299,8 @@ impl PersykUi {
                 store: ModelStore::from_env().ok(),
                 ..ModelsView::default()
             },
+            paste_availability,
+            window_focused: false,
         }
     }
 
@@ -443,8 +462,17 @@ impl PersykUi {
     /// Applies every waiting update; runs effects of finished recordings. Cheap when idle.
     pub fn process(&mut self, ctx: &egui::Context) {
         self.waker.attach(ctx);
+        self.window_focused = ctx.input(|i| i.viewport().focused == Some(true));
         while let Some(update) = self.backend.try_recv() {
             self.apply(update);
+        }
+        while let Some((id, delivery)) = self.effects.delivered() {
+            if let Dictation::Done(done) = &mut self.dictation
+                && done.delivering == Some(id)
+            {
+                done.delivering = None;
+                record_delivery(&mut *self.effects, done, delivery);
+            }
         }
         if let Some(reason) = self.effects.failures() {
             self.notice = Some((
@@ -616,19 +644,25 @@ impl PersykUi {
             finished,
             view,
             clipboard: None,
+            paste: None,
+            delivering: None,
             discarded: false,
         };
         // Effects: the session is already saved whatever happens here.
         let text = done.finished.transcript.clone();
         if done.finished.error.is_none() && !text.trim().is_empty() {
-            let result = self.effects.copy(&text);
-            if result.is_ok() {
-                self.effects
-                    .notify("Transcription copied", &first_words(&text, 12));
-            } else if let Err(reason) = &result {
-                eprintln!("persyk: clipboard failed: {reason}");
+            // Copied, then pasted into the focused app when "After dictation" says so (not
+            // into Persyk's own window: stopped with its button, there is no other app).
+            let mut after = self.settings.after_dictation;
+            if self.window_focused {
+                after.action = crate::settings::AfterAction::Copy;
             }
-            done.clipboard = Some(result);
+            match self.effects.deliver_transcript(&text, &after, &self.waker) {
+                Delivered::Now(delivery) => {
+                    record_delivery(&mut *self.effects, &mut done, delivery)
+                }
+                Delivered::Later(id) => done.delivering = Some(id),
+            }
             self.last_transcript = Some(text);
         }
         // Removal requests the recording never answered.
@@ -703,6 +737,7 @@ impl PersykUi {
                     ));
                 }
             }
+            Action::AfterDictation(request) => self.after_dictation_request(request),
             Action::Remove(entry_id) => {
                 self.removals
                     .insert(entry_id.clone(), RemovalStatus::Waiting);
@@ -790,4 +825,17 @@ impl PersykUi {
             ui.colored_label(color, text);
         }
     }
+}
+
+/// Shows what became of a transcript's delivery; notifies once the copy succeeded.
+fn record_delivery(effects: &mut dyn Effects, done: &mut DoneRec, delivery: Delivery) {
+    match &delivery.copied {
+        Ok(()) => effects.notify(
+            "Transcription copied",
+            &first_words(&done.finished.transcript, 12),
+        ),
+        Err(reason) => eprintln!("persyk: clipboard failed: {reason}"),
+    }
+    done.clipboard = Some(delivery.copied);
+    done.paste = delivery.pasted;
 }

@@ -34,6 +34,8 @@ pub struct SettingsForm {
     pub local_threads: u32,
     /// Start and stop sounds.
     pub sounds: bool,
+    /// Copy only, or copy and paste.
+    pub after: super::after_dictation::AfterDictationForm,
 }
 
 impl SettingsForm {
@@ -87,6 +89,7 @@ impl SettingsForm {
                 .unwrap_or_default(),
             local_threads: s.recognition.local_threads.unwrap_or(0),
             sounds: s.feedback.sounds_enabled(),
+            after: super::after_dictation::AfterDictationForm::from_settings(&s.after_dictation),
         }
     }
 
@@ -146,6 +149,7 @@ impl SettingsForm {
         } else {
             Some(self.sounds)
         };
+        s.after_dictation = self.after.to_settings();
         s
     }
 }
@@ -330,6 +334,8 @@ impl PersykUi {
             ui.checkbox(&mut f.sounds, "Play start and stop sounds");
             ui.end_row();
         });
+        self.after_dictation_ui(ui);
+        let f = &mut self.form;
         if *f != before {
             self.form_saved = false;
         }
