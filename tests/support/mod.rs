@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod events;
+pub mod pulse;
 
 use std::path::{Path, PathBuf};
 
