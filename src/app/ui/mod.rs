@@ -51,8 +51,8 @@ use super::backend::{BackendHandle, ShutdownStatus};
 use super::effects::{Effects, first_words};
 use super::hotkey;
 use super::model::{
-    AudioOrigin, Command, Finished, Live, OpenedMessage, OpenedSession, ResultRow, SearchResults,
-    Update, Waker,
+    AudioOrigin, Command, Finished, Live, OpenedMessage, OpenedSession, RecentItem, ResultRow,
+    SearchResults, Update, Waker,
 };
 use super::tray::TrayState;
 use crate::local::models::{ModelInfo, ModelState, ModelStore, Phase, Progress};
@@ -65,6 +65,8 @@ use crate::settings::{DEFAULT_LOCAL_MODEL, HotkeyMode, RecognitionEngine, Settin
 
 /// Quiet time after typing before a search runs.
 pub const SEARCH_DEBOUNCE: Duration = Duration::from_millis(250);
+/// Transcriptions the menu-bar menu's "Recent" holds.
+pub const RECENT_LEN: usize = 5;
 /// Repaint cadence while a recording runs (level meter, elapsed time).
 const LIVE_REPAINT: Duration = Duration::from_millis(100);
 
@@ -152,6 +154,14 @@ struct SearchState {
     open_generation: u64,
     opening: bool,
     message: Option<(String, bool)>,
+    /// The row ↑/↓ selected (Enter opens it, ⌘C copies it).
+    selected: Option<usize>,
+    /// Scroll the selected row into view next frame.
+    scroll_to_selected: bool,
+    /// Give the search field the keyboard focus next frame.
+    focus_query: bool,
+    /// Each row's local day, time and duration (beside `results.rows`).
+    times: Vec<history::RowTime>,
 }
 
 /// What a click asks for; applied after the frame's layout.
@@ -170,6 +180,8 @@ enum Action {
     CloseOpened,
     /// Stream every user message of the opened session to the clipboard.
     CopyAll,
+    /// Copy a result row's surviving text without opening it.
+    CopyRow(ResultRow),
     /// The first and last page (by first message) of the opened session in view.
     ShowPages(usize, usize),
     MoreResults,
@@ -204,6 +216,9 @@ pub struct PersykUi {
     dictation: Dictation,
     removals: HashMap<String, RemovalStatus>,
     last_transcript: Option<String>,
+    /// The newest transcriptions (newest first, at most [`RECENT_LEN`]) for the menu-bar
+    /// menu: read from the history at start, then each finished recording goes first.
+    recent: Vec<RecentItem>,
     /// A one-line status (text, is_error) under the page tabs.
     notice: Option<(String, bool)>,
     confirm_discard: bool,
@@ -244,7 +259,7 @@ impl PersykUi {
         key_stored: bool,
     ) -> PersykUi {
         let form = SettingsForm::from_settings(&settings, key_stored);
-        PersykUi {
+        let mut ui = PersykUi {
             backend,
             effects,
             waker,
@@ -282,7 +297,10 @@ impl PersykUi {
                 store: ModelStore::from_env().ok(),
                 ..ModelsView::default()
             },
-        }
+            recent: Vec::new(),
+        };
+        ui.send(Command::Recent { limit: RECENT_LEN });
+        ui
     }
 
     // -----------------------------------------------------------------------------------
@@ -295,6 +313,7 @@ impl PersykUi {
     pub fn show_page(&mut self, page: Page) {
         if page == Page::Search && self.page != Page::Search {
             self.search.edited_at = None;
+            self.search.focus_query = true;
             self.run_search();
         }
         self.page = page;
@@ -343,6 +362,19 @@ impl PersykUi {
     pub fn copy_last(&mut self) {
         if let Some(t) = self.last_transcript.clone() {
             self.copy(&t);
+        }
+    }
+
+    /// The newest transcriptions, newest first (the menu-bar menu's "Recent").
+    pub fn recent(&self) -> &[RecentItem] {
+        &self.recent
+    }
+
+    /// Copies the `index`-th recent transcription (nothing when there is none).
+    pub fn copy_recent(&mut self, index: usize) {
+        if let Some(item) = self.recent.get(index) {
+            let text = item.text.clone();
+            self.copy(&text);
         }
     }
 
@@ -497,11 +529,12 @@ impl PersykUi {
                     },
                 );
             }
-            Update::Discarded { .. } => {
+            Update::Discarded { session } => {
                 if let Dictation::Done(d) = &mut self.dictation {
                     d.discarded = true;
                 }
                 self.last_transcript = None;
+                self.recent.retain(|r| r.session != session);
                 self.notice = Some(("The session was deleted".into(), false));
             }
             Update::DiscardFailed { code } => {
@@ -509,6 +542,7 @@ impl PersykUi {
             }
             Update::Results(results) => {
                 if results.generation == self.search.generation {
+                    let continued = results.continued;
                     match (&mut self.search.results, results.continued) {
                         (Some(shown), true) => {
                             shown.rows.extend(results.rows);
@@ -517,6 +551,7 @@ impl PersykUi {
                         }
                         _ => self.search.results = Some(*results),
                     }
+                    self.time_rows(continued);
                     self.search.waiting = false;
                 }
             }
@@ -551,6 +586,9 @@ impl PersykUi {
                 }
             }
             Update::CopyText(text) => match text {
+                Ok(t) if t.trim().is_empty() => {
+                    self.notice = Some(("This session has no text to copy".into(), false));
+                }
                 Ok(t) => self.copy(&t),
                 Err(code) => {
                     self.search.message =
@@ -567,6 +605,16 @@ impl PersykUi {
             }
             Update::RecoverFailed { code, .. } => {
                 self.search.message = Some((format!("Recovery failed ({code})"), true));
+            }
+            Update::Recent(items) => {
+                // A recording that finished meanwhile stays first.
+                for item in items {
+                    if self.recent.len() < RECENT_LEN
+                        && !self.recent.iter().any(|r| r.session == item.session)
+                    {
+                        self.recent.push(item);
+                    }
+                }
             }
             Update::Devices(list) => self.devices = Some(list),
             Update::SettingsSaved => {
@@ -629,6 +677,16 @@ impl PersykUi {
                 eprintln!("persyk: clipboard failed: {reason}");
             }
             done.clipboard = Some(result);
+            let session = done.finished.session.clone();
+            self.recent.retain(|r| r.session != session);
+            self.recent.insert(
+                0,
+                RecentItem {
+                    session,
+                    text: text.clone(),
+                },
+            );
+            self.recent.truncate(RECENT_LEN);
             self.last_transcript = Some(text);
         }
         // Removal requests the recording never answered.
@@ -656,6 +714,7 @@ impl PersykUi {
             });
             return;
         }
+        self.history_keys(ui.ctx());
         egui::Frame::central_panel(ui.style()).show(ui, |ui| {
             ui.set_min_size(ui.available_size());
             self.header(ui);
@@ -732,6 +791,10 @@ impl PersykUi {
                     leaf: row.leaf,
                 });
             }
+            Action::CopyRow(row) => self.send(Command::CopyRow {
+                location: row.location,
+                leaf: row.leaf,
+            }),
             Action::CloseOpened => {
                 self.search.opened = None;
                 self.search.opened_pages.clear();
