@@ -16,7 +16,8 @@
 //! Invariants:
 //! - Provisional text is drawn marked "not yet saved" and has no copy or remove control.
 //! - The clipboard only ever receives canonical text: a finished recording's surviving user
-//!   text, a published message, or an opened session's saved message.
+//!   text, a published message, an opened session's saved message, or a result row's or a
+//!   "Recent" entry's surviving user text (read from the saved session).
 //! - No timer runs while idle: repaints are requested only while a recording runs (meter and
 //!   elapsed time) or a search is debouncing.
 //! - Model downloads run in the backend; the Settings page only shows their `ModelProgress`
