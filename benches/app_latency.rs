@@ -168,7 +168,9 @@ fn side(
     ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let fake = rt.block_on(fake::spawn(scenario(recordings))).expect("fake");
+    let fake = rt
+        .block_on(fake::spawn(scenario(recordings)))
+        .expect("fake");
     let mut settings = Settings::default();
     settings.sessions.directory = Some(dir.clone());
     settings.provider.transcription_model = Some("gpt-transcribe".into());
@@ -235,7 +237,11 @@ impl Side {
             if let Some(t) = *self.stamp.lock().unwrap() {
                 break t;
             }
-            assert!(Instant::now() < deadline, "{}: capture never started", self.name);
+            assert!(
+                Instant::now() < deadline,
+                "{}: capture never started",
+                self.name
+            );
             std::thread::sleep(Duration::from_micros(200));
         };
         let deadline = Instant::now() + Duration::from_secs(30);

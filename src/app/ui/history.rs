@@ -132,8 +132,8 @@ impl PersykUi {
             self.pending.push(Action::Open(row));
             return;
         }
-        // A text selection in the field is the user's to copy (egui's own copy).
-        if !query_has_selection(ctx) && take_copy(ctx) {
+        // Text selected in the field or in a label is the user's to copy (egui's own copy).
+        if !query_has_selection(ctx) && !label_has_selection(ctx) && take_copy(ctx) {
             self.pending.push(Action::CopyRow(row));
         }
     }
@@ -281,6 +281,13 @@ fn query_has_selection(ctx: &egui::Context) -> bool {
         && egui::TextEdit::load_state(ctx, query_id())
             .and_then(|s| s.cursor.char_range())
             .is_some_and(|r| !r.is_empty())
+}
+
+/// Whether text is selected in a label (an excerpt, a title): ⌘C copies that instead.
+fn label_has_selection(ctx: &egui::Context) -> bool {
+    ctx.plugin::<egui::text_selection::LabelSelectionState>()
+        .lock()
+        .has_selection()
 }
 
 /// Takes ⌘C / Ctrl+C from this frame's input: winit sends it as `Event::Copy`, other
