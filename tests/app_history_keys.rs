@@ -394,3 +394,44 @@ fn issue14_04_rows_are_grouped_by_day_with_time_duration_and_a_copy_button() {
     let _ = &app.root;
     app.shutdown();
 }
+
+#[test]
+fn issue14_04_the_selected_row_is_scrolled_into_view() {
+    let f = fixture(None, Some("sk-test-app"), 5.0, |s| {
+        let root = s.sessions.directory.as_deref().unwrap();
+        for i in 10..40 {
+            write_session(
+                root,
+                &format!("{i}"),
+                &format!("2026-01-01T10:{i:02}:00.000Z"),
+                &[&format!("Row number {i}")],
+                None,
+            );
+        }
+    });
+    let height = 400.0;
+    let harness = Harness::builder()
+        .with_size(eframe::egui::vec2(640.0, height))
+        .build_ui_state(|ui, state: &mut PersykUi| state.ui(ui), f.ui);
+    let mut app = App {
+        harness,
+        effects: f.effects,
+        root: f.root,
+        _dir: f.dir,
+    };
+    app.harness.step();
+    app.click("Search");
+    app.wait_label("Row number 39");
+    // Newest first: the 25th row is "Row number 15", far below the window.
+    let target = "Row number 15";
+    assert!(app.y_of(target) > height, "starts out of view");
+    for _ in 0..25 {
+        app.key(Key::ArrowDown);
+    }
+    let y = app.y_of(target);
+    assert!((0.0..height).contains(&y), "scrolled into view (y = {y})");
+    app.key(Key::Enter);
+    app.wait_label("read-only, at leaf");
+    assert!(app.has_label(target));
+    app.shutdown();
+}

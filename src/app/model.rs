@@ -139,6 +139,9 @@ pub struct ResultRow {
     pub needs_recovery: bool,
 }
 
+/// Transcriptions the menu-bar menu's "Recent" holds.
+pub const RECENT_LEN: usize = 5;
+
 /// A recent transcription (the menu-bar menu's "Recent").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecentItem {

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use tray_icon::menu::{Menu, MenuEvent, MenuId, MenuItem, PredefinedMenuItem, Submenu};
 use tray_icon::{Icon, MouseButton, MouseButtonState, TrayIcon, TrayIconBuilder, TrayIconEvent};
 
+use super::model::RECENT_LEN;
 use super::shell::{MenuAction, ShellEvent};
-use super::ui::RECENT_LEN;
 
 /// Words of a transcription shown as its "Recent" label.
 pub const RECENT_LABEL_WORDS: usize = 8;

@@ -102,7 +102,10 @@ impl PersykUi {
             }
         }
         let count = self.search.results.as_ref().map_or(0, |r| r.rows.len());
-        if count == 0 {
+        // With a button or another widget focused, the keys are egui's (focus moves,
+        // Enter presses the button).
+        let free = ctx.memory(|m| m.focused().is_none_or(|id| id == query_id()));
+        if count == 0 || !free {
             return;
         }
         let (down, up) = ctx.input_mut(|i| {
@@ -221,7 +224,7 @@ impl PersykUi {
                     shown_day = Some(day);
                     let header = time.map_or_else(|| "No date".to_owned(), |t| t.day_label(today));
                     ui.add_space(4.0);
-                    ui.label(RichText::new(header).strong().heading());
+                    ui.label(RichText::new(header).strong());
                 }
                 let is_selected = selected == Some(i);
                 let frame = egui::Frame::new()

@@ -52,8 +52,8 @@ use super::backend::{BackendHandle, ShutdownStatus};
 use super::effects::{Effects, first_words};
 use super::hotkey;
 use super::model::{
-    AudioOrigin, Command, Finished, Live, OpenedMessage, OpenedSession, RecentItem, ResultRow,
-    SearchResults, Update, Waker,
+    AudioOrigin, Command, Finished, Live, OpenedMessage, OpenedSession, RECENT_LEN, RecentItem,
+    ResultRow, SearchResults, Update, Waker,
 };
 use super::tray::TrayState;
 use crate::local::models::{ModelInfo, ModelState, ModelStore, Phase, Progress};
@@ -66,8 +66,6 @@ use crate::settings::{DEFAULT_LOCAL_MODEL, HotkeyMode, RecognitionEngine, Settin
 
 /// Quiet time after typing before a search runs.
 pub const SEARCH_DEBOUNCE: Duration = Duration::from_millis(250);
-/// Transcriptions the menu-bar menu's "Recent" holds.
-pub const RECENT_LEN: usize = 5;
 /// Repaint cadence while a recording runs (level meter, elapsed time).
 const LIVE_REPAINT: Duration = Duration::from_millis(100);
 
