@@ -17,7 +17,8 @@
 //! Invariants:
 //! - Provisional text is drawn marked "not yet saved" and has no copy or remove control.
 //! - The clipboard only ever receives canonical text: a finished recording's surviving user
-//!   text, a published message, or an opened session's saved message. Only a finished
+//!   text, a published message, an opened session's saved message, or a result row's or a
+//!   "Recent" entry's surviving user text (read from the saved session). Only a finished
 //!   recording's text is ever pasted (`Effects::deliver_transcript`), and not while
 //!   Persyk's own window has keyboard focus.
 //! - No timer runs while idle: repaints are requested only while a recording runs (meter and
@@ -55,8 +56,8 @@ use super::backend::{BackendHandle, ShutdownStatus};
 use super::effects::{Delivered, Effects, first_words};
 use super::hotkey;
 use super::model::{
-    AudioOrigin, Command, Finished, Live, OpenedMessage, OpenedSession, ResultRow, SearchResults,
-    Update, Waker,
+    AudioOrigin, Command, Finished, Live, OpenedMessage, OpenedSession, RECENT_LEN, RecentItem,
+    ResultRow, SearchResults, Update, Waker,
 };
 use super::paste::{Delivery, PasteAvailability, PasteError};
 use super::tray::TrayState;
@@ -161,6 +162,14 @@ struct SearchState {
     open_generation: u64,
     opening: bool,
     message: Option<(String, bool)>,
+    /// The row ↑/↓ selected (Enter opens it, ⌘C copies it).
+    selected: Option<usize>,
+    /// Scroll the selected row into view next frame.
+    scroll_to_selected: bool,
+    /// Give the search field the keyboard focus next frame.
+    focus_query: bool,
+    /// Each row's local day, time and duration (beside `results.rows`).
+    times: Vec<history::RowTime>,
 }
 
 /// What a click asks for; applied after the frame's layout.
@@ -181,6 +190,8 @@ enum Action {
     CloseOpened,
     /// Stream every user message of the opened session to the clipboard.
     CopyAll,
+    /// Copy a result row's surviving text without opening it.
+    CopyRow(ResultRow),
     /// The first and last page (by first message) of the opened session in view.
     ShowPages(usize, usize),
     MoreResults,
@@ -215,6 +226,9 @@ pub struct PersykUi {
     dictation: Dictation,
     removals: HashMap<String, RemovalStatus>,
     last_transcript: Option<String>,
+    /// The newest transcriptions (newest first, at most [`RECENT_LEN`]) for the menu-bar
+    /// menu: read from the history at start, then each finished recording goes first.
+    recent: Vec<RecentItem>,
     /// A one-line status (text, is_error) under the page tabs.
     notice: Option<(String, bool)>,
     confirm_discard: bool,
@@ -261,7 +275,7 @@ impl PersykUi {
     ) -> PersykUi {
         let form = SettingsForm::from_settings(&settings, key_stored);
         let paste_availability = effects.paste_availability();
-        PersykUi {
+        let mut ui = PersykUi {
             backend,
             effects,
             waker,
@@ -301,7 +315,10 @@ impl PersykUi {
             },
             paste_availability,
             window_focused: false,
-        }
+            recent: Vec::new(),
+        };
+        ui.send(Command::Recent { limit: RECENT_LEN });
+        ui
     }
 
     // -----------------------------------------------------------------------------------
@@ -314,6 +331,7 @@ impl PersykUi {
     pub fn show_page(&mut self, page: Page) {
         if page == Page::Search && self.page != Page::Search {
             self.search.edited_at = None;
+            self.search.focus_query = true;
             self.run_search();
         }
         self.page = page;
@@ -362,6 +380,19 @@ impl PersykUi {
     pub fn copy_last(&mut self) {
         if let Some(t) = self.last_transcript.clone() {
             self.copy(&t);
+        }
+    }
+
+    /// The newest transcriptions, newest first (the menu-bar menu's "Recent").
+    pub fn recent(&self) -> &[RecentItem] {
+        &self.recent
+    }
+
+    /// Copies the `index`-th recent transcription (nothing when there is none).
+    pub fn copy_recent(&mut self, index: usize) {
+        if let Some(item) = self.recent.get(index) {
+            let text = item.text.clone();
+            self.copy(&text);
         }
     }
 
@@ -525,11 +556,12 @@ impl PersykUi {
                     },
                 );
             }
-            Update::Discarded { .. } => {
+            Update::Discarded { session } => {
                 if let Dictation::Done(d) = &mut self.dictation {
                     d.discarded = true;
                 }
                 self.last_transcript = None;
+                self.recent.retain(|r| r.session != session);
                 self.notice = Some(("The session was deleted".into(), false));
             }
             Update::DiscardFailed { code } => {
@@ -537,6 +569,7 @@ impl PersykUi {
             }
             Update::Results(results) => {
                 if results.generation == self.search.generation {
+                    let continued = results.continued;
                     match (&mut self.search.results, results.continued) {
                         (Some(shown), true) => {
                             shown.rows.extend(results.rows);
@@ -545,6 +578,7 @@ impl PersykUi {
                         }
                         _ => self.search.results = Some(*results),
                     }
+                    self.time_rows(continued);
                     self.search.waiting = false;
                 }
             }
@@ -579,6 +613,9 @@ impl PersykUi {
                 }
             }
             Update::CopyText(text) => match text {
+                Ok(t) if t.trim().is_empty() => {
+                    self.notice = Some(("This session has no text to copy".into(), false));
+                }
                 Ok(t) => self.copy(&t),
                 Err(code) => {
                     self.search.message =
@@ -595,6 +632,16 @@ impl PersykUi {
             }
             Update::RecoverFailed { code, .. } => {
                 self.search.message = Some((format!("Recovery failed ({code})"), true));
+            }
+            Update::Recent(items) => {
+                // A recording that finished meanwhile stays first.
+                for item in items {
+                    if self.recent.len() < RECENT_LEN
+                        && !self.recent.iter().any(|r| r.session == item.session)
+                    {
+                        self.recent.push(item);
+                    }
+                }
             }
             Update::Devices(list) => self.devices = Some(list),
             Update::SettingsSaved => {
@@ -663,6 +710,16 @@ impl PersykUi {
                 }
                 Delivered::Later(id) => done.delivering = Some(id),
             }
+            let session = done.finished.session.clone();
+            self.recent.retain(|r| r.session != session);
+            self.recent.insert(
+                0,
+                RecentItem {
+                    session,
+                    text: text.clone(),
+                },
+            );
+            self.recent.truncate(RECENT_LEN);
             self.last_transcript = Some(text);
         }
         // Removal requests the recording never answered.
@@ -690,6 +747,7 @@ impl PersykUi {
             });
             return;
         }
+        self.history_keys(ui.ctx());
         egui::Frame::central_panel(ui.style()).show(ui, |ui| {
             ui.set_min_size(ui.available_size());
             self.header(ui);
@@ -767,6 +825,10 @@ impl PersykUi {
                     leaf: row.leaf,
                 });
             }
+            Action::CopyRow(row) => self.send(Command::CopyRow {
+                location: row.location,
+                leaf: row.leaf,
+            }),
             Action::CloseOpened => {
                 self.search.opened = None;
                 self.search.opened_pages.clear();
