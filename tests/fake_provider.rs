@@ -54,6 +54,8 @@ const TESTED: &[&str] = &[
     "live-failures",
     "live-disconnect",
     "realtime-whisper",
+    // Driven through the real app by tests/app_journey.rs.
+    "journey",
 ];
 
 fn scenario_path(name: &str) -> PathBuf {

@@ -2,6 +2,8 @@
 //! and a fixture with a temp root, the fake provider on loopback and the real backend.
 #![allow(dead_code)]
 
+pub mod x11;
+
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 

@@ -1,0 +1,133 @@
+//! A real X server for the app's tests: an Xvfb display, running a test again in a child on
+//! it, keys pressed as a user would (xdotool), and `tests/paste_target.py`, a Tk window
+//! whose entry holds keyboard focus like the app a user dictates into.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+/// An Xvfb server on a free display (`.1`, e.g. `:7`), killed on drop.
+pub struct Xvfb(Child, pub String);
+
+impl Xvfb {
+    pub fn start() -> Option<Xvfb> {
+        let mut child = Command::new("Xvfb")
+            .args(["-displayfd", "1", "-screen", "0", "1024x768x24"])
+            .args(["-nolisten", "tcp"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("piped stdout"))
+            .read_line(&mut line)
+            .expect("Xvfb reports its display");
+        let n: u32 = line.trim().parse().expect("a display number");
+        Some(Xvfb(child, format!(":{n}")))
+    }
+}
+
+impl Drop for Xvfb {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub fn have(program: &str, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Runs test `name` again in a child on a fresh Xvfb display; `true` in the child.
+pub fn in_xvfb_child(name: &str) -> bool {
+    if std::env::var_os("PERSYK_TEST_XVFB_CHILD").is_some() {
+        return true;
+    }
+    // `xdotool version` fails without a display: only whether it runs at all counts.
+    let xdotool = Command::new("xdotool").arg("version").output().is_ok();
+    if !xdotool || !have("python3", &["-c", "import tkinter"]) {
+        eprintln!("SKIPPED: needs xdotool and python3-tk (scripts/setup installs them)");
+        return false;
+    }
+    let Some(x) = Xvfb::start() else {
+        eprintln!("SKIPPED: Xvfb is not installed (scripts/setup installs it)");
+        return false;
+    };
+    let out = Command::new(std::env::current_exe().expect("test binary"))
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env("PERSYK_TEST_XVFB_CHILD", "1")
+        .env("DISPLAY", &x.1)
+        .env_remove("WAYLAND_DISPLAY")
+        .env_remove("XDG_SESSION_TYPE")
+        .output()
+        .expect("run the test in a child");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "the test failed on Xvfb:\n{text}");
+    assert!(text.contains("1 passed"), "the child ran no test:\n{text}");
+    false
+}
+
+/// Presses a key combination on the X server of `DISPLAY`, as a user would.
+pub fn press(keys: &str) {
+    let ok = Command::new("xdotool")
+        .args(["key", keys])
+        .status()
+        .expect("xdotool");
+    assert!(ok.success(), "xdotool key {keys}");
+}
+
+/// The Tk window with the focused entry.
+pub struct Target {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Target {
+    pub fn start() -> Target {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/paste_target.py");
+        let mut child = Command::new("python3")
+            .arg(script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 tests/paste_target.py");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut t = Target {
+            child,
+            stdin,
+            stdout,
+        };
+        assert_eq!(t.line(), "\"ready\"", "the Tk entry never got focus");
+        t
+    }
+
+    pub fn line(&mut self) -> String {
+        let mut line = String::new();
+        self.stdout
+            .read_line(&mut line)
+            .expect("the Tk target answers");
+        line.trim().to_owned()
+    }
+
+    pub fn ask(&mut self, command: &str) -> serde_json::Value {
+        writeln!(self.stdin, "{command}").expect("the Tk target reads");
+        serde_json::from_str(&self.line()).expect("a JSON answer")
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
