@@ -11,7 +11,8 @@
 //! finished recording), [`history`] (search and the opened session), [`settings`] (the form,
 //! recognition and models, first run). Shared pieces: [`widgets`] (labelled fields, match
 //! highlighting) and [`virtual_list`] (rows laid out only when in view). Pages are `impl
-//! PersykUi` blocks in their module, so the state stays in one place.
+//! PersykUi` blocks in their module, so the state stays in one place. [`indicator`] is the
+//! recording indicator's content (a window of its own, shown by the shell).
 //!
 //! Invariants:
 //! - Provisional text is drawn marked "not yet saved" and has no copy or remove control.
@@ -31,6 +32,7 @@
 
 mod dictation;
 mod history;
+pub mod indicator;
 mod settings;
 mod virtual_list;
 mod widgets;
