@@ -88,6 +88,9 @@ pub struct ShellOptions {
     pub play_sounds: bool,
 }
 
+/// Passes that hide a `--hidden` window again after eframe may have shown it.
+const HIDE_PASSES: u8 = 2;
+
 /// What the shell and the indicator's viewport callback share.
 #[derive(Default)]
 struct IndicatorShared {
@@ -120,9 +123,10 @@ pub struct Shell {
     /// whether its Stop was clicked.
     indicator: Arc<Mutex<IndicatorShared>>,
     /// Started `--hidden` with a tray icon and not shown since: eframe shows a window after
-    /// the first frame it paints (and paints a hidden one where the platform does not report
-    /// it hidden, as on X11), so every ui pass says hidden again until the user opens it.
-    stay_hidden: bool,
+    /// the first frame it paints (it paints a hidden one where the platform does not report
+    /// it hidden, as on X11, or when asked to), so the next passes say hidden again. Counts
+    /// the passes left; `None` once the user opened the window.
+    stay_hidden: Option<u8>,
     /// The indicator's window was made a non-activating panel (macOS).
     #[cfg(target_os = "macos")]
     indicator_panel: bool,
@@ -167,7 +171,7 @@ impl Shell {
             }
         };
         // `--hidden` built the window invisible; without a tray it must be reachable.
-        let stay_hidden = options.hidden && tray.is_some();
+        let stay_hidden = (options.hidden && tray.is_some()).then_some(HIDE_PASSES);
         if options.hidden && tray.is_none() {
             ctx.send_viewport_cmd(egui::ViewportCommand::Visible(true));
         }
@@ -272,7 +276,7 @@ impl Shell {
         if let Some(p) = page {
             self.ui.show_page(p);
         }
-        self.stay_hidden = false;
+        self.stay_hidden = None;
         ctx.send_viewport_cmd(egui::ViewportCommand::Visible(true));
         ctx.send_viewport_cmd(egui::ViewportCommand::Focus);
         // An Accessory app stays behind the frontmost app unless it activates itself.
@@ -406,6 +410,10 @@ impl Shell {
             && ctx.input(|i| i.viewport().visible()) == Some(false)
         {
             ctx.send_viewport_cmd(egui::ViewportCommand::RequestPaintWhileHidden);
+            // That pass may be the first one eframe paints, after which it shows the window.
+            if self.stay_hidden.is_some() {
+                self.stay_hidden = Some(HIDE_PASSES);
+            }
         }
     }
 
@@ -424,8 +432,10 @@ impl Shell {
 
     /// Draws the window's content, and the recording indicator while a recording runs.
     pub fn draw(&mut self, ui: &mut egui::Ui) {
-        if self.stay_hidden {
-            // Applied after eframe's first-frame "show" (a no-op while already hidden).
+        if let Some(left @ 1..) = self.stay_hidden {
+            // Applied after eframe's first-frame "show" (a no-op while already hidden). Not
+            // on every pass: each command asks for another pass.
+            self.stay_hidden = Some(left - 1);
             ui.ctx()
                 .send_viewport_cmd(egui::ViewportCommand::Visible(false));
         }

@@ -62,6 +62,8 @@ pub struct Desktop {
     children: Vec<Child>,
     watcher: Option<zbus::blocking::Connection>,
     items: Items,
+    /// Tray registrations already returned by [`Desktop::wait_tray`].
+    items_seen: Mutex<usize>,
 }
 
 fn missing() -> Vec<&'static str> {
@@ -215,6 +217,7 @@ impl Desktop {
             children,
             watcher: Some(watcher),
             items,
+            items_seen: Mutex::new(0),
         })
     }
 
@@ -264,13 +267,17 @@ impl Desktop {
         std::fs::read_to_string(self.dir.path().join("app.log")).unwrap_or_default()
     }
 
-    /// Waits for the app's tray icon to register; returns its bus name.
+    /// Waits for the next app's tray icon to register; returns its bus name.
     pub fn wait_tray(&self) -> String {
         let start = Instant::now();
+        let mut seen = self.items_seen.lock().unwrap();
         loop {
-            if let Some(name) = self.items.lock().unwrap().first() {
-                return name.clone();
+            let items = self.items.lock().unwrap();
+            if items.len() > *seen {
+                *seen = items.len();
+                return items[items.len() - 1].clone();
             }
+            drop(items);
             assert!(
                 start.elapsed() < WAIT,
                 "no tray icon registered; app log:\n{}",
