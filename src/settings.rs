@@ -251,6 +251,48 @@ impl FeedbackSettings {
     }
 }
 
+/// What happens to a finished recording's transcript besides being saved.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum AfterAction {
+    /// Copy it to the clipboard (the default).
+    #[default]
+    Copy,
+    /// Copy it, then paste it into the app that has keyboard focus (⌘V / Ctrl+V).
+    Paste,
+}
+
+/// The `afterDictation` section.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AfterDictationSettings {
+    #[serde(default)]
+    pub action: AfterAction,
+    /// After pasting, put the clipboard's previous text back (only with `paste`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub restore_clipboard: bool,
+}
+
+impl AfterDictationSettings {
+    /// Whether the transcript is pasted after it is copied.
+    pub fn pastes(&self) -> bool {
+        self.action == AfterAction::Paste
+    }
+
+    /// Whether the previous clipboard text is put back after a paste.
+    pub fn restores(&self) -> bool {
+        self.pastes() && self.restore_clipboard
+    }
+
+    fn is_default(&self) -> bool {
+        *self == AfterDictationSettings::default()
+    }
+}
+
+fn is_false(v: &bool) -> bool {
+    !*v
+}
+
 /// How the global hotkey behaves.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -295,6 +337,13 @@ pub struct Settings {
     pub recognition: RecognitionSettings,
     #[serde(default)]
     pub feedback: FeedbackSettings,
+    /// Copy only, or copy and paste (absent from the file while it is the default).
+    #[serde(
+        default,
+        rename = "afterDictation",
+        skip_serializing_if = "AfterDictationSettings::is_default"
+    )]
+    pub after_dictation: AfterDictationSettings,
     /// Keys this version does not know, kept as they were.
     #[serde(flatten)]
     pub other: Map<String, Value>,
@@ -684,5 +733,36 @@ mod tests {
         let back: Settings = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
         assert_eq!(back, s);
         assert!(back.other.contains_key("future"));
+    }
+
+    #[test]
+    fn after_dictation_round_trips_and_defaults_to_copy() {
+        let s: Settings = serde_json::from_str("{}").unwrap();
+        assert_eq!(s.after_dictation.action, AfterAction::Copy);
+        assert!(!s.after_dictation.pastes() && !s.after_dictation.restores());
+        // The default is not written: files of earlier versions stay as they were.
+        assert!(
+            !serde_json::to_string(&s)
+                .unwrap()
+                .contains("afterDictation")
+        );
+
+        let text = r#"{"afterDictation":{"action":"paste","restoreClipboard":true}}"#;
+        let s: Settings = serde_json::from_str(text).unwrap();
+        assert!(s.after_dictation.pastes() && s.after_dictation.restores());
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(
+            json["afterDictation"],
+            serde_json::json!({"action": "paste", "restoreClipboard": true})
+        );
+        // "Put back" means nothing without pasting.
+        let copy_only = AfterDictationSettings {
+            action: AfterAction::Copy,
+            restore_clipboard: true,
+        };
+        assert!(!copy_only.restores());
+        // An action this version does not know is refused like any bad value.
+        let bad = r#"{"afterDictation":{"action":"type"}}"#;
+        assert!(serde_json::from_str::<Settings>(bad).is_err());
     }
 }

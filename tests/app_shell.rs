@@ -22,9 +22,10 @@ use persyk::app::ui::Page;
 use persyk::settings::HotkeyMode;
 
 type Syncs = Arc<Mutex<Vec<(TrayState, bool, bool)>>>;
+type RecentMenus = Arc<Mutex<Vec<Vec<String>>>>;
 
-/// Records what the shell shows, once per change.
-struct FakeTray(Syncs);
+/// Records what the shell shows, once per change, and each "Recent" submenu it is given.
+struct FakeTray(Syncs, RecentMenus);
 
 impl TrayPort for FakeTray {
     fn sync(&mut self, state: TrayState, recording: bool, can_copy: bool) {
@@ -33,12 +34,16 @@ impl TrayPort for FakeTray {
             v.push((state, recording, can_copy));
         }
     }
+    fn set_recent(&mut self, labels: &[String]) {
+        self.1.lock().unwrap().push(labels.to_vec());
+    }
 }
 
 struct ShellApp {
     harness: Harness<'static, Shell>,
     post: Post,
     syncs: Syncs,
+    recent: RecentMenus,
     fixture_rest: (tempfile::TempDir, std::path::PathBuf),
     _fake: Option<(tokio::runtime::Runtime, persyk::realtime::fake::FakeServer)>,
     copies: Arc<Mutex<Vec<String>>>,
@@ -46,6 +51,7 @@ struct ShellApp {
 
 fn shell(f: Fixture, with_tray: bool) -> ShellApp {
     let syncs: Syncs = Arc::default();
+    let recent: RecentMenus = Arc::default();
     let Fixture {
         ui,
         effects,
@@ -55,6 +61,7 @@ fn shell(f: Fixture, with_tray: bool) -> ShellApp {
         ..
     } = f;
     let tray_syncs = syncs.clone();
+    let tray_recent = recent.clone();
     // The shell's own wake-ups go to a context of their own; the test steps the harness.
     let shell = Shell::with_tray(
         &eframe::egui::Context::default(),
@@ -66,7 +73,7 @@ fn shell(f: Fixture, with_tray: bool) -> ShellApp {
         },
         move |_post| {
             if with_tray {
-                Ok(Box::new(FakeTray(tray_syncs)) as Box<dyn TrayPort>)
+                Ok(Box::new(FakeTray(tray_syncs, tray_recent)) as Box<dyn TrayPort>)
             } else {
                 Err(TrayError::NoHost)
             }
@@ -87,6 +94,7 @@ fn shell(f: Fixture, with_tray: bool) -> ShellApp {
         harness,
         post,
         syncs,
+        recent,
         fixture_rest: (dir, root),
         _fake: fake,
         copies: effects.copies,
@@ -141,6 +149,11 @@ impl ShellApp {
 
     fn saw(&self, state: TrayState) -> bool {
         self.syncs.lock().unwrap().iter().any(|s| s.0 == state)
+    }
+
+    /// The "Recent" labels the tray shows now.
+    fn recent_menu(&self) -> Option<Vec<String>> {
+        self.recent.lock().unwrap().last().cloned()
     }
 
     fn root(&self) -> &Path {
@@ -346,4 +359,89 @@ fn quitting_from_the_menu_finishes_a_running_recording_first() {
     assert_eq!(files.len(), 1);
     assert!(files[0].contains("\"recording.finished\""));
     assert!(files[0].contains("Said through the tray."));
+}
+
+/// A saved session with one user message `text`, created at `created`.
+fn saved_session(root: &Path, n: usize, created: &str, text: &str) {
+    let dir = root.join(format!("saved-{n}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let id = format!("00000000-0000-4000-8000-{n:012}");
+    std::fs::write(
+        dir.join("session.jsonl"),
+        format!(
+            "{{\"type\":\"session\",\"version\":1,\"id\":\"{id}\",\"timestamp\":\"{created}\"}}\n\
+             {{\"type\":\"message\",\"id\":\"{id}-m\",\"parentId\":null,\"timestamp\":\"{created}\",\
+             \"message\":{{\"role\":\"user\",\"timestamp\":1,\"content\":[{{\"type\":\"text\",\"text\":\"{text}\"}}]}}}}\n"
+        ),
+    )
+    .unwrap();
+}
+
+#[test]
+fn issue14_04_recent_lists_the_last_five_transcriptions_and_a_click_copies() {
+    let mut app = shell(
+        fixture(Some(dictation_scenario()), Some("sk-test"), 30.0, |s| {
+            let root = s.sessions.directory.clone().unwrap();
+            // Six saved sessions (the oldest falls off), and an empty one (no text: left out).
+            for n in 1..=6 {
+                saved_session(
+                    &root,
+                    n,
+                    &format!("2026-01-0{n}T10:00:00.000Z"),
+                    &format!("Saved note number {n} with more words than a menu label shows"),
+                );
+            }
+            let empty = root.join("saved-7");
+            std::fs::create_dir_all(&empty).unwrap();
+            std::fs::write(
+                empty.join("session.jsonl"),
+                "{\"type\":\"session\",\"version\":1,\"id\":\"00000000-0000-4000-8000-000000000007\",\
+                 \"timestamp\":\"2026-01-07T10:00:00.000Z\"}\n",
+            )
+            .unwrap();
+        }),
+        true,
+    );
+    // At start, from the history: newest first, first words as labels.
+    app.wait_until("Recent from the history", |a| {
+        a.recent_menu().is_some_and(|m| m.len() == 5)
+    });
+    let menu = app.recent_menu().unwrap();
+    assert_eq!(menu[0], "Saved note number 6 with more words than…");
+    assert_eq!(menu[4], "Saved note number 2 with more words than…");
+    // A click copies the full surviving text.
+    (app.post)(ShellEvent::Menu(MenuAction::Recent(1)));
+    app.step();
+    assert_eq!(
+        app.copies.lock().unwrap().clone(),
+        vec!["Saved note number 5 with more words than a menu label shows".to_owned()]
+    );
+
+    // A finished recording goes first; the list stays five long.
+    (app.post)(ShellEvent::TrayClick);
+    app.wait_until("a canonical message", |a| {
+        a.harness
+            .query_all_by_label("Said through the tray.")
+            .next()
+            .is_some()
+    });
+    (app.post)(ShellEvent::TrayClick);
+    app.wait_until("idle with something to copy", |a| {
+        a.last_sync() == Some((TrayState::Idle, false, true))
+    });
+    let menu = app.recent_menu().unwrap();
+    assert_eq!(menu.len(), 5);
+    assert_eq!(menu[0], "Said through the tray.");
+    assert_eq!(menu[1], "Saved note number 6 with more words than…");
+    (app.post)(ShellEvent::Menu(MenuAction::Recent(0)));
+    app.step();
+    assert_eq!(
+        app.copies.lock().unwrap().last().map(String::as_str),
+        Some("Said through the tray.")
+    );
+    // A slot past the end copies nothing.
+    let copies = app.copies.lock().unwrap().len();
+    (app.post)(ShellEvent::Menu(MenuAction::Recent(7)));
+    app.step();
+    assert_eq!(app.copies.lock().unwrap().len(), copies);
 }

@@ -10,25 +10,16 @@
 //!   `scripts/make-sounds --check` the same for the start/stop cues.
 //! - `scripts/bundle-macos` is valid bash, and off macOS it refuses with exit code 2.
 
+mod support;
+
 use std::collections::HashMap;
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Command;
 
 const TRAY_ICONS: [&str; 5] = ["idle", "connecting", "recording", "finishing", "error"];
 
-fn repo(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
-
-fn show(out: &Output) -> String {
-    format!(
-        "status: {}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use support::{repo, show};
 
 // --- Info.plist -----------------------------------------------------------------------------
 

@@ -5,11 +5,12 @@
 //! works, validates it with `scripts/validate-realtime-events.py` (install with
 //! `scripts/setup-python`); otherwise it prints a note and skips only that part.
 
-use std::io::{BufRead as _, Write as _};
+mod support;
+
+use std::io::BufRead as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{ChildStdin, Command, Stdio};
-use std::sync::{Mutex, OnceLock, PoisonError, mpsc};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -333,86 +334,6 @@ fn chain(pairs: &[(String, Option<String>)]) -> Vec<(&str, Option<&str>)> {
 // Dumps and the validator
 // ---------------------------------------------------------------------------------------------
 
-fn python_has_openai() -> bool {
-    Command::new("python3")
-        .args(["-c", "import openai"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// One `validate-realtime-events.py --serve` process for the whole test binary (importing
-/// openai takes a second; each dump then takes milliseconds). It exits when the test binary
-/// does and its stdin closes.
-struct Validator {
-    stdin: ChildStdin,
-    answers: mpsc::Receiver<String>,
-}
-
-fn validator() -> Option<&'static Mutex<Validator>> {
-    static VALIDATOR: OnceLock<Option<Mutex<Validator>>> = OnceLock::new();
-    VALIDATOR
-        .get_or_init(|| {
-            if !python_has_openai() {
-                return None;
-            }
-            let script =
-                Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/validate-realtime-events.py");
-            let mut child = Command::new("python3")
-                .arg(script)
-                .arg("--serve")
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .spawn()
-                .expect("start the validator");
-            let stdin = child.stdin.take().expect("validator stdin");
-            let stdout = child.stdout.take().expect("validator stdout");
-            let (tx, answers) = mpsc::channel();
-            std::thread::spawn(move || {
-                for line in std::io::BufReader::new(stdout)
-                    .lines()
-                    .map_while(Result::ok)
-                {
-                    if tx.send(line).is_err() {
-                        break;
-                    }
-                }
-                let _ = child.wait();
-            });
-            Some(Mutex::new(Validator { stdin, answers }))
-        })
-        .as_ref()
-}
-
-/// Validates a dump with the openai models; `None` (and a note) when openai is missing.
-fn validate(path: &Path) -> Option<String> {
-    let Some(validator) = validator() else {
-        eprintln!(
-            "note: python3 cannot import openai; skipping the event validation of {} \
-             (run scripts/setup-python)",
-            path.display()
-        );
-        return None;
-    };
-    let mut v = validator.lock().unwrap_or_else(PoisonError::into_inner);
-    writeln!(v.stdin, "{}", path.display()).expect("ask the validator");
-    v.stdin.flush().expect("ask the validator");
-    let line = v
-        .answers
-        .recv_timeout(Duration::from_secs(60))
-        .expect("the validator answers within 60 s");
-    let answer: Value = serde_json::from_str(&line).expect("the validator answers JSON");
-    let report = answer["report"].as_str().unwrap_or("").to_owned();
-    assert_eq!(
-        answer["ok"],
-        true,
-        "{} does not validate:\n{report}",
-        path.display()
-    );
-    Some(report)
-}
-
 /// Writes the dump (audio truncated), checks the key never reached it, validates it.
 fn check_dump(log: &FakeLog, name: &str) -> Option<String> {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -427,7 +348,7 @@ fn check_dump(log: &FakeLog, name: &str) -> Option<String> {
         !text.contains("Bearer sk-"),
         "a bearer header leaked into the dump"
     );
-    validate(&path)
+    support::events::validate_dump(&path)
 }
 
 fn finished_as(log: &FakeLog, conn: usize, end: ConnectionEnd) {
@@ -1059,7 +980,7 @@ async fn cli_fake_provider() {
         text.contains("\"truncated\""),
         "audio is truncated in CLI dumps"
     );
-    validate(&dump);
+    support::events::validate_dump(&dump);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1068,22 +989,10 @@ async fn cli_fake_provider() {
 
 /// The validator's verdict on a dump (`None` without openai), without asserting it.
 fn verdict(log: &FakeLog, name: &str) -> Option<(bool, String)> {
-    let validator = validator()?;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join(format!("{name}.jsonl"));
     log.write_jsonl(&path, true).expect("write the dump");
-    let mut v = validator.lock().unwrap_or_else(PoisonError::into_inner);
-    writeln!(v.stdin, "{}", path.display()).expect("ask the validator");
-    v.stdin.flush().expect("ask the validator");
-    let line = v
-        .answers
-        .recv_timeout(Duration::from_secs(60))
-        .expect("the validator answers within 60 s");
-    let answer: Value = serde_json::from_str(&line).expect("the validator answers JSON");
-    Some((
-        answer["ok"] == true,
-        answer["report"].as_str().unwrap_or("").to_owned(),
-    ))
+    support::events::verdict(&path)
 }
 
 /// Appends `ms` of audio in 100 ms events (the last one shorter).

@@ -21,13 +21,15 @@
 //! Audio is PCM16 LE mono 24 kHz noise over a tone, different in every 100 ms chunk, so a
 //! media reference that points at the wrong range cannot match by accident.
 
+mod support;
+
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufRead as _, BufWriter, Write as _};
+use std::io::{BufRead as _, BufWriter};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{ChildStdin, Command, Stdio};
-use std::sync::{Mutex, OnceLock, PoisonError, mpsc};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -746,83 +748,6 @@ fn assert_no_duplicates_or_resurrections(s: &Session) {
 // The fake's dump and the validator
 // ---------------------------------------------------------------------------------------------
 
-fn python_has_openai() -> bool {
-    Command::new("python3")
-        .args(["-c", "import openai"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// One `validate-realtime-events.py --serve` for the whole binary (importing openai is slow).
-struct Validator {
-    stdin: ChildStdin,
-    answers: mpsc::Receiver<String>,
-}
-
-fn validator() -> Option<&'static Mutex<Validator>> {
-    static VALIDATOR: OnceLock<Option<Mutex<Validator>>> = OnceLock::new();
-    VALIDATOR
-        .get_or_init(|| {
-            if !python_has_openai() {
-                return None;
-            }
-            let script =
-                Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/validate-realtime-events.py");
-            let mut child = Command::new("python3")
-                .arg(script)
-                .arg("--serve")
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .spawn()
-                .expect("start the validator");
-            let stdin = child.stdin.take().expect("validator stdin");
-            let stdout = child.stdout.take().expect("validator stdout");
-            let (tx, answers) = mpsc::channel();
-            std::thread::spawn(move || {
-                for line in std::io::BufReader::new(stdout)
-                    .lines()
-                    .map_while(Result::ok)
-                {
-                    if tx.send(line).is_err() {
-                        break;
-                    }
-                }
-                let _ = child.wait();
-            });
-            Some(Mutex::new(Validator { stdin, answers }))
-        })
-        .as_ref()
-}
-
-/// Validates a dump with the openai models; a note instead when openai is missing.
-fn validate_dump(path: &Path) {
-    let Some(validator) = validator() else {
-        eprintln!(
-            "note: python3 cannot import openai; skipping the event validation of {} \
-             (run scripts/setup-python)",
-            path.display()
-        );
-        return;
-    };
-    let mut v = validator.lock().unwrap_or_else(PoisonError::into_inner);
-    writeln!(v.stdin, "{}", path.display()).expect("ask the validator");
-    v.stdin.flush().expect("ask the validator");
-    let line = v
-        .answers
-        .recv_timeout(Duration::from_secs(60))
-        .expect("the validator answers within 60 s");
-    let answer: Value = serde_json::from_str(&line).expect("the validator answers JSON");
-    assert_eq!(
-        answer["ok"],
-        true,
-        "{} does not validate:\n{}",
-        path.display(),
-        answer["report"].as_str().unwrap_or("")
-    );
-}
-
 /// Writes the fake's dump, checks the key never reached it, validates it.
 fn check_dump(log: &FakeLog, name: &str) {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -835,7 +760,7 @@ fn check_dump(log: &FakeLog, name: &str) {
         assert_eq!(c.authorization.len, "Bearer ".len() + KEY.len());
         assert_eq!(c.openai_beta, None, "GA protocol");
     }
-    validate_dump(&path);
+    support::events::validate_dump(&path);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1896,7 +1821,7 @@ fn assert_no_secret_output(run: &CliRun) {
 fn check_cli_media(run: &CliRun, s: &Session) {
     let dump = std::fs::read_to_string(&run.dump).expect("the dump is written");
     assert!(leak(dump.as_bytes(), KEY).is_none());
-    validate_dump(&run.dump);
+    support::events::validate_dump(&run.dump);
     let lines: Vec<Value> = dump
         .lines()
         .map(|l| serde_json::from_str(l).expect("dump line"))

@@ -40,8 +40,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::model::{
-    AudioOrigin, Command, Finished, Live, MessagePages, OpenedMessage, OpenedSession, ResultRow,
-    SearchResults, Update, Waker,
+    AudioOrigin, Command, Finished, Live, MessagePages, OpenedMessage, OpenedSession, RecentItem,
+    ResultRow, SearchResults, Update, Waker,
 };
 use super::permission::{self, MicrophonePermission};
 use crate::capture::pipeline::{
@@ -565,6 +565,29 @@ impl Backend {
                     notify.send(Update::CopyText(text)).await;
                 });
             }
+            Command::CopyRow { location, leaf } => {
+                tokio::spawn(async move {
+                    let text = tokio::task::spawn_blocking(move || copy_row(&location, leaf))
+                        .await
+                        .unwrap_or_else(|_| Err("app.task-failed".into()));
+                    notify.send(Update::CopyText(text)).await;
+                });
+            }
+            Command::Recent { limit } => {
+                let cache = self.search_cache.clone();
+                let settings = self.settings.clone();
+                let dev = self.config.dev;
+                let live = self.active.as_ref().map(|a| a.session.clone());
+                tokio::spawn(async move {
+                    let found = tokio::task::spawn_blocking(move || {
+                        recent(&settings, dev, live.as_deref(), limit, &cache)
+                    })
+                    .await;
+                    if let Ok(items) = found {
+                        notify.send(Update::Recent(items)).await;
+                    }
+                });
+            }
             Command::Recover { location } => {
                 let live = self.active.as_ref().map(|a| a.session.clone());
                 tokio::spawn(async move {
@@ -1024,6 +1047,7 @@ fn run_search(
                 leaf: r.leaf_id,
                 label: r.label,
                 created: r.created,
+                duration_ms: r.duration_ms,
                 excerpt: r.excerpt,
                 duplicate_of: r.duplicate_of,
                 diagnostic: r.diagnostic,
@@ -1061,6 +1085,52 @@ fn copy_all(pages: &MessagePages) -> Result<String, String> {
         }
     }
     Ok(all)
+}
+
+/// A result row's surviving user text at its leaf, read like "Copy all" reads an opened
+/// session (page by page), without keeping the session open.
+fn copy_row(location: &Path, leaf: Option<String>) -> Result<String, String> {
+    match open_session(location, leaf)?.pages {
+        Some(pages) => copy_all(&pages),
+        None => Ok(String::new()),
+    }
+}
+
+/// Sessions looked at for "Recent": the newest that have any text, up to `limit`.
+const RECENT_SCAN: usize = 20;
+
+/// The surviving text of the newest sessions (newest first) that have any: at most `limit`
+/// of them, looking at no more than [`RECENT_SCAN`] listed sessions. The running recording's
+/// session and unreadable sessions are left out.
+fn recent(
+    settings: &Settings,
+    dev: bool,
+    live: Option<&Path>,
+    limit: usize,
+    cache: &SearchCache,
+) -> Vec<RecentItem> {
+    let Ok(roots) = settings.roots(dev) else {
+        return Vec::new();
+    };
+    let specs = RootSpec::from_roots(&roots, settings.sessions.directory.is_none());
+    let discovery = discover(&specs);
+    let request = PageRequest {
+        limit: RECENT_SCAN,
+        cursor: None,
+    };
+    let page = search_cache::list(&discovery, &request, cache);
+    page.rows
+        .into_iter()
+        .filter(|r| live != Some(r.location.as_path()) && r.duplicate_of.is_none())
+        .filter_map(|r| {
+            let text = copy_row(&r.location, r.leaf_id).ok()?;
+            (!text.trim().is_empty()).then_some(RecentItem {
+                session: r.location,
+                text,
+            })
+        })
+        .take(limit)
+        .collect()
 }
 
 fn opened_message(item: &session::history::HistoryItem) -> OpenedMessage {

@@ -9,9 +9,21 @@
 //!   them on. The flow is tested with a fake on every platform.
 //! - Only surviving canonical text reaches an effect (the caller passes
 //!   [`super::model::Finished::transcript`] or a canonical message's text).
+//! - A finished recording's transcript goes through [`Effects::deliver_transcript`]:
+//!   copied, then pasted into the focused app when "After dictation" says so
+//!   ([`super::paste`]); a failed paste leaves the transcript on the clipboard and is
+//!   reported with its code. With paste on, the whole delivery (reading the previous
+//!   clipboard, which waits for the app that owns it; the keystroke) runs on a thread of
+//!   its own and reports through [`Effects::delivered`], so the UI thread never waits.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::time::Duration;
+
+use super::model::Waker;
+use super::paste::{self, Delivery, PasteAvailability, PasteError, Paster, TextClipboard};
+use crate::settings::AfterDictationSettings;
 
 /// Whether the system lets Persyk show notifications.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +89,49 @@ pub trait Effects {
     fn open_url(&mut self, _url: &str) -> Result<(), String> {
         Err("not supported here".into())
     }
+    /// Delivers a finished recording's transcript: copies it, then pastes it into the
+    /// focused app when `after` says so. [`Delivered::Later`]: the outcome arrives through
+    /// [`Effects::delivered`] (and `wake` repaints the window then). Effects without a
+    /// paster only copy, at once, and report the paste as unavailable.
+    fn deliver_transcript(
+        &mut self,
+        text: &str,
+        after: &AfterDictationSettings,
+        _wake: &Waker,
+    ) -> Delivered {
+        let copied = self.copy(text);
+        let pasted =
+            (copied.is_ok() && after.pastes()).then_some(Err(PasteError::Unavailable(NO_PASTER)));
+        Delivered::Now(Delivery {
+            copied,
+            pasted,
+            restore: None,
+        })
+    }
+    /// A delivery that finished since the last call, by the id [`Delivered::Later`] gave.
+    fn delivered(&mut self) -> Option<(u64, Delivery)> {
+        None
+    }
+    /// Whether pasting can work here (what Settings shows beside the choice).
+    fn paste_availability(&self) -> PasteAvailability {
+        PasteAvailability::Unavailable(NO_PASTER)
+    }
+    /// Asks for what pasting needs (the macOS Accessibility prompt); never waits for the
+    /// user's answer.
+    fn request_paste_access(&mut self) -> PasteAvailability {
+        self.paste_availability()
+    }
+}
+
+const NO_PASTER: &str = "Pasting is not available here.";
+
+/// Where a transcript's delivery stands when [`Effects::deliver_transcript`] returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delivered {
+    Now(Delivery),
+    /// Running off the UI thread (reading the previous clipboard waits for the app that
+    /// owns it; the keystroke is a round trip to the display server).
+    Later(u64),
 }
 
 /// The first words of `text` for a notification body (at most `max_words`, then "…").
@@ -94,8 +149,13 @@ pub fn first_words(text: &str, max_words: usize) -> String {
 pub struct SystemEffects {
     /// Kept for the app's life: on X11 the clipboard owner must stay alive to serve pastes.
     clipboard: Option<arboard::Clipboard>,
+    paster: Arc<dyn Paster>,
     failures_tx: SyncSender<String>,
     failures_rx: Receiver<String>,
+    /// Deliveries finished by the paste thread, by id.
+    delivered_tx: SyncSender<(u64, Delivery)>,
+    delivered_rx: Receiver<(u64, Delivery)>,
+    next_delivery: u64,
 }
 
 impl Default for SystemEffects {
@@ -106,24 +166,88 @@ impl Default for SystemEffects {
 
 impl SystemEffects {
     pub fn new() -> SystemEffects {
+        SystemEffects::with_paster(paste::system())
+    }
+
+    /// The real clipboard and notifications with `paster` for the paste keystroke.
+    pub fn with_paster(paster: Arc<dyn Paster>) -> SystemEffects {
         let (failures_tx, failures_rx) = sync_channel(8);
+        let (delivered_tx, delivered_rx) = sync_channel(8);
         SystemEffects {
             clipboard: None,
+            paster,
             failures_tx,
             failures_rx,
+            delivered_tx,
+            delivered_rx,
+            next_delivery: 0,
         }
     }
+
+    fn clipboard(&mut self) -> Result<&mut arboard::Clipboard, String> {
+        if self.clipboard.is_none() {
+            self.clipboard = Some(arboard::Clipboard::new().map_err(|e| clipboard_reason(&e))?);
+        }
+        self.clipboard
+            .as_mut()
+            .ok_or_else(|| "clipboard unavailable".into())
+    }
+}
+
+/// A handle on the system clipboard as [`paste`] sees it (on X11 arboard shares one
+/// connection and owner window between the handles of a process).
+struct Arboard(arboard::Clipboard);
+
+impl TextClipboard for Arboard {
+    fn text(&mut self) -> Option<String> {
+        self.0.get_text().ok()
+    }
+    fn set_text(&mut self, text: &str) -> Result<(), String> {
+        self.0.set_text(text).map_err(|e| clipboard_reason(&e))
+    }
+}
+
+/// The paste thread: copies, pastes, reports, then puts the previous text back
+/// [`paste::RESTORE_DELAY_MS`] later if asked and the clipboard still holds `text`.
+fn paste_on_a_thread(
+    paster: Arc<dyn Paster>,
+    text: String,
+    after: AfterDictationSettings,
+    report: impl FnOnce(Delivery) + Send + 'static,
+) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("persyk-paste".into())
+        .spawn(move || {
+            let mut clipboard = match arboard::Clipboard::new() {
+                Ok(c) => Arboard(c),
+                Err(e) => {
+                    return report(Delivery {
+                        copied: Err(clipboard_reason(&e)),
+                        pasted: None,
+                        restore: None,
+                    });
+                }
+            };
+            let delivery = paste::deliver(&mut clipboard, &*paster, &text, &after);
+            if let Err(reason) = &delivery.copied {
+                eprintln!("persyk: clipboard: {reason}");
+            }
+            if let Some(Err(e)) = &delivery.pasted {
+                eprintln!("persyk: {}", e.code());
+            }
+            let restore = delivery.restore.clone();
+            report(delivery);
+            if let Some(previous) = restore {
+                std::thread::sleep(Duration::from_millis(paste::RESTORE_DELAY_MS));
+                paste::put_back(&mut clipboard, &previous, &text);
+            }
+        })
+        .map(drop)
 }
 
 impl Effects for SystemEffects {
     fn copy(&mut self, text: &str) -> Result<(), String> {
-        if self.clipboard.is_none() {
-            self.clipboard = Some(arboard::Clipboard::new().map_err(|e| clipboard_reason(&e))?);
-        }
-        let Some(clipboard) = self.clipboard.as_mut() else {
-            return Err("clipboard unavailable".into());
-        };
-        clipboard.set_text(text).map_err(|e| {
+        self.clipboard()?.set_text(text).map_err(|e| {
             let reason = clipboard_reason(&e);
             eprintln!("persyk: clipboard: {reason}");
             reason
@@ -155,6 +279,64 @@ impl Effects for SystemEffects {
 
     fn open_url(&mut self, url: &str) -> Result<(), String> {
         open_url(url)
+    }
+
+    fn deliver_transcript(
+        &mut self,
+        text: &str,
+        after: &AfterDictationSettings,
+        wake: &Waker,
+    ) -> Delivered {
+        if !after.pastes() {
+            return Delivered::Now(Delivery {
+                copied: self.copy(text),
+                pasted: None,
+                restore: None,
+            });
+        }
+        // The handle kept for the app's life exists before the thread's (on X11 the last
+        // handle to go would take the clipboard's content with it).
+        if let Err(reason) = self.clipboard() {
+            return Delivered::Now(Delivery {
+                copied: Err(reason),
+                pasted: None,
+                restore: None,
+            });
+        }
+        self.next_delivery += 1;
+        let id = self.next_delivery;
+        let (tx, wake) = (self.delivered_tx.clone(), wake.clone());
+        let report = move |d: Delivery| {
+            let _ = tx.try_send((id, d));
+            wake.wake();
+        };
+        match paste_on_a_thread(self.paster.clone(), text.to_owned(), *after, report) {
+            Ok(()) => Delivered::Later(id),
+            // No thread: copy only, and say why nothing was pasted.
+            Err(_) => {
+                let copied = self.copy(text);
+                let pasted = copied
+                    .is_ok()
+                    .then_some(Err(PasteError::Failed("no thread to paste from")));
+                Delivered::Now(Delivery {
+                    copied,
+                    pasted,
+                    restore: None,
+                })
+            }
+        }
+    }
+
+    fn delivered(&mut self) -> Option<(u64, Delivery)> {
+        self.delivered_rx.try_recv().ok()
+    }
+
+    fn paste_availability(&self) -> PasteAvailability {
+        self.paster.availability()
+    }
+
+    fn request_paste_access(&mut self) -> PasteAvailability {
+        self.paster.request_access()
     }
 }
 

@@ -11,8 +11,8 @@
 //!
 //! Module map: [`model`] (messages and view data), [`backend`] (the worker), [`ui`] (egui
 //! rendering of the view model; tested headless with egui_kittest), [`effects`] (clipboard,
-//! notifications), [`sounds`] (start/stop cues), [`tray`], [`hotkey`], [`permission`]
-//! (microphone access), [`shell`] (the
+//! notifications), [`paste`] (the paste keystroke after a dictation), [`sounds`]
+//! (start/stop cues), [`tray`], [`hotkey`], [`permission`] (microphone access), [`shell`] (the
 //! eframe `App`), `macos` (AppKit pieces, macOS only).
 //!
 //! Invariants:
@@ -29,6 +29,7 @@ pub mod hotkey;
 #[cfg(target_os = "macos")]
 mod macos;
 pub mod model;
+pub mod paste;
 pub mod permission;
 pub mod shell;
 pub mod sounds;

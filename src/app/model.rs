@@ -53,6 +53,15 @@ pub enum Command {
     },
     /// Copy every user message of an opened session, read page by page.
     CopyAll { pages: MessagePages },
+    /// Copy a result row's surviving user text (at the row's leaf) without opening it:
+    /// read like [`Command::CopyAll`], answered with `CopyText`.
+    CopyRow {
+        location: PathBuf,
+        leaf: Option<String>,
+    },
+    /// The surviving text of the `limit` newest sessions that have any (answered with
+    /// `Recent`): the menu-bar menu's "Recent" at start.
+    Recent { limit: usize },
     /// Explicit recovery of a damaged session.
     Recover { location: PathBuf },
     /// List the input devices (for Settings).
@@ -120,12 +129,25 @@ pub struct ResultRow {
     pub leaf: Option<String>,
     pub label: String,
     pub created: Option<String>,
+    /// Audio recorded in the session (its `recording.finished` entries), when known.
+    pub duration_ms: Option<u64>,
     pub excerpt: Option<String>,
     pub duplicate_of: Option<PathBuf>,
     /// The file's first diagnostic code.
     pub diagnostic: Option<&'static str>,
     /// An incomplete tail or an unfinished recording: "Recover" applies.
     pub needs_recovery: bool,
+}
+
+/// Transcriptions the menu-bar menu's "Recent" holds.
+pub const RECENT_LEN: usize = 5;
+
+/// A recent transcription (the menu-bar menu's "Recent").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecentItem {
+    pub session: PathBuf,
+    /// The surviving canonical user text, joined by spaces: what a click copies.
+    pub text: String,
 }
 
 /// One answered search.
@@ -238,8 +260,11 @@ pub enum Update {
         start: usize,
         messages: Result<Vec<OpenedMessage>, String>,
     },
-    /// The joined user text of an opened session, for the clipboard (or a stable code).
+    /// The joined user text of an opened session or a result row, for the clipboard (or a
+    /// stable code).
     CopyText(Result<String, String>),
+    /// The newest sessions' surviving text, newest first (answer to `Command::Recent`).
+    Recent(Vec<RecentItem>),
     OpenFailed {
         location: PathBuf,
         code: String,

@@ -4,6 +4,10 @@
 //! - Tray, menu and hotkey callbacks run on other threads; they only queue a [`ShellEvent`]
 //!   (bounded) and request a repaint. [`Shell::logic`] applies them on the UI thread, also
 //!   while the window is hidden.
+//! - Starting or stopping a dictation from the hotkey or the tray icon never shows or
+//!   focuses the window (only the menu's Open, Search and Settings entries do): keyboard
+//!   focus stays in the app the user is typing in, where "After dictation → paste" puts
+//!   the text.
 //! - Closing the window hides it when a tray icon exists; without one, closing quits (the
 //!   app would otherwise be unreachable).
 //! - Quitting (menu, ⌘Q/Ctrl+Q, or closing without a tray) stops a running recording and
@@ -28,7 +32,7 @@ use eframe::egui;
 use super::backend::{SHUTDOWN_DEADLINE, ShutdownStatus};
 use super::hotkey;
 use super::sounds::{self, Cue, Sounds};
-use super::tray::{Tray, TrayError, TrayState};
+use super::tray::{Tray, TrayError, TrayState, recent_labels};
 use super::ui::indicator::{self, IndicatorAction, IndicatorModel};
 use super::ui::{Page, PersykUi};
 use crate::settings::HotkeyMode;
@@ -38,6 +42,8 @@ use crate::settings::HotkeyMode;
 pub enum MenuAction {
     Toggle,
     CopyLast,
+    /// A "Recent" entry, by its place (0: the newest).
+    Recent(usize),
     Open,
     Search,
     Settings,
@@ -63,6 +69,8 @@ pub type Post = Arc<dyn Fn(ShellEvent) + Send + Sync>;
 pub trait TrayPort {
     /// Shows `state`, the toggle's label and whether there is something to copy.
     fn sync(&mut self, state: TrayState, recording: bool, can_copy: bool);
+    /// Shows the "Recent" labels (newest first); called when they change.
+    fn set_recent(&mut self, _labels: &[String]) {}
     /// Opens the icon's menu (where the platform can).
     fn show_menu(&self) {}
 }
@@ -70,6 +78,9 @@ pub trait TrayPort {
 impl TrayPort for Tray {
     fn sync(&mut self, state: TrayState, recording: bool, can_copy: bool) {
         Tray::sync(self, state, recording, can_copy);
+    }
+    fn set_recent(&mut self, labels: &[String]) {
+        Tray::set_recent(self, labels);
     }
     fn show_menu(&self) {
         Tray::show_menu(self);
@@ -110,6 +121,8 @@ pub struct Shell {
     /// The start/stop cue player, and the tray state the last cue was chosen from.
     sounds: Option<Sounds>,
     cue_state: TrayState,
+    /// The "Recent" labels the tray shows (`None`: not shown yet).
+    recent_shown: Option<Vec<String>>,
     quitting: bool,
     /// The close command was sent (after the backend stopped or the deadline passed).
     closing: bool,
@@ -189,6 +202,7 @@ impl Shell {
                 None
             },
             cue_state: TrayState::Idle,
+            recent_shown: None,
             quitting: false,
             closing: false,
             quit_deadline: SHUTDOWN_DEADLINE,
@@ -336,6 +350,7 @@ impl Shell {
                 }
             }
             ShellEvent::Menu(MenuAction::CopyLast) => self.ui.copy_last(),
+            ShellEvent::Menu(MenuAction::Recent(i)) => self.ui.copy_recent(i),
             ShellEvent::Menu(MenuAction::Open) => self.show(ctx, None),
             ShellEvent::Menu(MenuAction::Search) => self.show(ctx, Some(Page::Search)),
             ShellEvent::Menu(MenuAction::Settings) => self.show(ctx, Some(Page::Settings)),
@@ -398,6 +413,11 @@ impl Shell {
                 self.ui.is_recording(),
                 self.ui.last_transcript().is_some(),
             );
+            let labels = recent_labels(self.ui.recent().iter().map(|r| r.text.as_str()));
+            if self.recent_shown.as_ref() != Some(&labels) {
+                tray.set_recent(&labels);
+                self.recent_shown = Some(labels);
+            }
         }
         if self.ui.is_recording() {
             // The tray icon follows the engine's state even while the window is hidden.

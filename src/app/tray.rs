@@ -4,16 +4,32 @@
 //! - Created on the main thread after the event loop runs (eframe's creation closure).
 //! - Menu and icon events only queue a [`ShellEvent`] and wake the window; they never touch
 //!   app state from the tray's thread.
+//! - "Recent" holds the last [`RECENT_LEN`] transcriptions (first words as labels); its items
+//!   are made once and only relabelled, added or removed as the list changes, so a click maps
+//!   to a slot ([`MenuAction::Recent`]) and the window copies that slot's full text.
 //! - Where no tray host exists (a Linux desktop without a status-notifier host), creation
 //!   reports [`TrayError::NoHost`] and the app keeps its window instead.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use tray_icon::menu::{Menu, MenuEvent, MenuId, MenuItem, PredefinedMenuItem};
+use tray_icon::menu::{Menu, MenuEvent, MenuId, MenuItem, PredefinedMenuItem, Submenu};
 use tray_icon::{Icon, MouseButton, MouseButtonState, TrayIcon, TrayIconBuilder, TrayIconEvent};
 
+use super::model::RECENT_LEN;
 use super::shell::{MenuAction, ShellEvent};
+
+/// Words of a transcription shown as its "Recent" label.
+pub const RECENT_LABEL_WORDS: usize = 8;
+
+/// The "Recent" labels of `texts` (newest first): their first words.
+pub fn recent_labels<'a>(texts: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    texts
+        .into_iter()
+        .take(RECENT_LEN)
+        .map(|t| super::effects::first_words(t, RECENT_LABEL_WORDS))
+        .collect()
+}
 
 /// What the icon shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -99,6 +115,12 @@ pub struct Tray {
     toggle: MenuItem,
     copy_last: MenuItem,
     recording: bool,
+    /// "Recent", its slots and the "nothing yet" line shown while it is empty.
+    recent: Submenu,
+    recent_items: Vec<MenuItem>,
+    recent_empty: MenuItem,
+    /// The labels shown (`None`: the submenu holds the "nothing yet" line).
+    recent_shown: Vec<String>,
 }
 
 impl Tray {
@@ -117,6 +139,14 @@ impl Tray {
         }
         let toggle = MenuItem::new("Start dictation", true, None);
         let copy_last = MenuItem::new("Copy last transcription", false, None);
+        let recent = Submenu::new("Recent", true);
+        let recent_empty = MenuItem::new("No transcriptions yet", false, None);
+        recent
+            .append(&recent_empty)
+            .map_err(|_| TrayError::Failed)?;
+        let recent_items: Vec<MenuItem> = (0..RECENT_LEN)
+            .map(|_| MenuItem::new("", true, None))
+            .collect();
         let open = MenuItem::new("Open Persyk", true, None);
         let search = MenuItem::new("Search history…", true, None);
         let settings = MenuItem::new("Settings…", true, None);
@@ -125,6 +155,7 @@ impl Tray {
         menu.append_items(&[
             &toggle,
             &copy_last,
+            &recent,
             &PredefinedMenuItem::separator(),
             &open,
             &search,
@@ -133,7 +164,7 @@ impl Tray {
             &quit,
         ])
         .map_err(|_| TrayError::Failed)?;
-        let actions: HashMap<MenuId, MenuAction> = [
+        let mut actions: HashMap<MenuId, MenuAction> = [
             (toggle.id().clone(), MenuAction::Toggle),
             (copy_last.id().clone(), MenuAction::CopyLast),
             (open.id().clone(), MenuAction::Open),
@@ -143,6 +174,9 @@ impl Tray {
         ]
         .into_iter()
         .collect();
+        for (i, item) in recent_items.iter().enumerate() {
+            actions.insert(item.id().clone(), MenuAction::Recent(i));
+        }
         {
             let post = post.clone();
             MenuEvent::set_event_handler(Some(move |e: MenuEvent| {
@@ -188,6 +222,10 @@ impl Tray {
             toggle,
             copy_last,
             recording: false,
+            recent,
+            recent_items,
+            recent_empty,
+            recent_shown: Vec::new(),
         })
     }
 
@@ -219,6 +257,34 @@ impl Tray {
         if self.copy_last.is_enabled() != can_copy {
             self.copy_last.set_enabled(can_copy);
         }
+    }
+}
+
+impl Tray {
+    /// Shows `labels` (newest first, at most [`RECENT_LEN`]) under "Recent".
+    pub fn set_recent(&mut self, labels: &[String]) {
+        if labels == self.recent_shown.as_slice() {
+            return;
+        }
+        let labels = &labels[..labels.len().min(self.recent_items.len())];
+        let before = self.recent_shown.len();
+        // Menu updates are best effort: a failed one leaves the previous entries.
+        if before == 0 && !labels.is_empty() {
+            let _ = self.recent.remove(&self.recent_empty);
+        }
+        for item in self.recent_items.iter().take(before).skip(labels.len()) {
+            let _ = self.recent.remove(item);
+        }
+        for (i, label) in labels.iter().enumerate() {
+            self.recent_items[i].set_text(label);
+            if i >= before {
+                let _ = self.recent.append(&self.recent_items[i]);
+            }
+        }
+        if labels.is_empty() && before > 0 {
+            let _ = self.recent.append(&self.recent_empty);
+        }
+        self.recent_shown = labels.to_vec();
     }
 }
 

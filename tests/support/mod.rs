@@ -2,6 +2,9 @@
 //! them, so unused items are expected per test binary.
 #![allow(dead_code)]
 
+pub mod events;
+pub mod pulse;
+
 use std::path::{Path, PathBuf};
 
 use persyk::capture::convert::Converter;
@@ -85,4 +88,19 @@ pub fn espeak_as_recorded(dir: &Path, name: &str, text: &str) -> Vec<i16> {
         .expect("espeak-ng missing: run scripts/setup (apt-get install -y espeak-ng)");
     assert!(status.success(), "espeak-ng failed");
     wav_as_recorded(&path)
+}
+
+/// A path in the repository.
+pub fn repo(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+/// A finished process's status, stdout and stderr, for assertion messages.
+pub fn show(out: &std::process::Output) -> String {
+    format!(
+        "status: {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }

@@ -233,11 +233,15 @@ pub(super) fn done_status(ui: &mut egui::Ui, d: &DoneRec) {
                 format!("Copying failed ({reason}); the session is saved"),
             );
         }
+        None if d.delivering.is_some() => {
+            ui.label("Copying and pasting…");
+        }
         None if f.error.is_none() => {
             ui.label("Nothing to copy: no words were transcribed");
         }
         None => {}
     }
+    super::after_dictation::paste_outcome(ui, d.paste.as_ref());
     ui.label(
         RichText::new(format!("Session: {}", f.session.display()))
             .small()

@@ -1,6 +1,18 @@
 //! The Search page: search-as-you-type over saved sessions and the read-only opened session.
+//!
+//! Keyboard-first: the field has focus when the page opens and on ⌘F / Ctrl+F; ↑/↓ move a
+//! selection through the rows (highlighted, scrolled into view), Enter opens it, ⌘C /
+//! Ctrl+C copies its surviving text (unless the field has a text selection), Esc clears the
+//! query or leaves an opened session. Rows are grouped under local-day headers ("Today",
+//! "Yesterday", then dates), each with its local time, its recording length and a Copy
+//! button that copies without opening. Times are formatted when an answer arrives
+//! ([`RowTime`]), never per frame.
+
+use time::format_description::well_known::Rfc3339;
+use time::{Date, OffsetDateTime, UtcOffset};
 
 use super::*;
+use eframe::egui::{Key, Modifiers};
 
 impl PersykUi {
     pub(super) fn run_search(&mut self) {
@@ -56,6 +68,79 @@ impl PersykUi {
         }
     }
 
+    /// The window's keyboard shortcuts for history, handled before any page is drawn (so
+    /// the search field never sees the keys it would otherwise take): ⌘F / Ctrl+F from
+    /// anywhere; on the Search page ↑/↓ (selection), Enter (open), ⌘C / Ctrl+C (copy the
+    /// selected row unless the field has a text selection) and Esc (clear the query, or
+    /// back to the results from an opened session).
+    pub(super) fn history_keys(&mut self, ctx: &egui::Context) {
+        if ctx.input_mut(|i| i.consume_key(Modifiers::COMMAND, Key::F)) {
+            if self.page != Page::Search {
+                self.show_page(Page::Search);
+            }
+            self.pending.push(Action::CloseOpened);
+            self.search.focus_query = true;
+            return;
+        }
+        if self.page != Page::Search {
+            return;
+        }
+        if self.search.opened.is_some() {
+            if ctx.input_mut(|i| i.consume_key(Modifiers::NONE, Key::Escape)) {
+                self.pending.push(Action::CloseOpened);
+                self.search.focus_query = true;
+            }
+            return;
+        }
+        if ctx.input_mut(|i| i.consume_key(Modifiers::NONE, Key::Escape)) {
+            // egui drops the focus on Esc: the field keeps it here.
+            self.search.focus_query = true;
+            if !self.search.query.is_empty() {
+                self.search.query.clear();
+                self.search.edited_at = None;
+                self.run_search();
+            }
+        }
+        let count = self.search.results.as_ref().map_or(0, |r| r.rows.len());
+        // With a button or another widget focused, the keys are egui's (focus moves,
+        // Enter presses the button).
+        let free = ctx.memory(|m| m.focused().is_none_or(|id| id == query_id()));
+        if count == 0 || !free {
+            return;
+        }
+        let (down, up) = ctx.input_mut(|i| {
+            (
+                i.consume_key(Modifiers::NONE, Key::ArrowDown),
+                i.consume_key(Modifiers::NONE, Key::ArrowUp),
+            )
+        });
+        if down || up {
+            let next = match (self.search.selected, down) {
+                (None, _) => 0,
+                (Some(i), true) => (i + 1).min(count - 1),
+                (Some(i), false) => i.saturating_sub(1),
+            };
+            self.search.selected = Some(next);
+            self.search.scroll_to_selected = true;
+        }
+        let Some(row) = self
+            .search
+            .selected
+            .and_then(|i| self.search.results.as_ref()?.rows.get(i))
+            .cloned()
+        else {
+            return;
+        };
+        if ctx.input_mut(|i| i.consume_key(Modifiers::NONE, Key::Enter)) {
+            self.pending.push(Action::Open(row));
+            return;
+        }
+        // Text selected in the field or in a label is the user's to copy (egui's own copy).
+        if !query_has_selection(ctx) && !label_has_selection(ctx) && take_copy(ctx) {
+            self.pending.push(Action::CopyRow(row));
+        }
+    }
+
     pub(super) fn search_page(&mut self, ui: &mut egui::Ui) {
         let mut actions = Vec::new();
         let recording = self.is_recording();
@@ -71,14 +156,19 @@ impl PersykUi {
                 let l = ui.label("Search history");
                 ui.add(
                     egui::TextEdit::singleline(&mut self.search.query)
+                        .id(query_id())
                         .hint_text("words from any saved session")
                         .desired_width(f32::INFINITY),
                 )
                 .labelled_by(l.id)
             })
             .inner;
+        if std::mem::take(&mut self.search.focus_query) {
+            response.request_focus();
+        }
         if response.changed() {
             self.search.edited_at = Some(Instant::now());
+            self.search.selected = None;
         }
         if let Some((text, error)) = &self.search.message {
             let color = if *error {
@@ -121,9 +211,37 @@ impl PersykUi {
             });
         }
         let query = self.search.query.trim().to_owned();
+        let today = local_date(OffsetDateTime::now_utc());
+        let selected = self.search.selected;
+        let scroll = std::mem::take(&mut self.search.scroll_to_selected);
+        let times = &self.search.times;
         egui::ScrollArea::vertical().show(ui, |ui| {
+            let mut shown_day: Option<Option<Date>> = None;
             for (i, row) in results.rows.iter().enumerate() {
-                ui.push_id(i, |ui| result_row(ui, row, &query, &mut actions));
+                let time = times.get(i);
+                let day = time.and_then(|t| t.day);
+                if shown_day != Some(day) {
+                    shown_day = Some(day);
+                    let header = time.map_or_else(|| "No date".to_owned(), |t| t.day_label(today));
+                    ui.add_space(4.0);
+                    ui.label(RichText::new(header).strong());
+                }
+                let is_selected = selected == Some(i);
+                let frame = egui::Frame::new()
+                    .inner_margin(egui::Margin::symmetric(4, 2))
+                    .corner_radius(4.0)
+                    .fill(if is_selected {
+                        ui.visuals().selection.bg_fill.gamma_multiply(0.35)
+                    } else {
+                        Color32::TRANSPARENT
+                    });
+                let shown = frame.show(ui, |ui| {
+                    ui.set_width(ui.available_width());
+                    ui.push_id(i, |ui| result_row(ui, row, time, &query, &mut actions));
+                });
+                if is_selected && scroll {
+                    shown.response.scroll_to_me(None);
+                }
                 ui.separator();
             }
             if results.next.is_some()
@@ -136,19 +254,168 @@ impl PersykUi {
         });
         self.pending.extend(actions);
     }
+
+    /// Keeps [`SearchState::times`] beside the rows: computed once per answer, not per frame.
+    pub(super) fn time_rows(&mut self, continued: bool) {
+        if !continued {
+            self.search.times.clear();
+            self.search.selected = None;
+        }
+        let Some(results) = &self.search.results else {
+            return;
+        };
+        let from = self.search.times.len();
+        self.search.times.extend(
+            results.rows[from.min(results.rows.len())..]
+                .iter()
+                .map(RowTime::of),
+        );
+    }
+}
+
+/// The search field's id (its text selection decides what ⌘C copies).
+fn query_id() -> egui::Id {
+    egui::Id::unique("persyk.history.query")
+}
+
+/// Whether the search field has focus and some of its text selected.
+fn query_has_selection(ctx: &egui::Context) -> bool {
+    ctx.memory(|m| m.has_focus(query_id()))
+        && egui::TextEdit::load_state(ctx, query_id())
+            .and_then(|s| s.cursor.char_range())
+            .is_some_and(|r| !r.is_empty())
+}
+
+/// Whether text is selected in a label (an excerpt, a title): ⌘C copies that instead.
+fn label_has_selection(ctx: &egui::Context) -> bool {
+    ctx.plugin::<egui::text_selection::LabelSelectionState>()
+        .lock()
+        .has_selection()
+}
+
+/// Takes ⌘C / Ctrl+C from this frame's input: winit sends it as `Event::Copy`, other
+/// integrations (and tests) as the key with the command modifier.
+fn take_copy(ctx: &egui::Context) -> bool {
+    ctx.input_mut(|i| {
+        let before = i.events.len();
+        i.events.retain(|e| !matches!(e, egui::Event::Copy));
+        let copied = i.events.len() != before;
+        i.consume_key(Modifiers::COMMAND, Key::C) || copied
+    })
+}
+
+/// A row's local day, time and duration, formatted once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct RowTime {
+    day: Option<Date>,
+    /// `14:05` (local time).
+    time: Option<String>,
+    /// `1:05` (recorded audio).
+    duration: Option<String>,
+}
+
+impl RowTime {
+    fn of(row: &ResultRow) -> RowTime {
+        let local = row
+            .created
+            .as_deref()
+            .and_then(|c| OffsetDateTime::parse(c, &Rfc3339).ok())
+            .map(to_local);
+        RowTime {
+            day: local.map(|t| t.date()),
+            time: local.map(|t| format!("{:02}:{:02}", t.hour(), t.minute())),
+            duration: row.duration_ms.map(format_duration),
+        }
+    }
+
+    fn day_label(&self, today: Date) -> String {
+        self.day
+            .map_or_else(|| "No date".to_owned(), |d| day_label(d, today))
+    }
+}
+
+/// The group header of `day` seen on `today` (both local): "Today", "Yesterday", else the
+/// date ("Monday, 30 November"; with the year when it is not this year's).
+pub(super) fn day_label(day: Date, today: Date) -> String {
+    if day == today {
+        return "Today".into();
+    }
+    if today.previous_day() == Some(day) {
+        return "Yesterday".into();
+    }
+    let mut label = format!("{}, {} {}", day.weekday(), day.day(), day.month());
+    if day.year() != today.year() {
+        label.push_str(&format!(" {}", day.year()));
+    }
+    label
+}
+
+/// `65_000` → `1:05`; an hour or more: `1:02:03`.
+pub(super) fn format_duration(duration_ms: u64) -> String {
+    let s = duration_ms / 1000;
+    if s >= 3600 {
+        format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+    } else {
+        format!("{}:{:02}", s / 60, s % 60)
+    }
+}
+
+/// Today's date where the user is.
+fn local_date(now: OffsetDateTime) -> Date {
+    to_local(now).date()
+}
+
+/// `t` in the system's time zone (UTC when it cannot be told).
+fn to_local(t: OffsetDateTime) -> OffsetDateTime {
+    t.to_offset(local_offset_at(t))
+}
+
+/// The system's UTC offset at `t` (its time zone's rule at that instant, daylight saving
+/// included), from `localtime_r`: thread-safe, and it reads the zone but never changes the
+/// environment. (The `time` crate asks for a single-threaded process before it does this.)
+#[cfg(unix)]
+fn local_offset_at(t: OffsetDateTime) -> UtcOffset {
+    // `time_t` is 64-bit on the platforms Persyk runs on; elsewhere a far date is UTC.
+    #[allow(clippy::useless_conversion, irrefutable_let_patterns)]
+    let Ok(secs) = libc::time_t::try_from(t.unix_timestamp()) else {
+        return UtcOffset::UTC;
+    };
+    let mut tm = std::mem::MaybeUninit::<libc::tm>::uninit();
+    // SAFETY: `localtime_r` writes the broken-down time into `tm` (ours, properly sized)
+    // and returns null on failure, in which case `tm` is not read.
+    let filled = unsafe { libc::localtime_r(&secs, tm.as_mut_ptr()) };
+    if filled.is_null() {
+        return UtcOffset::UTC;
+    }
+    // SAFETY: a non-null return means `tm` was initialized.
+    let tm = unsafe { tm.assume_init() };
+    i32::try_from(tm.tm_gmtoff)
+        .ok()
+        .and_then(|s| UtcOffset::from_whole_seconds(s).ok())
+        .unwrap_or(UtcOffset::UTC)
+}
+
+#[cfg(not(unix))]
+fn local_offset_at(_t: OffsetDateTime) -> UtcOffset {
+    UtcOffset::UTC
 }
 
 pub(super) fn result_row(
     ui: &mut egui::Ui,
     row: &ResultRow,
+    time: Option<&RowTime>,
     query: &str,
     actions: &mut Vec<Action>,
 ) {
     ui.horizontal_wrapped(|ui| {
-        ui.label(RichText::new(&row.label).strong());
-        if let Some(created) = &row.created {
-            ui.label(RichText::new(short_date(created)).weak());
+        if let Some(t) = time.and_then(|t| t.time.as_deref()) {
+            ui.label(RichText::new(t).weak());
         }
+        if let Some(d) = time.and_then(|t| t.duration.as_deref()) {
+            ui.label(RichText::new(d).weak())
+                .on_hover_text("Length of the recording");
+        }
+        ui.label(RichText::new(&row.label).strong());
         if row.duplicate_of.is_some() {
             ui.label(RichText::new("duplicate id").color(ui.visuals().warn_fg_color))
                 .on_hover_text("Another folder holds a session with the same id");
@@ -165,6 +432,13 @@ pub(super) fn result_row(
     ui.horizontal(|ui| {
         if ui.button("Open").clicked() {
             actions.push(Action::Open(row.clone()));
+        }
+        if ui
+            .button("Copy")
+            .on_hover_text("Copy the session's text without opening it")
+            .clicked()
+        {
+            actions.push(Action::CopyRow(row.clone()));
         }
         if row.needs_recovery && ui.button("Recover").clicked() {
             actions.push(Action::Recover(row.location.clone()));
@@ -236,10 +510,48 @@ pub(super) fn opened_session(
     }
 }
 
-/// `2026-11-30T22:30:20.123Z` → `2026-11-30 22:30`.
-pub(super) fn short_date(created: &str) -> String {
-    match (created.get(..10), created.get(11..16)) {
-        (Some(d), Some(t)) => format!("{d} {t}"),
-        _ => created.to_owned(),
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::Month;
+
+    fn date(y: i32, m: Month, d: u8) -> Date {
+        Date::from_calendar_date(y, m, d).unwrap()
+    }
+
+    #[test]
+    fn day_labels_from_a_fixed_today() {
+        let today = date(2026, Month::December, 1);
+        assert_eq!(day_label(today, today), "Today");
+        assert_eq!(
+            day_label(date(2026, Month::November, 30), today),
+            "Yesterday"
+        );
+        assert_eq!(
+            day_label(date(2026, Month::November, 29), today),
+            "Sunday, 29 November"
+        );
+        // Across a year boundary: yesterday is still "Yesterday"; an older date has its year.
+        let new_year = date(2027, Month::January, 1);
+        assert_eq!(
+            day_label(date(2026, Month::December, 31), new_year),
+            "Yesterday"
+        );
+        assert_eq!(
+            day_label(date(2026, Month::December, 30), new_year),
+            "Wednesday, 30 December 2026"
+        );
+        // A date after today (a clock set back) is a date, never "Today".
+        assert_eq!(
+            day_label(date(2026, Month::December, 2), today),
+            "Wednesday, 2 December"
+        );
+    }
+
+    #[test]
+    fn durations_read_as_minutes_and_seconds() {
+        assert_eq!(format_duration(0), "0:00");
+        assert_eq!(format_duration(65_400), "1:05");
+        assert_eq!(format_duration(3_723_000), "1:02:03");
     }
 }

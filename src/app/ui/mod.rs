@@ -9,7 +9,8 @@
 //! [`Action`]s), the control surface the shell and tests drive, backend updates and the page
 //! header. One module per page renders it: [`dictation`] (start/stop, live transcript,
 //! finished recording), [`history`] (search and the opened session), [`settings`] (the form,
-//! recognition and models, first run). Shared pieces: [`widgets`] (labelled fields, match
+//! recognition and models, first run) with [`after_dictation`] (copy or paste, and the
+//! paste outcome under a finished recording). Shared pieces: [`widgets`] (labelled fields, match
 //! highlighting) and [`virtual_list`] (rows laid out only when in view). Pages are `impl
 //! PersykUi` blocks in their module, so the state stays in one place. [`indicator`] is the
 //! recording indicator's content (a window of its own, shown by the shell).
@@ -17,7 +18,10 @@
 //! Invariants:
 //! - Provisional text is drawn marked "not yet saved" and has no copy or remove control.
 //! - The clipboard only ever receives canonical text: a finished recording's surviving user
-//!   text, a published message, or an opened session's saved message.
+//!   text, a published message, an opened session's saved message, or a result row's or a
+//!   "Recent" entry's surviving user text (read from the saved session). Only a finished
+//!   recording's text is ever pasted (`Effects::deliver_transcript`), and not while
+//!   Persyk's own window has keyboard focus.
 //! - No timer runs while idle: repaints are requested only while a recording runs (meter and
 //!   elapsed time) or a search is debouncing.
 //! - Model downloads run in the backend; the Settings page only shows their `ModelProgress`
@@ -30,6 +34,7 @@
 //!   into view; pages more than [`history::PAGES_KEPT`] away are dropped; "Copy all" asks the backend,
 //!   which reads page by page.
 
+mod after_dictation;
 mod dictation;
 mod history;
 pub mod indicator;
@@ -50,12 +55,13 @@ use self::settings::describe_model_failure;
 use self::virtual_list::{RowHeights, virtual_rows};
 use self::widgets::field;
 use super::backend::{BackendHandle, ShutdownStatus};
-use super::effects::{Effects, first_words};
+use super::effects::{Delivered, Effects, first_words};
 use super::hotkey;
 use super::model::{
-    AudioOrigin, Command, Finished, Live, OpenedMessage, OpenedSession, ResultRow, SearchResults,
-    Update, Waker,
+    AudioOrigin, Command, Finished, Live, OpenedMessage, OpenedSession, RECENT_LEN, RecentItem,
+    ResultRow, SearchResults, Update, Waker,
 };
+use super::paste::{Delivery, PasteAvailability, PasteError};
 use super::tray::TrayState;
 use crate::local::models::{ModelInfo, ModelState, ModelStore, Phase, Progress};
 use crate::realtime::engine::{EngineState, EngineView, RemovalOutcome};
@@ -125,6 +131,10 @@ struct DoneRec {
     /// The engine's final view (messages with removals, gaps), when the engine ran.
     view: Option<EngineView>,
     clipboard: Option<Result<(), String>>,
+    /// The paste into the active app, when "After dictation" asked for one.
+    paste: Option<Result<(), PasteError>>,
+    /// The delivery (copy and paste) still running off the UI thread, by its id.
+    delivering: Option<u64>,
     discarded: bool,
 }
 
@@ -154,6 +164,14 @@ struct SearchState {
     open_generation: u64,
     opening: bool,
     message: Option<(String, bool)>,
+    /// The row ↑/↓ selected (Enter opens it, ⌘C copies it).
+    selected: Option<usize>,
+    /// Scroll the selected row into view next frame.
+    scroll_to_selected: bool,
+    /// Give the search field the keyboard focus next frame.
+    focus_query: bool,
+    /// Each row's local day, time and duration (beside `results.rows`).
+    times: Vec<history::RowTime>,
 }
 
 /// What a click asks for; applied after the frame's layout.
@@ -164,6 +182,8 @@ enum Action {
     Copy(String),
     Remove(String),
     OpenMicrophoneSettings,
+    /// "After dictation": paste was chosen (ask for access), or open the Accessibility pane.
+    AfterDictation(after_dictation::AfterDictationRequest),
     AskDiscard,
     ConfirmDiscard,
     CancelDiscard,
@@ -172,6 +192,8 @@ enum Action {
     CloseOpened,
     /// Stream every user message of the opened session to the clipboard.
     CopyAll,
+    /// Copy a result row's surviving text without opening it.
+    CopyRow(ResultRow),
     /// The first and last page (by first message) of the opened session in view.
     ShowPages(usize, usize),
     MoreResults,
@@ -206,6 +228,9 @@ pub struct PersykUi {
     dictation: Dictation,
     removals: HashMap<String, RemovalStatus>,
     last_transcript: Option<String>,
+    /// The newest transcriptions (newest first, at most [`RECENT_LEN`]) for the menu-bar
+    /// menu: read from the history at start, then each finished recording goes first.
+    recent: Vec<RecentItem>,
     /// A one-line status (text, is_error) under the page tabs.
     notice: Option<(String, bool)>,
     confirm_discard: bool,
@@ -234,6 +259,11 @@ pub struct PersykUi {
     /// Where the API key is kept (said on the Settings page).
     key_storage: Option<crate::credentials::KeyStorage>,
     models: ModelsView,
+    /// Whether pasting can work here (Settings → After dictation).
+    paste_availability: PasteAvailability,
+    /// Persyk's own window has keyboard focus (as of the last frame): a finished recording
+    /// is then copied, not pasted — there is no other app to paste into.
+    window_focused: bool,
 }
 
 impl PersykUi {
@@ -246,7 +276,8 @@ impl PersykUi {
         key_stored: bool,
     ) -> PersykUi {
         let form = SettingsForm::from_settings(&settings, key_stored);
-        PersykUi {
+        let paste_availability = effects.paste_availability();
+        let mut ui = PersykUi {
             backend,
             effects,
             waker,
@@ -284,7 +315,12 @@ impl PersykUi {
                 store: ModelStore::from_env().ok(),
                 ..ModelsView::default()
             },
-        }
+            paste_availability,
+            window_focused: false,
+            recent: Vec::new(),
+        };
+        ui.send(Command::Recent { limit: RECENT_LEN });
+        ui
     }
 
     // -----------------------------------------------------------------------------------
@@ -297,6 +333,7 @@ impl PersykUi {
     pub fn show_page(&mut self, page: Page) {
         if page == Page::Search && self.page != Page::Search {
             self.search.edited_at = None;
+            self.search.focus_query = true;
             self.run_search();
         }
         self.page = page;
@@ -345,6 +382,19 @@ impl PersykUi {
     pub fn copy_last(&mut self) {
         if let Some(t) = self.last_transcript.clone() {
             self.copy(&t);
+        }
+    }
+
+    /// The newest transcriptions, newest first (the menu-bar menu's "Recent").
+    pub fn recent(&self) -> &[RecentItem] {
+        &self.recent
+    }
+
+    /// Copies the `index`-th recent transcription (nothing when there is none).
+    pub fn copy_recent(&mut self, index: usize) {
+        if let Some(item) = self.recent.get(index) {
+            let text = item.text.clone();
+            self.copy(&text);
         }
     }
 
@@ -445,8 +495,17 @@ impl PersykUi {
     /// Applies every waiting update; runs effects of finished recordings. Cheap when idle.
     pub fn process(&mut self, ctx: &egui::Context) {
         self.waker.attach(ctx);
+        self.window_focused = ctx.input(|i| i.viewport().focused == Some(true));
         while let Some(update) = self.backend.try_recv() {
             self.apply(update);
+        }
+        while let Some((id, delivery)) = self.effects.delivered() {
+            if let Dictation::Done(done) = &mut self.dictation
+                && done.delivering == Some(id)
+            {
+                done.delivering = None;
+                record_delivery(&mut *self.effects, done, delivery);
+            }
         }
         if let Some(reason) = self.effects.failures() {
             self.notice = Some((
@@ -499,11 +558,12 @@ impl PersykUi {
                     },
                 );
             }
-            Update::Discarded { .. } => {
+            Update::Discarded { session } => {
                 if let Dictation::Done(d) = &mut self.dictation {
                     d.discarded = true;
                 }
                 self.last_transcript = None;
+                self.recent.retain(|r| r.session != session);
                 self.notice = Some(("The session was deleted".into(), false));
             }
             Update::DiscardFailed { code } => {
@@ -511,6 +571,7 @@ impl PersykUi {
             }
             Update::Results(results) => {
                 if results.generation == self.search.generation {
+                    let continued = results.continued;
                     match (&mut self.search.results, results.continued) {
                         (Some(shown), true) => {
                             shown.rows.extend(results.rows);
@@ -519,6 +580,7 @@ impl PersykUi {
                         }
                         _ => self.search.results = Some(*results),
                     }
+                    self.time_rows(continued);
                     self.search.waiting = false;
                 }
             }
@@ -553,6 +615,9 @@ impl PersykUi {
                 }
             }
             Update::CopyText(text) => match text {
+                Ok(t) if t.trim().is_empty() => {
+                    self.notice = Some(("This session has no text to copy".into(), false));
+                }
                 Ok(t) => self.copy(&t),
                 Err(code) => {
                     self.search.message =
@@ -569,6 +634,16 @@ impl PersykUi {
             }
             Update::RecoverFailed { code, .. } => {
                 self.search.message = Some((format!("Recovery failed ({code})"), true));
+            }
+            Update::Recent(items) => {
+                // A recording that finished meanwhile stays first.
+                for item in items {
+                    if self.recent.len() < RECENT_LEN
+                        && !self.recent.iter().any(|r| r.session == item.session)
+                    {
+                        self.recent.push(item);
+                    }
+                }
             }
             Update::Devices(list) => self.devices = Some(list),
             Update::SettingsSaved => {
@@ -618,19 +693,35 @@ impl PersykUi {
             finished,
             view,
             clipboard: None,
+            paste: None,
+            delivering: None,
             discarded: false,
         };
         // Effects: the session is already saved whatever happens here.
         let text = done.finished.transcript.clone();
         if done.finished.error.is_none() && !text.trim().is_empty() {
-            let result = self.effects.copy(&text);
-            if result.is_ok() {
-                self.effects
-                    .notify("Transcription copied", &first_words(&text, 12));
-            } else if let Err(reason) = &result {
-                eprintln!("persyk: clipboard failed: {reason}");
+            // Copied, then pasted into the focused app when "After dictation" says so (not
+            // into Persyk's own window: stopped with its button, there is no other app).
+            let mut after = self.settings.after_dictation;
+            if self.window_focused {
+                after.action = crate::settings::AfterAction::Copy;
             }
-            done.clipboard = Some(result);
+            match self.effects.deliver_transcript(&text, &after, &self.waker) {
+                Delivered::Now(delivery) => {
+                    record_delivery(&mut *self.effects, &mut done, delivery)
+                }
+                Delivered::Later(id) => done.delivering = Some(id),
+            }
+            let session = done.finished.session.clone();
+            self.recent.retain(|r| r.session != session);
+            self.recent.insert(
+                0,
+                RecentItem {
+                    session,
+                    text: text.clone(),
+                },
+            );
+            self.recent.truncate(RECENT_LEN);
             self.last_transcript = Some(text);
         }
         // Removal requests the recording never answered.
@@ -658,6 +749,7 @@ impl PersykUi {
             });
             return;
         }
+        self.history_keys(ui.ctx());
         egui::Frame::central_panel(ui.style()).show(ui, |ui| {
             ui.set_min_size(ui.available_size());
             self.header(ui);
@@ -705,6 +797,7 @@ impl PersykUi {
                     ));
                 }
             }
+            Action::AfterDictation(request) => self.after_dictation_request(request),
             Action::Remove(entry_id) => {
                 self.removals
                     .insert(entry_id.clone(), RemovalStatus::Waiting);
@@ -734,6 +827,10 @@ impl PersykUi {
                     leaf: row.leaf,
                 });
             }
+            Action::CopyRow(row) => self.send(Command::CopyRow {
+                location: row.location,
+                leaf: row.leaf,
+            }),
             Action::CloseOpened => {
                 self.search.opened = None;
                 self.search.opened_pages.clear();
@@ -792,4 +889,17 @@ impl PersykUi {
             ui.colored_label(color, text);
         }
     }
+}
+
+/// Shows what became of a transcript's delivery; notifies once the copy succeeded.
+fn record_delivery(effects: &mut dyn Effects, done: &mut DoneRec, delivery: Delivery) {
+    match &delivery.copied {
+        Ok(()) => effects.notify(
+            "Transcription copied",
+            &first_words(&done.finished.transcript, 12),
+        ),
+        Err(reason) => eprintln!("persyk: clipboard failed: {reason}"),
+    }
+    done.clipboard = Some(delivery.copied);
+    done.paste = delivery.pasted;
 }

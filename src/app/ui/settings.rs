@@ -36,6 +36,8 @@ pub struct SettingsForm {
     pub sounds: bool,
     /// The recording indicator window.
     pub indicator: bool,
+    /// Copy only, or copy and paste.
+    pub after: super::after_dictation::AfterDictationForm,
 }
 
 impl SettingsForm {
@@ -90,6 +92,7 @@ impl SettingsForm {
             local_threads: s.recognition.local_threads.unwrap_or(0),
             sounds: s.feedback.sounds_enabled(),
             indicator: s.feedback.indicator_enabled(),
+            after: super::after_dictation::AfterDictationForm::from_settings(&s.after_dictation),
         }
     }
 
@@ -154,6 +157,7 @@ impl SettingsForm {
         } else {
             Some(self.indicator)
         };
+        s.after_dictation = self.after.to_settings();
         s
     }
 }
@@ -341,6 +345,8 @@ impl PersykUi {
             ui.checkbox(&mut f.indicator, "Show a recording indicator");
             ui.end_row();
         });
+        self.after_dictation_ui(ui);
+        let f = &mut self.form;
         if *f != before {
             self.form_saved = false;
         }

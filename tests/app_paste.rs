@@ -1,0 +1,550 @@
+//! Issue #14 item 1, "Paste into the app you were using".
+//!
+//! On a real X server: each `issue14_01_…` test with a Tk target re-runs itself in a child process on a fresh Xvfb display (the hotkey library
+//! and the clipboard read `DISPLAY`, which a multi-threaded test must not change). There a
+//! Tk window (`tests/paste_target.py`, python3-tk) holds keyboard focus in an entry; the app
+//! runs as the shell does (`Shell::tick` + `draw` in an egui_kittest harness, so the tray is
+//! a recorder) over the real backend and the fake provider on loopback, with the real global
+//! hotkey, the real clipboard (arboard) and the real paster (XTest). The user presses the
+//! hotkey with `xdotool` to start and again to stop; the transcript must arrive in the Tk
+//! entry, the entry must keep focus, and with "put back" on the clipboard must hold its
+//! previous text again afterwards (read by Tk, another X client).
+//!
+//! Skipped, with a note, where Xvfb, xdotool or python3 with tkinter is missing (`scripts/
+//! setup` installs them).
+//!
+//! Without a display: a refused paste (a fake paster standing in for macOS without
+//! Accessibility access) is said in the window and the text stays on the clipboard; a
+//! dictation stopped in Persyk's own focused window is copied, not pasted; starting and
+//! stopping from the tray never shows or focuses the window.
+#![cfg(all(feature = "app", target_os = "linux"))]
+
+mod app_support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use app_support::{MemKeys, ToneMic, scenario};
+use eframe::egui::{ViewportCommand, ViewportId};
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+use persyk::app::backend::{BackendConfig, BackendHandle};
+use persyk::app::effects::{Delivered, Effects, SystemEffects};
+use persyk::app::model::Waker;
+use persyk::app::paste::{self, PasteAvailability, PasteError, Paster, TextClipboard};
+use persyk::app::shell::{Shell, ShellEvent, ShellOptions, TrayPort};
+use persyk::app::tray::TrayState;
+use persyk::app::ui::PersykUi;
+use persyk::realtime::fake;
+use persyk::settings::{AfterAction, AfterDictationSettings, Settings};
+
+/// A guard against hangs only (never a performance threshold).
+const WAIT: Duration = Duration::from_secs(30);
+const SAID: &str = "Pasted where I was typing.";
+const PREVIOUS: &str = "what the clipboard held before";
+
+// ---------------------------------------------------------------------------------------------
+// Xvfb, the Tk target, the shell.
+
+struct Xvfb(Child, String);
+
+impl Xvfb {
+    fn start() -> Option<Xvfb> {
+        let mut child = Command::new("Xvfb")
+            .args(["-displayfd", "1", "-screen", "0", "1024x768x24"])
+            .args(["-nolisten", "tcp"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("piped stdout"))
+            .read_line(&mut line)
+            .expect("Xvfb reports its display");
+        let n: u32 = line.trim().parse().expect("a display number");
+        Some(Xvfb(child, format!(":{n}")))
+    }
+}
+
+impl Drop for Xvfb {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn have(program: &str, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Runs test `name` again in a child on a fresh Xvfb display; `true` in the child.
+fn in_xvfb_child(name: &str) -> bool {
+    if std::env::var_os("PERSYK_TEST_XVFB_CHILD").is_some() {
+        return true;
+    }
+    // `xdotool version` fails without a display: only whether it runs at all counts.
+    let xdotool = Command::new("xdotool").arg("version").output().is_ok();
+    if !xdotool || !have("python3", &["-c", "import tkinter"]) {
+        eprintln!("SKIPPED: needs xdotool and python3-tk (scripts/setup installs them)");
+        return false;
+    }
+    let Some(x) = Xvfb::start() else {
+        eprintln!("SKIPPED: Xvfb is not installed (scripts/setup installs it)");
+        return false;
+    };
+    let out = Command::new(std::env::current_exe().expect("test binary"))
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env("PERSYK_TEST_XVFB_CHILD", "1")
+        .env("DISPLAY", &x.1)
+        .env_remove("WAYLAND_DISPLAY")
+        .env_remove("XDG_SESSION_TYPE")
+        .output()
+        .expect("run the test in a child");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "the test failed on Xvfb:\n{text}");
+    assert!(text.contains("1 passed"), "the child ran no test:\n{text}");
+    false
+}
+
+/// Presses a key combination on the X server of `DISPLAY`, as a user would.
+fn press(keys: &str) {
+    let ok = Command::new("xdotool")
+        .args(["key", keys])
+        .status()
+        .expect("xdotool");
+    assert!(ok.success(), "xdotool key {keys}");
+}
+
+/// The Tk window with the focused entry.
+struct Target {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Target {
+    fn start() -> Target {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/paste_target.py");
+        let mut child = Command::new("python3")
+            .arg(script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 tests/paste_target.py");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut t = Target {
+            child,
+            stdin,
+            stdout,
+        };
+        assert_eq!(t.line(), "\"ready\"", "the Tk entry never got focus");
+        t
+    }
+
+    fn line(&mut self) -> String {
+        let mut line = String::new();
+        self.stdout
+            .read_line(&mut line)
+            .expect("the Tk target answers");
+        line.trim().to_owned()
+    }
+
+    fn ask(&mut self, command: &str) -> serde_json::Value {
+        writeln!(self.stdin, "{command}").expect("the Tk target reads");
+        serde_json::from_str(&self.line()).expect("a JSON answer")
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct NoTray(Arc<Mutex<Vec<TrayState>>>);
+
+impl TrayPort for NoTray {
+    fn sync(&mut self, state: TrayState, _recording: bool, _can_copy: bool) {
+        let mut v = self.0.lock().unwrap();
+        if v.last() != Some(&state) {
+            v.push(state);
+        }
+    }
+}
+
+struct App {
+    harness: Harness<'static, Shell>,
+    syncs: Arc<Mutex<Vec<TrayState>>>,
+    _dir: tempfile::TempDir,
+    _fake: (tokio::runtime::Runtime, fake::FakeServer),
+}
+
+/// The shell over the real backend, the fake provider (one utterance, `SAID`), a tone as
+/// the microphone, the real effects (clipboard, XTest paster) and the real hotkey.
+fn app(after: AfterDictationSettings) -> App {
+    app_with(after, Box::new(SystemEffects::new()), false)
+}
+
+fn app_with(after: AfterDictationSettings, effects: Box<dyn Effects>, no_hotkey: bool) -> App {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("sessions");
+    std::fs::create_dir_all(&root).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = rt
+        .block_on(fake::spawn(scenario(&format!(
+            r#"{{"name": "paste", "connections": [{{"utterances": [{{"end_ms": 400,
+                "transcript": "{SAID}", "delay_ms": 50}}], "close_after_commit_ms": 200}}]}}"#
+        ))))
+        .unwrap();
+    let mut settings = Settings::default();
+    settings.sessions.directory = Some(root);
+    // The scenario scripts a server-VAD turn, which `gpt-transcribe` keeps.
+    settings.provider.transcription_model = Some("gpt-transcribe".into());
+    settings.provider.base_url = Some(format!("ws://{}/v1", server.addr));
+    settings.after_dictation = after;
+    let waker = Waker::new();
+    let backend = BackendHandle::spawn(
+        BackendConfig {
+            settings_path: Some(dir.path().join("settings.json")),
+            dev: true,
+            microphone: Arc::new(ToneMic { seconds: 30.0 }),
+            keys: Arc::new(MemKeys(Mutex::new(Some("sk-test".into())))),
+            replay_factor: 4.0,
+        },
+        settings.clone(),
+        waker.clone(),
+    )
+    .unwrap();
+    let ui = PersykUi::new(backend, effects, waker, settings, true);
+    let syncs: Arc<Mutex<Vec<TrayState>>> = Arc::default();
+    let tray = syncs.clone();
+    let shell = Shell::with_tray(
+        &eframe::egui::Context::default(),
+        ui,
+        ShellOptions {
+            no_hotkey,
+            ..ShellOptions::default()
+        },
+        move |_| Ok(Box::new(NoTray(tray)) as Box<dyn TrayPort>),
+    );
+    let harness = Harness::builder()
+        .with_size(eframe::egui::vec2(640.0, 900.0))
+        .build_ui_state(
+            |ui, shell: &mut Shell| {
+                shell.tick(ui.ctx());
+                shell.draw(ui);
+            },
+            shell,
+        );
+    App {
+        harness,
+        syncs,
+        _dir: dir,
+        _fake: (rt, server),
+    }
+}
+
+impl App {
+    fn wait_until(&mut self, what: &str, done: impl Fn(&App) -> bool) {
+        let start = Instant::now();
+        loop {
+            self.harness.step();
+            if done(self) {
+                return;
+            }
+            assert!(
+                start.elapsed() < WAIT,
+                "timed out waiting for {what}; tray saw {:?}",
+                self.syncs.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(15));
+        }
+    }
+
+    /// Starts a dictation with Alt+Space, lets it stream, stops it with Alt+Space and waits
+    /// until it is finished (saved, effects run).
+    fn dictate_by_hotkey(&mut self) {
+        self.harness.step();
+        assert_eq!(self.harness.state().view().hotkey_note, None);
+        press("alt+space");
+        self.wait_until("Alt+Space to start a recording", |a| {
+            a.harness.state().view().is_recording()
+        });
+        self.wait_until("the utterance to be transcribed", |a| {
+            a.syncs.lock().unwrap().last() == Some(&TrayState::Recording)
+                && a.harness.state().view().is_recording()
+        });
+        // The scripted utterance ends 400 ms into the audio; give the provider its turn.
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_millis(1500) {
+            self.harness.step();
+            std::thread::sleep(Duration::from_millis(15));
+        }
+        press("alt+space");
+        self.wait_until("Alt+Space to stop and finish it", |a| {
+            let v = a.harness.state().view();
+            !v.is_recording() && v.last_transcript().is_some()
+        });
+    }
+}
+
+/// Polls the Tk target until `done` holds for its answer to `command`.
+fn wait_target(
+    target: &mut Target,
+    app: &mut App,
+    command: &str,
+    what: &str,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let start = Instant::now();
+    loop {
+        // Keep the app's frames going (the clipboard owner answers on its own thread).
+        app.harness.step();
+        let answer = target.ask(command);
+        if done(&answer) {
+            return answer;
+        }
+        assert!(
+            start.elapsed() < WAIT,
+            "timed out waiting for {what}; last answer {answer}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue #14.
+
+/// Issue #14 item 1: after a dictation started and stopped with the hotkey, the transcript
+/// is pasted into the entry the user was typing in, which keeps keyboard focus throughout;
+/// with "put back" on, the clipboard then holds what it held before.
+/// Before this item the transcript only reached the clipboard: the entry stayed empty.
+#[test]
+fn issue14_01_a_hotkey_dictation_is_pasted_into_the_focused_app() {
+    if !in_xvfb_child("issue14_01_a_hotkey_dictation_is_pasted_into_the_focused_app") {
+        return;
+    }
+    let mut target = Target::start();
+    assert_eq!(target.ask(&format!("set-clipboard {PREVIOUS}"))["ok"], true);
+    let mut app = app(AfterDictationSettings {
+        action: AfterAction::Paste,
+        restore_clipboard: true,
+    });
+    assert_eq!(target.ask("entry")["focus"], true, "the app took focus");
+
+    app.dictate_by_hotkey();
+    assert_eq!(app.harness.state().view().last_transcript(), Some(SAID));
+    let state = wait_target(&mut target, &mut app, "entry", "the pasted text", |a| {
+        a["entry"] == SAID
+    });
+    assert_eq!(state["focus"], true, "the entry lost keyboard focus");
+    app.wait_until("the window to say so", |a| {
+        a.says("Pasted into the active app")
+    });
+    // Put back after the paste (500 ms later), as read by another X client.
+    wait_target(
+        &mut target,
+        &mut app,
+        "clipboard",
+        "the previous clipboard",
+        |a| a["clipboard"] == PREVIOUS,
+    );
+    // Exactly once: nothing typed or pasted twice.
+    assert_eq!(target.ask("entry")["entry"], SAID);
+}
+
+/// Issue #14 item 1: with "put back" off the transcript stays on the clipboard after the
+/// paste (and copy-only, the default, pastes nothing: the entry stays empty).
+#[test]
+fn issue14_01_without_put_back_the_transcript_stays_on_the_clipboard() {
+    if !in_xvfb_child("issue14_01_without_put_back_the_transcript_stays_on_the_clipboard") {
+        return;
+    }
+    let mut target = Target::start();
+    assert_eq!(target.ask(&format!("set-clipboard {PREVIOUS}"))["ok"], true);
+    let mut app = app(AfterDictationSettings::default());
+    app.dictate_by_hotkey();
+    wait_target(&mut target, &mut app, "clipboard", "the transcript", |a| {
+        a["clipboard"] == SAID
+    });
+    // Copy only: give a paste every chance to arrive, then check none did.
+    std::thread::sleep(Duration::from_millis(800));
+    let state = target.ask("entry");
+    assert_eq!(state["entry"], "", "copy-only pasted");
+    assert_eq!(state["focus"], true);
+    drop(app);
+    drop(target);
+
+    let mut target = Target::start();
+    let mut app = self::app(AfterDictationSettings {
+        action: AfterAction::Paste,
+        restore_clipboard: false,
+    });
+    app.dictate_by_hotkey();
+    wait_target(&mut target, &mut app, "entry", "the pasted text", |a| {
+        a["entry"] == SAID
+    });
+    std::thread::sleep(Duration::from_millis(800));
+    app.harness.step();
+    assert_eq!(target.ask("clipboard")["clipboard"], SAID);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Without a display: the paste flow with a paster that fails, and where focus goes.
+
+/// A clipboard in memory and a paster that refuses (macOS without Accessibility access).
+#[derive(Clone, Default)]
+struct Untrusted {
+    clipboard: Arc<Mutex<Option<String>>>,
+}
+
+impl TextClipboard for Untrusted {
+    fn text(&mut self) -> Option<String> {
+        self.clipboard.lock().unwrap().clone()
+    }
+    fn set_text(&mut self, text: &str) -> Result<(), String> {
+        *self.clipboard.lock().unwrap() = Some(text.to_owned());
+        Ok(())
+    }
+}
+
+impl Paster for Untrusted {
+    fn availability(&self) -> PasteAvailability {
+        PasteAvailability::NeedsAccess
+    }
+    fn paste(&self) -> Result<(), PasteError> {
+        Err(PasteError::NotTrusted)
+    }
+}
+
+impl Effects for Untrusted {
+    fn copy(&mut self, text: &str) -> Result<(), String> {
+        self.set_text(text)
+    }
+    fn notify(&mut self, _title: &str, _body: &str) {}
+    fn deliver_transcript(
+        &mut self,
+        text: &str,
+        after: &AfterDictationSettings,
+        _wake: &Waker,
+    ) -> Delivered {
+        let paster = self.clone();
+        Delivered::Now(paste::deliver(self, &paster, text, after))
+    }
+    fn paste_availability(&self) -> PasteAvailability {
+        PasteAvailability::NeedsAccess
+    }
+}
+
+impl App {
+    /// Starts and stops a dictation from the tray icon; asserts that nothing on the way
+    /// showed or focused the window.
+    fn dictate_from_the_tray(&mut self) {
+        let post = self.harness.state().poster();
+        let unfocused = |a: &App| {
+            let commands = a
+                .harness
+                .output()
+                .viewport_output
+                .get(&ViewportId::ROOT)
+                .map(|v| v.commands.clone())
+                .unwrap_or_default();
+            assert!(
+                !commands
+                    .iter()
+                    .any(|c| matches!(c, ViewportCommand::Focus | ViewportCommand::Visible(true))),
+                "starting a dictation moved focus to Persyk: {commands:?}"
+            );
+        };
+        post(ShellEvent::TrayClick);
+        self.wait_until("the tray click to start a recording", |a| {
+            unfocused(a);
+            a.syncs.lock().unwrap().last() == Some(&TrayState::Recording)
+        });
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_millis(1500) {
+            self.harness.step();
+            unfocused(self);
+            std::thread::sleep(Duration::from_millis(15));
+        }
+        post(ShellEvent::TrayClick);
+        self.wait_until("the tray click to stop and finish it", |a| {
+            unfocused(a);
+            let v = a.harness.state().view();
+            !v.is_recording() && v.last_transcript().is_some()
+        });
+        self.harness.run();
+    }
+
+    fn says(&self, text: &str) -> bool {
+        self.harness
+            .query_all_by_label_contains(text)
+            .next()
+            .is_some()
+    }
+}
+
+/// Issue #14 item 1: a paste that cannot happen (no Accessibility access) never loses the
+/// text — it stays on the clipboard — and the window says so with the code and where to
+/// turn access on; starting from the tray never shows or focuses the window.
+#[test]
+fn issue14_01_a_refused_paste_is_said_and_the_text_stays_on_the_clipboard() {
+    let effects = Untrusted::default();
+    let mut app = app_with(
+        AfterDictationSettings {
+            action: AfterAction::Paste,
+            restore_clipboard: true,
+        },
+        Box::new(effects.clone()),
+        true,
+    );
+    *effects.clipboard.lock().unwrap() = Some(PREVIOUS.into());
+    app.dictate_from_the_tray();
+    assert_eq!(effects.clipboard.lock().unwrap().as_deref(), Some(SAID));
+    assert!(app.says("Not pasted (paste.not-trusted)"));
+    assert!(app.says("Privacy & Security > Accessibility"));
+    assert!(app.says("The text is on the clipboard"));
+}
+
+/// Issue #14 item 1: stopped while Persyk's own window has keyboard focus, a dictation is
+/// copied, not pasted (there is no other app to paste into; ⌘V would land in Persyk).
+#[test]
+fn issue14_01_with_persyks_window_focused_the_text_is_copied_not_pasted() {
+    let effects = Untrusted::default();
+    let mut app = app_with(
+        AfterDictationSettings {
+            action: AfterAction::Paste,
+            restore_clipboard: false,
+        },
+        Box::new(effects.clone()),
+        true,
+    );
+    app.harness
+        .input_mut()
+        .viewports
+        .entry(ViewportId::ROOT)
+        .or_default()
+        .focused = Some(true);
+    app.dictate_from_the_tray();
+    assert_eq!(effects.clipboard.lock().unwrap().as_deref(), Some(SAID));
+    assert!(!app.says("Not pasted"));
+    assert!(app.says("Copied to the clipboard"));
+}

@@ -1,0 +1,119 @@
+//! A private PulseAudio server for tests that capture real sound: its own runtime directory,
+//! anonymous auth, a null sink `vsink` whose monitor tests make the default source, so
+//! what `paplay --device=vsink` plays is what the microphone hears.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What these tests run: the server, its control and player, and the speech synthesizer.
+pub const TOOLS: [&str; 4] = ["pulseaudio", "pactl", "paplay", "espeak-ng"];
+
+/// A private PulseAudio server, killed on drop.
+pub struct PulseServer {
+    child: Child,
+    socket: PathBuf,
+    log: PathBuf,
+}
+
+impl PulseServer {
+    pub fn start(dir: &Path) -> PulseServer {
+        let run = dir.join("run");
+        let home = dir.join("home");
+        for d in [&run, &home] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let socket = run.join("native");
+        let log = dir.join("pulseaudio.log");
+        let child = Command::new("pulseaudio")
+            .args([
+                "-n",
+                "--daemonize=no",
+                "--system=false",
+                "--exit-idle-time=-1",
+                "--use-pid-file=no",
+                "--log-target=stderr",
+            ])
+            .arg("-L")
+            .arg(format!(
+                "module-native-protocol-unix auth-anonymous=1 socket={}",
+                socket.display()
+            ))
+            .args(["-L", "module-null-sink sink_name=vsink"])
+            .env("HOME", &home)
+            .env("XDG_RUNTIME_DIR", &run)
+            .env("PULSE_RUNTIME_PATH", &run)
+            .env("PULSE_STATE_PATH", dir.join("state"))
+            .env("XDG_CONFIG_HOME", dir.join("config"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("pulseaudio could not be started");
+        let mut server = PulseServer { child, socket, log };
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if server.socket.exists() && server.pactl(&["info"]).is_ok() {
+                return server;
+            }
+            if let Ok(Some(status)) = server.child.try_wait() {
+                panic!("pulseaudio exited ({status}):\n{}", server.log_text());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "pulseaudio did not come up:\n{}",
+                server.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn server_env(&self) -> String {
+        format!("unix:{}", self.socket.display())
+    }
+
+    pub fn command(&self, program: &str) -> Command {
+        let mut c = Command::new(program);
+        c.env("PULSE_SERVER", self.server_env());
+        c
+    }
+
+    pub fn pactl(&self, args: &[&str]) -> Result<String, String> {
+        let out = self
+            .command("pactl")
+            .args(args)
+            .output()
+            .map_err(|e| e.to_string())?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for PulseServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The tools of [`TOOLS`] that are not on `PATH`.
+pub fn missing_tools() -> Vec<&'static str> {
+    TOOLS
+        .into_iter()
+        .filter(|t| {
+            Command::new(t)
+                .arg("--version")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_err()
+        })
+        .collect()
+}
