@@ -230,12 +230,24 @@ pub struct FeedbackSettings {
     /// Short start and stop sounds; `None` = on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sounds: Option<bool>,
+    /// The recording indicator (a small always-on-top window while a recording runs);
+    /// `None` = on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub indicator: Option<bool>,
+    /// Keys of this section this version does not know, kept as they were.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
 }
 
 impl FeedbackSettings {
     /// Whether the start and stop sounds play (on unless turned off).
     pub fn sounds_enabled(&self) -> bool {
         self.sounds.unwrap_or(true)
+    }
+
+    /// Whether the recording indicator shows (on unless turned off).
+    pub fn indicator_enabled(&self) -> bool {
+        self.indicator.unwrap_or(true)
     }
 }
 

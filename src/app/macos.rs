@@ -1,4 +1,5 @@
-//! macOS-only pieces: no Dock icon, bringing the window to the front, the microphone
+//! macOS-only pieces: no Dock icon, bringing the window to the front, the recording
+//! indicator as a non-activating panel, the microphone
 //! permission (status and the system prompt), and notifications through the User
 //! Notifications framework (authorization awaited, completion errors reported, banners
 //! presented while Persyk is frontmost through a `UNUserNotificationCenterDelegate`).
@@ -9,6 +10,9 @@
 //! - `UNUserNotificationCenter` exists only for a bundled app (it needs a bundle
 //!   identifier); outside `Persyk.app` notifications are reported as unavailable instead of
 //!   crashing.
+//! - The recording indicator never activates Persyk or becomes the key window: a click on
+//!   its Stop button reaches the button while the app the user types in stays frontmost and
+//!   keeps keyboard focus ([`make_indicator_panel`]).
 
 use std::ptr::NonNull;
 use std::sync::Mutex;
@@ -16,9 +20,12 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use objc2::rc::Retained;
-use objc2::runtime::{NSObject, NSObjectProtocol, ProtocolObject};
-use objc2::{ClassType, MainThreadMarker, define_class, msg_send};
-use objc2_app_kit::{NSApplication, NSApplicationActivationPolicy, NSEvent, NSEventModifierFlags};
+use objc2::runtime::{AnyObject, NSObject, NSObjectProtocol, ProtocolObject};
+use objc2::{ClassType, MainThreadMarker, MainThreadOnly, define_class, msg_send};
+use objc2_app_kit::{
+    NSApplication, NSApplicationActivationPolicy, NSEvent, NSEventModifierFlags, NSPanel,
+    NSResponder, NSStatusWindowLevel, NSWindow, NSWindowCollectionBehavior, NSWindowStyleMask,
+};
 use objc2_av_foundation::{AVAuthorizationStatus, AVCaptureDevice, AVMediaTypeAudio};
 use objc2_foundation::{NSBundle, NSError, NSString};
 use objc2_user_notifications::{
@@ -96,6 +103,66 @@ pub fn activate() {
         #[allow(deprecated)] // `activate` needs macOS 14; this works on every version.
         NSApplication::sharedApplication(mtm).activateIgnoringOtherApps(true);
     }
+}
+
+define_class!(
+    /// The recording indicator's class: a panel that never becomes key or main, so showing
+    /// it or clicking it leaves keyboard focus where the user was typing.
+    #[unsafe(super(NSPanel, NSWindow, NSResponder, NSObject))]
+    #[thread_kind = MainThreadOnly]
+    #[name = "PersykIndicatorPanel"]
+    struct IndicatorPanel;
+
+    impl IndicatorPanel {
+        #[unsafe(method(canBecomeKeyWindow))]
+        fn can_become_key_window(&self) -> bool {
+            false
+        }
+
+        #[unsafe(method(canBecomeMainWindow))]
+        fn can_become_main_window(&self) -> bool {
+            false
+        }
+    }
+);
+
+/// Makes the window titled `title` (the indicator, created by winit as an ordinary
+/// `NSWindow`) a non-activating panel at status-bar level, on every Space and beside
+/// full-screen apps, out of the window cycle, and never key or main. Returns whether the
+/// window was found (the shell tries again on the next frame until it was).
+pub fn make_indicator_panel(title: &str) -> bool {
+    let Some(mtm) = MainThreadMarker::new() else {
+        return false;
+    };
+    let wanted = NSString::from_str(title);
+    for window in NSApplication::sharedApplication(mtm).windows().iter() {
+        if !window.title().isEqualToString(&wanted) {
+            continue;
+        }
+        let object: &AnyObject = &window;
+        if object.class() != IndicatorPanel::class() {
+            // winit's window class is NSWindow plus two overridden methods and no instance
+            // variables, so its objects are laid out as an NSWindow; NSPanel adds no state
+            // of its own. The panel class only changes what `canBecomeKey/MainWindow` say.
+            if object.class().name().to_bytes() != b"WinitWindow" {
+                return true; // not the window we know how to change: leave it as it is
+            }
+            // SAFETY: see above; this runs on the main thread, before any other code could
+            // hold the class of this object.
+            unsafe { AnyObject::set_class(object, IndicatorPanel::class()) };
+        }
+        window.setStyleMask(window.styleMask() | NSWindowStyleMask::NonactivatingPanel);
+        window.setHidesOnDeactivate(false);
+        window.setLevel(NSStatusWindowLevel);
+        window.setCollectionBehavior(
+            NSWindowCollectionBehavior::CanJoinAllSpaces
+                | NSWindowCollectionBehavior::Stationary
+                | NSWindowCollectionBehavior::FullScreenAuxiliary
+                | NSWindowCollectionBehavior::IgnoresCycle,
+        );
+        return true;
+    }
+    false
 }
 
 /// Whether Control is held now (a ctrl-click on the menu-bar icon opens the menu).

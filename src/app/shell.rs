@@ -14,9 +14,17 @@
 //!   lets it finish, bounded by one deadline, before the process exits. The UI thread never
 //!   waits for it: the window keeps painting "Finishing…" and closes when the backend
 //!   reports it stopped or the deadline passed. Close requests meanwhile are cancelled.
+//! - The recording indicator ([`super::ui::indicator`]) is a deferred viewport of its own,
+//!   asked for in [`Shell::draw`] only while a recording runs and `feedback.indicator` is
+//!   on, also while the main window is hidden (where eframe then runs no ui, `tick` asks for
+//!   one pass; from then on eframe runs it because a child viewport is visible). Its Stop is
+//!   the menu's stop. Nothing is asked for while idle, so eframe closes its window and
+//!   nothing repaints.
+//! - Started `--hidden` with a tray icon, the window stays hidden until the user opens it
+//!   (eframe would show it after its first painted frame).
 
-use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use eframe::egui;
@@ -25,6 +33,7 @@ use super::backend::{SHUTDOWN_DEADLINE, ShutdownStatus};
 use super::hotkey;
 use super::sounds::{self, Cue, Sounds};
 use super::tray::{Tray, TrayError, TrayState, recent_labels};
+use super::ui::indicator::{self, IndicatorAction, IndicatorModel};
 use super::ui::{Page, PersykUi};
 use crate::settings::HotkeyMode;
 
@@ -90,6 +99,16 @@ pub struct ShellOptions {
     pub play_sounds: bool,
 }
 
+/// Passes that hide a `--hidden` window again after eframe may have shown it.
+const HIDE_PASSES: u8 = 2;
+
+/// What the shell and the indicator's viewport callback share.
+#[derive(Default)]
+struct IndicatorShared {
+    model: Option<IndicatorModel>,
+    stop: bool,
+}
+
 /// The running app.
 pub struct Shell {
     ui: PersykUi,
@@ -111,6 +130,19 @@ pub struct Shell {
     quit_deadline: Duration,
     /// Input time of the close request already acted on.
     handled_close: Option<f64>,
+    /// The indicator's viewport was asked for in the last frame.
+    indicator_open: bool,
+    /// What the indicator's window renders (its callback runs on its own repaints) and
+    /// whether its Stop was clicked.
+    indicator: Arc<Mutex<IndicatorShared>>,
+    /// Started `--hidden` with a tray icon and not shown since: eframe shows a window after
+    /// the first frame it paints (it paints a hidden one where the platform does not report
+    /// it hidden, as on X11, or when asked to), so the next passes say hidden again. Counts
+    /// the passes left; `None` once the user opened the window.
+    stay_hidden: Option<u8>,
+    /// The indicator's window was made a non-activating panel (macOS).
+    #[cfg(target_os = "macos")]
+    indicator_panel: bool,
 }
 
 impl Shell {
@@ -152,6 +184,7 @@ impl Shell {
             }
         };
         // `--hidden` built the window invisible; without a tray it must be reachable.
+        let stay_hidden = (options.hidden && tray.is_some()).then_some(HIDE_PASSES);
         if options.hidden && tray.is_none() {
             ctx.send_viewport_cmd(egui::ViewportCommand::Visible(true));
         }
@@ -174,6 +207,11 @@ impl Shell {
             closing: false,
             quit_deadline: SHUTDOWN_DEADLINE,
             handled_close: None,
+            indicator_open: false,
+            indicator: Arc::default(),
+            stay_hidden,
+            #[cfg(target_os = "macos")]
+            indicator_panel: false,
         };
         shell.sync_hotkey();
         shell
@@ -252,6 +290,7 @@ impl Shell {
         if let Some(p) = page {
             self.ui.show_page(p);
         }
+        self.stay_hidden = None;
         ctx.send_viewport_cmd(egui::ViewportCommand::Visible(true));
         ctx.send_viewport_cmd(egui::ViewportCommand::Focus);
         // An Accessory app stays behind the frontmost app unless it activates itself.
@@ -331,6 +370,7 @@ impl Shell {
     /// backend updates, queued OS events, close/quit rules, hotkey and tray state.
     pub fn tick(&mut self, ctx: &egui::Context) {
         self.ui.process(ctx);
+        self.indicator_stop();
         while let Ok(e) = self.events.try_recv() {
             self.handle(ctx, e);
         }
@@ -383,11 +423,99 @@ impl Shell {
             // The tray icon follows the engine's state even while the window is hidden.
             ctx.request_repaint_after(Duration::from_millis(250));
         }
+        // Hidden, eframe runs no ui (so no viewport could open) unless asked once; once the
+        // indicator's window shows, eframe keeps running the ui for it.
+        if !self.indicator_open
+            && self.indicator_model().is_some()
+            && ctx.input(|i| i.viewport().visible()) == Some(false)
+        {
+            ctx.send_viewport_cmd(egui::ViewportCommand::RequestPaintWhileHidden);
+            // That pass may be the first one eframe paints, after which it shows the window.
+            if self.stay_hidden.is_some() {
+                self.stay_hidden = Some(HIDE_PASSES);
+            }
+        }
     }
 
-    /// Draws the window's content.
+    /// What the indicator shows, or `None` when it is not to be shown.
+    fn indicator_model(&self) -> Option<IndicatorModel> {
+        if self.closing || !self.ui.settings().feedback.indicator_enabled() {
+            return None;
+        }
+        self.ui.indicator()
+    }
+
+    /// Whether the recording indicator is shown (asked for in the last frame).
+    pub fn indicator_shown(&self) -> bool {
+        self.indicator_open
+    }
+
+    /// Draws the window's content, and the recording indicator while a recording runs.
     pub fn draw(&mut self, ui: &mut egui::Ui) {
+        if let Some(left @ 1..) = self.stay_hidden {
+            // Applied after eframe's first-frame "show" (a no-op while already hidden). Not
+            // on every pass: each command asks for another pass.
+            self.stay_hidden = Some(left - 1);
+            ui.ctx()
+                .send_viewport_cmd(egui::ViewportCommand::Visible(false));
+        }
         self.ui.ui(ui);
+        self.indicator_ui(ui.ctx());
+    }
+
+    /// Asks for the indicator's viewport while there is something to show. Deferred, not
+    /// immediate: eframe creates its window with the event loop in hand, also after a pass
+    /// of a hidden main window (an immediate viewport cannot open there), and repaints it
+    /// without a pass of the main window.
+    fn indicator_ui(&mut self, ctx: &egui::Context) {
+        let model = self.indicator_model();
+        self.indicator_open = model.is_some();
+        let shown = model.is_some();
+        self.indicator
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .model = model;
+        if !shown {
+            #[cfg(target_os = "macos")]
+            {
+                self.indicator_panel = false;
+            }
+            return;
+        }
+        let builder = indicator::viewport_builder(ctx.input(|i| i.viewport().monitor_size));
+        let shared = self.indicator.clone();
+        ctx.show_viewport_deferred(indicator::viewport_id(), builder, move |ui, _class| {
+            let lock = || shared.lock().unwrap_or_else(PoisonError::into_inner);
+            let Some(view) = lock().model.as_ref().map(IndicatorModel::view) else {
+                return;
+            };
+            if indicator::indicator_ui(ui, &view) == Some(IndicatorAction::Stop) {
+                lock().stop = true;
+                ui.ctx().request_repaint_of(egui::ViewportId::ROOT);
+            }
+            // The clock and the meter move; this repaints the indicator's window only.
+            ui.ctx().request_repaint_after(indicator::REPAINT);
+        });
+        // Headless (embedded), the callback ran just now.
+        self.indicator_stop();
+        #[cfg(target_os = "macos")]
+        if !self.indicator_panel {
+            self.indicator_panel = super::macos::make_indicator_panel(indicator::TITLE);
+        }
+    }
+
+    /// Applies a click on the indicator's Stop.
+    fn indicator_stop(&mut self) {
+        let stop = std::mem::take(
+            &mut self
+                .indicator
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .stop,
+        );
+        if stop {
+            self.ui.stop();
+        }
     }
 }
 

@@ -12,7 +12,8 @@
 //! recognition and models, first run) with [`after_dictation`] (copy or paste, and the
 //! paste outcome under a finished recording). Shared pieces: [`widgets`] (labelled fields, match
 //! highlighting) and [`virtual_list`] (rows laid out only when in view). Pages are `impl
-//! PersykUi` blocks in their module, so the state stays in one place.
+//! PersykUi` blocks in their module, so the state stays in one place. [`indicator`] is the
+//! recording indicator's content (a window of its own, shown by the shell).
 //!
 //! Invariants:
 //! - Provisional text is drawn marked "not yet saved" and has no copy or remove control.
@@ -36,6 +37,7 @@
 mod after_dictation;
 mod dictation;
 mod history;
+pub mod indicator;
 mod settings;
 mod virtual_list;
 mod widgets;

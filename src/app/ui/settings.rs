@@ -34,6 +34,8 @@ pub struct SettingsForm {
     pub local_threads: u32,
     /// Start and stop sounds.
     pub sounds: bool,
+    /// The recording indicator window.
+    pub indicator: bool,
     /// Copy only, or copy and paste.
     pub after: super::after_dictation::AfterDictationForm,
 }
@@ -89,6 +91,7 @@ impl SettingsForm {
                 .unwrap_or_default(),
             local_threads: s.recognition.local_threads.unwrap_or(0),
             sounds: s.feedback.sounds_enabled(),
+            indicator: s.feedback.indicator_enabled(),
             after: super::after_dictation::AfterDictationForm::from_settings(&s.after_dictation),
         }
     }
@@ -148,6 +151,11 @@ impl SettingsForm {
             None
         } else {
             Some(self.sounds)
+        };
+        s.feedback.indicator = if self.indicator && base.feedback.indicator.is_none() {
+            None
+        } else {
+            Some(self.indicator)
         };
         s.after_dictation = self.after.to_settings();
         s
@@ -332,6 +340,9 @@ impl PersykUi {
             ui.end_row();
             ui.label("Sounds");
             ui.checkbox(&mut f.sounds, "Play start and stop sounds");
+            ui.end_row();
+            ui.label("Indicator");
+            ui.checkbox(&mut f.indicator, "Show a recording indicator");
             ui.end_row();
         });
         self.after_dictation_ui(ui);
@@ -651,5 +662,23 @@ mod tests {
         assert!(!again.sounds);
         again.sounds = true;
         assert_eq!(again.to_settings(&back).feedback.sounds, Some(true));
+    }
+
+    #[test]
+    fn the_indicator_choice_round_trips_and_keeps_unknown_keys() {
+        let s: Settings =
+            serde_json::from_str(r#"{"feedback": {"later": 1}, "future": true}"#).unwrap();
+        let mut form = SettingsForm::from_settings(&s, false);
+        assert!(form.indicator);
+        assert_eq!(form.to_settings(&s).feedback.indicator, None);
+        form.indicator = false;
+        let back = form.to_settings(&s);
+        assert_eq!(back.feedback.indicator, Some(false));
+        assert!(!back.feedback.indicator_enabled());
+        let json = serde_json::to_value(&back).unwrap();
+        assert_eq!(json["feedback"]["indicator"], false);
+        assert_eq!(json["future"], true);
+        assert_eq!(json["feedback"]["later"], 1);
+        assert!(!SettingsForm::from_settings(&back, false).indicator);
     }
 }
