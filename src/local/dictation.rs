@@ -23,6 +23,12 @@
 //!   exclusive asset first (the Realtime path's rule).
 //! - An utterance shows in the view's `provisional` list ("transcribing…") from its end until
 //!   its message or gap is written; provisional text is never persisted.
+//! - A pause of [`SPECULATE_AFTER_MS`] inside an open utterance, with the recognizer idle,
+//!   makes a guess: the utterance so far (to where a pause would end it) is recognized ahead.
+//!   The guess lives only on the recognizer thread, is never shown or persisted, and is used
+//!   only for the utterance it covers: as its verdict when the utterance ends exactly there,
+//!   or, at the stop, joined with the recognition of the part after it (the cut lies in that
+//!   pause). So stop waits at most for the speech since the last pause, not the utterance.
 //! - Stop recognizes what is left within the drain deadline; past it every unrecognized
 //!   utterance (and audio not yet segmented) becomes a `local.deadline` gap, and nothing is
 //!   appended by this engine after [`LocalEngine::stop`] returns.
@@ -43,7 +49,7 @@ use tokio::sync::{oneshot, watch};
 
 use super::{LocalError, Verdict};
 use crate::capture::WAV_HEADER_BYTES;
-use crate::capture::segment::{SegmentEvent, Segmenter, SegmenterConfig};
+use crate::capture::segment::{EndReason, SegmentEvent, Segmenter, SegmenterConfig};
 use crate::realtime::engine::{
     AudioChunk, CAPTURE_DURABLE_WAIT, CaptureLink, EngineReport, EngineState, EngineView,
     PublishedMessage, RemovalOutcome, SendError,
@@ -63,6 +69,9 @@ pub const JOB_QUEUE: usize = 32;
 pub const DRAIN_DEADLINE: Duration = Duration::from_secs(30);
 /// The gap reason of utterances not recognized before the stop deadline.
 pub const DEADLINE_REASON: &str = "local.deadline";
+/// Non-speech after the last voiced frame of an open utterance after which it is recognized
+/// ahead (speculatively), in case it ends there.
+pub const SPECULATE_AFTER_MS: u64 = 300;
 /// What the view shows for an utterance being recognized.
 pub const PROVISIONAL_TEXT: &str = "transcribing…";
 /// The provider name in `model_change` and on messages.
@@ -128,11 +137,20 @@ impl LocalSender {
     }
 }
 
-/// One utterance waiting for (or in) recognition.
+/// One utterance waiting for (or in) recognition, or a guess at the open one.
 struct Job {
-    index: u64,
+    /// The utterance's index; `None` for a speculative guess at the open utterance.
+    index: Option<u64>,
     start_sample: u64,
     pcm: Vec<i16>,
+    /// The utterance ended with the audio (the stop), not with a pause.
+    at_stop: bool,
+}
+
+impl Job {
+    fn end_sample(&self) -> u64 {
+        self.start_sample + self.pcm.len() as u64
+    }
 }
 
 /// What does not change during a recording.
@@ -157,6 +175,8 @@ struct Writer {
     pending: VecDeque<(u64, u64, u64)>,
     /// Samples the intake has segmented so far.
     segmented_samples: u64,
+    /// A speculative guess is queued or being recognized.
+    speculating: bool,
     intake_done: bool,
     provenance: Provenance,
 }
@@ -249,6 +269,7 @@ pub fn start(
         gap_at: Vec::new(),
         pending: VecDeque::new(),
         segmented_samples: 0,
+        speculating: false,
         intake_done: false,
         provenance: setup.provenance,
     };
@@ -395,6 +416,9 @@ fn intake(chunks: Receiver<AudioChunk>, jobs: SyncSender<Job>, shared: &Shared) 
     let mut events = Vec::new();
     let mut samples = Vec::new();
     let mut index = 0u64;
+    // The last range guessed at: each pause is guessed at once.
+    let mut guessed: Option<(u64, u64)> = None;
+    let speculate_after = u64::from(PCM_RATE_HZ) * SPECULATE_AFTER_MS / 1000;
     let ended =
         |u: crate::capture::segment::Utterance, buf: &[i16], base: u64, index: &mut u64| -> bool {
             let (from, to) = (
@@ -405,9 +429,10 @@ fn intake(chunks: Receiver<AudioChunk>, jobs: SyncSender<Job>, shared: &Shared) 
                 return true;
             }
             let job = Job {
-                index: *index,
+                index: Some(*index),
                 start_sample: base + from as u64,
                 pcm: buf[from..to].to_vec(),
+                at_stop: u.reason == EndReason::Finish,
             };
             {
                 let mut w = shared.lock();
@@ -460,6 +485,16 @@ fn intake(chunks: Receiver<AudioChunk>, jobs: SyncSender<Job>, shared: &Shared) 
             buf.drain(..n);
             base += n as u64;
         }
+        // A pause inside the open utterance: guess at it while the recognizer is idle, so
+        // that if it ends here (the pause goes on, or the user stops) its text is ready.
+        let guess = segmenter.open_utterance().filter(|open| {
+            !finished
+                && position >= open.last_voiced_end + speculate_after
+                && open.hangover_end <= position
+                && open.start_sample >= base
+                && guessed != Some((open.start_sample, open.hangover_end))
+                && super::worth_recognizing(open.voiced_ms)
+        });
         let mut w = shared.lock();
         w.segmented_samples = position;
         if finished {
@@ -469,6 +504,58 @@ fn intake(chunks: Receiver<AudioChunk>, jobs: SyncSender<Job>, shared: &Shared) 
         if w.closed {
             break;
         }
+        if let Some(open) = guess
+            && w.pending.is_empty()
+            && !w.speculating
+        {
+            let (from, to) = (
+                (open.start_sample - base) as usize,
+                ((open.hangover_end - base) as usize).min(buf.len()),
+            );
+            let job = Job {
+                index: None,
+                start_sample: open.start_sample,
+                pcm: buf[from..to].to_vec(),
+                at_stop: false,
+            };
+            if jobs.try_send(job).is_ok() {
+                w.speculating = true;
+                guessed = Some((open.start_sample, open.hangover_end));
+            }
+        }
+    }
+}
+
+/// Two verdicts on consecutive parts of one utterance, as one.
+fn join(first: Verdict, second: Verdict) -> Verdict {
+    match (first, second) {
+        (Verdict::Text(a), Verdict::Text(b)) => Verdict::Text(format!("{a} {b}")),
+        (Verdict::Text(t), Verdict::NoSpeech) | (Verdict::NoSpeech, Verdict::Text(t)) => {
+            Verdict::Text(t)
+        }
+        (Verdict::NoSpeech, Verdict::NoSpeech) => Verdict::NoSpeech,
+    }
+}
+
+/// The verdict on `job`, from the guess where it covers it: the same range is the guess
+/// itself; at the stop, an utterance that went on after the guess is recognized from the
+/// guess's end only (the cut lies in a pause of at least [`SPECULATE_AFTER_MS`]).
+fn verdict_for(
+    job: &Job,
+    guess: Option<(u64, u64, Verdict)>,
+    recognizer: &mut dyn Recognize,
+) -> Result<Verdict, LocalError> {
+    match guess {
+        Some((start, end, verdict)) if start == job.start_sample && end == job.end_sample() => {
+            Ok(verdict)
+        }
+        Some((start, end, verdict))
+            if job.at_stop && start == job.start_sample && end < job.end_sample() =>
+        {
+            let tail = &job.pcm[(end - start) as usize..];
+            Ok(join(verdict, recognizer.transcribe(tail)?))
+        }
+        _ => recognizer.transcribe(&job.pcm),
     }
 }
 
@@ -488,13 +575,28 @@ fn recognize_loop(
         };
         (fixed, w.continuation.handle().clone())
     };
+    // The last guess (start, end, verdict): only ever used for the utterance it guessed at,
+    // never published.
+    let mut guess: Option<(u64, u64, Verdict)> = None;
     while let Ok(job) = jobs.recv() {
-        let verdict = recognizer.transcribe(&job.pcm);
+        let Some(index) = job.index else {
+            let verdict = recognizer.transcribe(&job.pcm);
+            let mut w = shared.lock();
+            w.speculating = false;
+            if w.closed {
+                return;
+            }
+            guess = verdict
+                .ok()
+                .map(|v| (job.start_sample, job.end_sample(), v));
+            continue;
+        };
+        let verdict = verdict_for(&job, guess.take(), recognizer.as_mut());
         let Some((start_ms, end_ms)) = shared
             .lock()
             .pending
             .iter()
-            .find(|p| p.0 == job.index)
+            .find(|p| p.0 == index)
             .map(|p| (p.1, p.2))
         else {
             return;
@@ -519,7 +621,7 @@ fn recognize_loop(
                         match w.continuation.append_one(body) {
                             Ok(entry_id) => w.messages.push(PublishedMessage {
                                 entry_id,
-                                item_id: format!("utterance-{}", job.index),
+                                item_id: format!("utterance-{index}"),
                                 speaker: Speaker::User,
                                 text,
                                 removed: false,
@@ -543,7 +645,7 @@ fn recognize_loop(
                 end_ms: Some(end_ms),
             }),
         }
-        w.pending.retain(|p| p.0 != job.index);
+        w.pending.retain(|p| p.0 != index);
         shared.publish(&w);
         if w.closed {
             return;
@@ -632,5 +734,107 @@ pub struct FailingRecognizer;
 impl Recognize for FailingRecognizer {
     fn transcribe(&mut self, _pcm_24k: &[i16]) -> Result<Verdict, LocalError> {
         Err(LocalError::InferenceFailed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Says how many samples it heard, and remembers each call's length.
+    #[derive(Default)]
+    struct Counting(Vec<usize>);
+
+    impl Recognize for Counting {
+        fn transcribe(&mut self, pcm_24k: &[i16]) -> Result<Verdict, LocalError> {
+            self.0.push(pcm_24k.len());
+            Ok(Verdict::Text(format!("heard {}", pcm_24k.len())))
+        }
+    }
+
+    fn job(start: u64, len: usize, at_stop: bool) -> Job {
+        Job {
+            index: Some(0),
+            start_sample: start,
+            pcm: vec![1; len],
+            at_stop,
+        }
+    }
+
+    fn text(t: &str) -> Verdict {
+        Verdict::Text(t.into())
+    }
+
+    #[test]
+    fn a_guess_at_the_same_range_is_the_verdict_without_recognizing_again() {
+        let mut r = Counting::default();
+        let v = verdict_for(
+            &job(100, 50, false),
+            Some((100, 150, text("guess"))),
+            &mut r,
+        );
+        assert_eq!(v.expect("verdict"), text("guess"));
+        assert!(r.0.is_empty());
+        let v = verdict_for(
+            &job(100, 50, true),
+            Some((100, 150, Verdict::NoSpeech)),
+            &mut r,
+        );
+        assert_eq!(v.expect("verdict"), Verdict::NoSpeech);
+        assert!(r.0.is_empty());
+    }
+
+    #[test]
+    fn at_the_stop_only_the_tail_after_a_guess_is_recognized() {
+        let mut r = Counting::default();
+        let v = verdict_for(
+            &job(100, 80, true),
+            Some((100, 150, text("before"))),
+            &mut r,
+        );
+        assert_eq!(v.expect("verdict"), text("before heard 30"));
+        assert_eq!(r.0, [30]);
+        let mut r = Counting::default();
+        let v = verdict_for(
+            &job(100, 80, true),
+            Some((100, 150, Verdict::NoSpeech)),
+            &mut r,
+        );
+        assert_eq!(v.expect("verdict"), text("heard 30"));
+    }
+
+    #[test]
+    fn a_guess_that_does_not_fit_is_not_used() {
+        // Ended by a pause after the guess: the whole utterance, for the best text.
+        let mut r = Counting::default();
+        let v = verdict_for(
+            &job(100, 80, false),
+            Some((100, 150, text("before"))),
+            &mut r,
+        );
+        assert_eq!(v.expect("verdict"), text("heard 80"));
+        // Another utterance, or a guess past the end.
+        for guess in [(0, 150), (100, 200)] {
+            let mut r = Counting::default();
+            let v = verdict_for(
+                &job(100, 80, true),
+                Some((guess.0, guess.1, text("x"))),
+                &mut r,
+            );
+            assert_eq!(v.expect("verdict"), text("heard 80"));
+        }
+        let mut r = Counting::default();
+        let v = verdict_for(&job(100, 80, true), None, &mut r);
+        assert_eq!(v.expect("verdict"), text("heard 80"));
+    }
+
+    #[test]
+    fn a_failed_tail_fails_the_utterance() {
+        let v = verdict_for(
+            &job(100, 80, true),
+            Some((100, 150, text("before"))),
+            &mut FailingRecognizer,
+        );
+        assert_eq!(v.map_err(|e| e.code()), Err("local.inference-failed"));
     }
 }
