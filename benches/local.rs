@@ -9,8 +9,9 @@
 //!    real pipeline (paced in-memory source, `SourceKind::Live`, WAV asset, segmenter,
 //!    recognizer thread) and the figure is the time from the stop until the pipeline returns
 //!    (last canonical message and `recording.finished` written). Two stops: one second after
-//!    the last word (`pause`), and at the end of the last clip (`at end`: jfk.wav ends
-//!    0.3 s after its last word, so the last utterance is still open when the stop comes).
+//!    the last clip (`pause`), and at the end of the last clip (`at end`: the segmenter still
+//!    hears voice in jfk.wav's last frames, so the last utterance is open when the stop
+//!    comes and all of it is recognized after the stop).
 //!    **Baseline:** the peers' method, recognizing the whole recording after stop: one
 //!    whisper.cpp call on the full clip with whisper.cpp's defaults (30 s windows), the same
 //!    model, threads and language.
@@ -257,6 +258,19 @@ fn main() {
         whisper::whisper_cpp_version(),
         load_average()
     );
+    {
+        // How long jfk.wav goes on after its last voiced frame (the `at end` stop's pause).
+        use persyk::capture::segment::{Segmenter, SegmenterConfig};
+        let mut segmenter = Segmenter::new(SegmenterConfig::for_rate(RATE as u32));
+        let mut events = Vec::new();
+        segmenter.push(&jfk, &mut events);
+        if let Some(open) = segmenter.open_utterance() {
+            println!(
+                "jfk.wav: {} ms after its last voiced frame (the utterance is open at its end)",
+                (jfk.len() as u64 - open.last_voiced_end) * 1000 / RATE as u64
+            );
+        }
+    }
     let mut baseline_ctx: Option<WhisperContext> = None;
     let mut rss = None;
     let mut seed = 5;
