@@ -28,6 +28,10 @@
 //!    recording), before the baseline's own copy of the model is loaded. **Baseline:** the
 //!    model file's size.
 //!
+//! `PERSYK_BENCH_THREADS=N` sets the whisper.cpp threads (default: Persyk's, the cores up
+//! to 8); the process CPU spent between the stop and the text is printed beside the wall
+//! time, a figure a busy machine distorts less.
+//!
 //! Run: `cargo bench --bench local` (several minutes; not part of CI), or `cargo bench
 //! --profile dev --bench local` to reuse the test build (whisper.cpp is optimized there too,
 //! Persyk's own code is not). The load average is printed at the start and the end: on a
@@ -43,7 +47,7 @@ use persyk::capture::pipeline::{
 };
 use persyk::capture::source::FileSource;
 use persyk::local::whisper::{self, LocalModel};
-use persyk::local::{dictation, options_for, to_whisper_rate};
+use persyk::local::{LocalOptions, dictation, options_for, to_whisper_rate};
 use persyk::session::{LeafSelector, Store, store::Roots};
 use whisper_rs::{FullParams, SamplingStrategy, WhisperContext, WhisperContextParameters};
 
@@ -95,6 +99,20 @@ fn load_average() -> String {
         .join(" ")
 }
 
+/// Persyk's options, with `PERSYK_BENCH_THREADS` instead of the default thread count when
+/// set (on a machine shared with other work, two whisper.cpp threads that wait for each other
+/// spin; one thread measures the work without that).
+fn options() -> LocalOptions {
+    let mut options = options_for(None, true);
+    if let Some(n) = std::env::var("PERSYK_BENCH_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        options.threads = n.max(1);
+    }
+    options
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -108,6 +126,8 @@ struct Live {
     transcript: String,
     /// Process CPU from the start to the pipeline's return.
     cpu: Duration,
+    /// Process CPU from the stop to the pipeline's return.
+    cpu_after_stop: Duration,
 }
 
 /// `audio` through the real pipeline at real time; stop once its first `stop_at` samples
@@ -117,8 +137,7 @@ fn live(model: &LocalModel, audio: &[i16], stop_at: usize) -> Live {
     let store = Store::new(Roots::new(dir.path().to_path_buf(), Vec::new()).expect("roots"));
     let handle = store.create_session().expect("session");
     let continuation = handle.continuation(&LeafSelector::Default).expect("cont");
-    let setup =
-        whisper::setup(model, options_for(None, true), dictation::DRAIN_DEADLINE).expect("setup");
+    let setup = whisper::setup(model, options(), dictation::DRAIN_DEADLINE).expect("setup");
     let mut seed = 11;
     let mut samples = audio[..stop_at].to_vec();
     samples.extend(room(RATE * 30, &mut seed));
@@ -150,14 +169,17 @@ fn live(model: &LocalModel, audio: &[i16], stop_at: usize) -> Live {
         )
         .await;
         let stopped = Instant::now();
+        let cpu_at_stop = cpu_time();
         let _ = stop_tx.send(true);
         let t = recording.await.expect("task").expect("recording");
         let stop_to_text = stopped.elapsed();
+        let cpu_after_stop = cpu_time().saturating_sub(cpu_at_stop);
         assert!(t.halted.is_none(), "halted: {:?}", t.halted);
         Live {
             stop_to_text,
             transcript: t.report.transcript().join(" "),
             cpu: cpu_time().saturating_sub(cpu0),
+            cpu_after_stop,
         }
     })
 }
@@ -166,7 +188,7 @@ fn live(model: &LocalModel, audio: &[i16], stop_at: usize) -> Live {
 /// (30 s windows), the same threads and language as the live path. Time, text, CPU.
 fn whole(ctx: &WhisperContext, audio: &[i16]) -> (Duration, String, Duration) {
     let mut state = ctx.create_state().expect("state");
-    let options = options_for(None, true);
+    let options = options();
     let cpu0 = cpu_time();
     let started = Instant::now();
     let pcm = to_whisper_rate(audio).expect("resample");
@@ -195,8 +217,7 @@ fn transcribe_file(model: &LocalModel, wav: &Path) -> (Duration, String) {
         .expect("session");
     let started = Instant::now();
     let source = FileSource::open(wav, 0.0).expect("wav");
-    let setup =
-        whisper::setup(model, options_for(None, true), Duration::from_secs(600)).expect("setup");
+    let setup = whisper::setup(model, options(), Duration::from_secs(600)).expect("setup");
     let (_stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let t = runtime()
         .block_on(pipeline::record_to(
@@ -251,7 +272,7 @@ fn main() {
     let model = LocalModel::load(&path).expect("run scripts/fetch-test-model");
     let model_bytes = std::fs::metadata(&path).expect("model").len();
     let jfk = support::jfk_as_recorded();
-    let threads = options_for(None, true).threads;
+    let threads = options().threads;
     println!(
         "model {} (whisper.cpp {}), {threads} threads, {runs} runs; load average at start: {}",
         dictation::model_id(&path),
@@ -299,9 +320,11 @@ fn main() {
         let (mut pause, mut at_end, mut base) = (Vec::new(), Vec::new(), Vec::new());
         let (mut pause_text, mut end_text, mut base_text) = (Vec::new(), Vec::new(), Vec::new());
         let (mut cpu_live, mut cpu_whole) = (Duration::ZERO, Duration::ZERO);
+        let (mut cpu_pause, mut cpu_end) = (Vec::new(), Vec::new());
         for _ in 0..runs {
             let l = live(&model, &audio, audio.len());
             pause.push(l.stop_to_text);
+            cpu_pause.push(l.cpu_after_stop);
             pause_text.push(l.transcript);
             cpu_live += l.cpu;
             if rss.is_none() {
@@ -309,6 +332,7 @@ fn main() {
             }
             let e = live(&model, &audio, clip_end);
             at_end.push(e.stop_to_text);
+            cpu_end.push(e.cpu_after_stop);
             end_text.push(e.transcript);
             let ctx = baseline_ctx.get_or_insert_with(|| {
                 WhisperContext::new_with_params(
@@ -335,13 +359,19 @@ fn main() {
             per_audio(cpu_live),
             per_audio(cpu_whole),
         );
+        println!(
+            "{:<9} CPU after the stop (ms, median / p95): pause {}, at end {}",
+            "",
+            stats(&cpu_pause),
+            stats(&cpu_end)
+        );
         long_clip = audio;
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let wav = dir.path().join("dictation.wav");
     write_wav(&wav, &long_clip);
     let secs = long_clip.len() as f64 / RATE as f64;
-    let reference = vec![JFK; 5].join(" ");
+    let reference = [JFK; 5].join(" ");
     let ctx = baseline_ctx.as_ref().expect("baseline model");
     let (mut file, mut base) = (Vec::new(), Vec::new());
     let (mut file_text, mut base_text) = (String::new(), String::new());
