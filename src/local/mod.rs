@@ -2,7 +2,7 @@
 //!
 //! This module owns what recognizing one utterance on the device means: the model file
 //! ([`check_model_file`] before whisper.cpp ever sees it), the options (threads, language),
-//! the result ([`Recognition`]) and the guard that keeps Whisper's inventions on silence
+//! the encoder window an utterance gets ([`audio_ctx_for`]), the result ([`Recognition`]) and the guard that keeps Whisper's inventions on silence
 //! ("Thank you.", "[BLANK_AUDIO]") out of a transcript ([`judge`]). The engine itself,
 //! [`whisper::LocalModel`], sits behind the `local` cargo feature (on by default), because it
 //! builds whisper.cpp from source. [`dictation`] is the live engine the recording pipeline
