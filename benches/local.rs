@@ -1,22 +1,43 @@
-//! On-device dictation latency and accuracy, each figure beside its baseline from the same run.
+//! On-device dictation: latency, accuracy, throughput, CPU and memory, each figure beside its
+//! baseline from the same run.
 //!
 //! With the test model (tiny.en, `scripts/fetch-test-model`) and jfk.wav repeated with one
-//! second pauses (a 12 s and a 60 s dictation):
+//! second pauses (a 12 s and a 60 s dictation), every run repeated `PERSYK_BENCH_RUNS` times
+//! (default 3; the figures are median / p95):
 //!
 //! 1. **stop → text available**, live path: the recording is fed in real time through the
 //!    real pipeline (paced in-memory source, `SourceKind::Live`, WAV asset, segmenter,
-//!    recognizer thread); the stop comes when the dictation's audio has been delivered, and
-//!    the figure is the time until the pipeline returns (last canonical message and
-//!    `recording.finished` written).
-//!    **Baseline:** recognize the whole recording after stop (whisper.cpp on the full clip,
-//!    the same model and threads).
+//!    recognizer thread) and the figure is the time from the stop until the pipeline returns
+//!    (last canonical message and `recording.finished` written). Two stops: one second after
+//!    the last clip (`pause`), and at the end of the last clip (`at end`: the segmenter still
+//!    hears voice in jfk.wav's last frames, so the last utterance is open when the stop
+//!    comes and all of it is recognized after the stop).
+//!    **Baseline:** the peers' method, recognizing the whole recording after stop: one
+//!    whisper.cpp call on the full clip with whisper.cpp's defaults (30 s windows), the same
+//!    model, threads and language.
 //! 2. **WER** of the live path's transcript (all messages joined) against the reference
-//!    text, beside the WER of whisper.cpp on the whole clip.
+//!    text, beside the WER of the whole-file call.
+//! 3. **CPU while dictating**: process CPU seconds (`/proc/self/stat`) per second of audio
+//!    over a real-time-fed dictation (start to the pipeline's return). **Baseline:** the CPU
+//!    seconds per second of audio of the whole-file call.
+//! 4. **File transcription throughput**: the 60 s dictation as a WAV file through the path of
+//!    `persyk transcribe FILE --provider local` (`FileSource` unpaced, `SourceKind::Replay`,
+//!    the pipeline to a session), as seconds of audio per second. **Baseline:** the
+//!    whole-file call on the same clip.
+//! 5. **Peak RSS** (`VmHWM`) of the process after a local dictation (model loaded, one
+//!    recording), before the baseline's own copy of the model is loaded. **Baseline:** the
+//!    model file's size.
 //!
-//! Run: `cargo bench --bench local` (about 2 minutes; not part of CI), or `cargo bench
-//! --profile dev --bench local` to reuse the test build (whisper.cpp is optimized there too).
-//! Nothing is asserted.
+//! `PERSYK_BENCH_THREADS=N` sets the whisper.cpp threads (default: Persyk's, the cores up
+//! to 8); the process CPU spent between the stop and the text is printed beside the wall
+//! time, a figure a busy machine distorts less.
+//!
+//! Run: `cargo bench --bench local` (several minutes; not part of CI), or `cargo bench
+//! --profile dev --bench local` to reuse the test build (whisper.cpp is optimized there too,
+//! Persyk's own code is not). The load average is printed at the start and the end: on a
+//! shared machine the wall times follow it. Nothing is asserted.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU32;
 use std::time::{Duration, Instant};
@@ -24,9 +45,11 @@ use std::time::{Duration, Instant};
 use persyk::capture::pipeline::{
     self, LiveTap, Recognition, RecordOptions, SamplesSource, SourceKind,
 };
+use persyk::capture::source::FileSource;
 use persyk::local::whisper::{self, LocalModel};
-use persyk::local::{Verdict, dictation, options_for};
+use persyk::local::{LocalOptions, dictation, options_for, to_whisper_rate};
 use persyk::session::{LeafSelector, Store, store::Roots};
+use whisper_rs::{FullParams, SamplingStrategy, WhisperContext, WhisperContextParameters};
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -34,10 +57,6 @@ mod support;
 use support::{JFK, test_model_dir, wer};
 
 const RATE: usize = 24_000;
-
-fn jfk_24k() -> Vec<i16> {
-    support::jfk_as_recorded()
-}
 
 /// Quiet room noise (about -66 dBFS), so a live source is never digitally silent.
 fn room(n: usize, seed: &mut u64) -> impl Iterator<Item = i16> + '_ {
@@ -49,30 +68,80 @@ fn room(n: usize, seed: &mut u64) -> impl Iterator<Item = i16> + '_ {
     })
 }
 
+/// Process CPU time (user + system) so far, from `/proc/self/stat` (clock ticks of 10 ms).
+fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|&i| fields.get(i).and_then(|f| f.parse::<u64>().ok()))
+        .sum();
+    Duration::from_millis(ticks * 10)
+}
+
+/// Peak resident set size of this process, bytes (`VmHWM`).
+fn peak_rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kib| kib * 1024)
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Persyk's options, with `PERSYK_BENCH_THREADS` instead of the default thread count when
+/// set (on a machine shared with other work, two whisper.cpp threads that wait for each other
+/// spin; one thread measures the work without that).
+fn options() -> LocalOptions {
+    let mut options = options_for(None, true);
+    if let Some(n) = std::env::var("PERSYK_BENCH_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        options.threads = n.max(1);
+    }
+    options
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
 struct Live {
     stop_to_text: Duration,
     transcript: String,
-    messages: usize,
+    /// Process CPU from the start to the pipeline's return.
+    cpu: Duration,
+    /// Process CPU from the stop to the pipeline's return.
+    cpu_after_stop: Duration,
 }
 
-/// `audio` through the real pipeline at real time; stop once it has all been delivered
-/// (a trailing stretch of room noise keeps the source going past the stop).
-fn live(model: &LocalModel, audio: &[i16]) -> Live {
+/// `audio` through the real pipeline at real time; stop once its first `stop_at` samples
+/// have been delivered (room noise keeps the source going past the stop).
+fn live(model: &LocalModel, audio: &[i16], stop_at: usize) -> Live {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Store::new(Roots::new(dir.path().to_path_buf(), Vec::new()).expect("roots"));
     let handle = store.create_session().expect("session");
     let continuation = handle.continuation(&LeafSelector::Default).expect("cont");
-    let setup =
-        whisper::setup(model, options_for(None, true), dictation::DRAIN_DEADLINE).expect("setup");
+    let setup = whisper::setup(model, options(), dictation::DRAIN_DEADLINE).expect("setup");
     let mut seed = 11;
-    let mut samples = audio.to_vec();
+    let mut samples = audio[..stop_at].to_vec();
     samples.extend(room(RATE * 30, &mut seed));
-    let audio_secs = audio.len() as f64 / RATE as f64;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let stop_secs = stop_at as f64 / RATE as f64;
     let (view_tx, _view_rx) = tokio::sync::oneshot::channel();
     let (_removals_tx, removals) = tokio::sync::mpsc::channel(1);
     let tap = LiveTap {
@@ -80,8 +149,9 @@ fn live(model: &LocalModel, audio: &[i16]) -> Live {
         level: Arc::new(AtomicU32::new(0)),
         removals,
     };
-    rt.block_on(async move {
+    runtime().block_on(async move {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let cpu0 = cpu_time();
         let started = Instant::now();
         let recording = tokio::spawn(pipeline::record_to(
             continuation,
@@ -95,71 +165,245 @@ fn live(model: &LocalModel, audio: &[i16]) -> Live {
             },
         ));
         tokio::time::sleep_until(
-            tokio::time::Instant::from_std(started) + Duration::from_secs_f64(audio_secs),
+            tokio::time::Instant::from_std(started) + Duration::from_secs_f64(stop_secs),
         )
         .await;
         let stopped = Instant::now();
+        let cpu_at_stop = cpu_time();
         let _ = stop_tx.send(true);
         let t = recording.await.expect("task").expect("recording");
         let stop_to_text = stopped.elapsed();
+        let cpu_after_stop = cpu_time().saturating_sub(cpu_at_stop);
         assert!(t.halted.is_none(), "halted: {:?}", t.halted);
         Live {
             stop_to_text,
             transcript: t.report.transcript().join(" "),
-            messages: t.report.transcript().len(),
+            cpu: cpu_time().saturating_sub(cpu0),
+            cpu_after_stop,
         }
     })
 }
 
-/// The baseline: whisper.cpp on the whole clip after stop.
-fn whole(model: &LocalModel, audio: &[i16]) -> (Duration, String) {
-    let mut recognizer = model.recognizer(options_for(None, true)).expect("state");
+/// The peers' method: one whisper.cpp call on the whole clip, whisper.cpp's defaults
+/// (30 s windows), the same threads and language as the live path. Time, text, CPU.
+fn whole(ctx: &WhisperContext, audio: &[i16]) -> (Duration, String, Duration) {
+    let mut state = ctx.create_state().expect("state");
+    let options = options();
+    let cpu0 = cpu_time();
     let started = Instant::now();
-    let text = match recognizer.transcribe(audio).expect("recognize") {
-        Verdict::Text(t) => t,
-        Verdict::NoSpeech => String::new(),
+    let pcm = to_whisper_rate(audio).expect("resample");
+    let mut params = FullParams::new(SamplingStrategy::Greedy { best_of: 1 });
+    params.set_n_threads(options.threads as i32);
+    params.set_language(options.language.as_deref());
+    params.set_print_progress(false);
+    params.set_print_realtime(false);
+    params.set_print_timestamps(false);
+    state.full(params, &pcm).expect("whisper.cpp");
+    let text: String = state
+        .as_iter()
+        .map(|s| s.to_str_lossy().expect("text").into_owned())
+        .collect();
+    (started.elapsed(), text, cpu_time().saturating_sub(cpu0))
+}
+
+/// The path of `persyk transcribe FILE --provider local`: the WAV file unpaced through the
+/// pipeline into a session. Time and transcript.
+fn transcribe_file(model: &LocalModel, wav: &Path) -> (Duration, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::new(Roots::new(dir.path().to_path_buf(), Vec::new()).expect("roots"));
+    let continuation = store
+        .create_session()
+        .and_then(|h| h.continuation(&LeafSelector::Default))
+        .expect("session");
+    let started = Instant::now();
+    let source = FileSource::open(wav, 0.0).expect("wav");
+    let setup = whisper::setup(model, options(), Duration::from_secs(600)).expect("setup");
+    let (_stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let t = runtime()
+        .block_on(pipeline::record_to(
+            continuation,
+            Recognition::Local(setup),
+            Box::new(source),
+            SourceKind::Replay,
+            stop_rx,
+            RecordOptions::default(),
+        ))
+        .expect("recording");
+    (started.elapsed(), t.report.transcript().join(" "))
+}
+
+fn write_wav(path: &Path, samples: &[i16]) {
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: RATE as u32,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
     };
-    (started.elapsed(), text)
+    let mut w = hound::WavWriter::create(path, spec).expect("wav");
+    for &s in samples {
+        w.write_sample(s).expect("sample");
+    }
+    w.finalize().expect("wav");
+}
+
+/// Median and p95 (nearest rank) in milliseconds.
+fn stats(times: &[Duration]) -> String {
+    let mut ms: Vec<u128> = times.iter().map(Duration::as_millis).collect();
+    ms.sort_unstable();
+    if ms.is_empty() {
+        return "-".into();
+    }
+    let median = ms[(ms.len() - 1) / 2];
+    let p95 = ms[((ms.len() as f64 * 0.95).ceil() as usize).clamp(1, ms.len()) - 1];
+    format!("{median} / {p95}")
+}
+
+fn mean_wer(reference: &str, texts: &[String]) -> f64 {
+    texts.iter().map(|t| wer(reference, t)).sum::<f64>() / texts.len().max(1) as f64
 }
 
 fn main() {
+    let runs: usize = std::env::var("PERSYK_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3)
+        .max(1);
     let path = test_model_dir().join("ggml-tiny.en.bin");
     let model = LocalModel::load(&path).expect("run scripts/fetch-test-model");
-    let jfk = jfk_24k();
-    let threads = options_for(None, true).threads;
+    let model_bytes = std::fs::metadata(&path).expect("model").len();
+    let jfk = support::jfk_as_recorded();
+    let threads = options().threads;
     println!(
-        "model {} (whisper.cpp {}), {threads} threads",
+        "model {} (whisper.cpp {}), {threads} threads, {runs} runs; load average at start: {}",
         dictation::model_id(&path),
-        whisper::whisper_cpp_version()
+        whisper::whisper_cpp_version(),
+        load_average()
     );
-    println!(
-        "{:<10} {:>22} {:>26} {:>9} {:>10} {:>11}",
-        "dictation",
-        "stop→text live (ms)",
-        "baseline whole-file (ms)",
-        "messages",
-        "WER live",
-        "WER whole"
-    );
+    {
+        // How long jfk.wav goes on after its last voiced frame (the `at end` stop's pause).
+        use persyk::capture::segment::{Segmenter, SegmenterConfig};
+        let mut segmenter = Segmenter::new(SegmenterConfig::for_rate(RATE as u32));
+        let mut events = Vec::new();
+        segmenter.push(&jfk, &mut events);
+        if let Some(open) = segmenter.open_utterance() {
+            println!(
+                "jfk.wav: {} ms after its last voiced frame (the utterance is open at its end)",
+                (jfk.len() as u64 - open.last_voiced_end) * 1000 / RATE as u64
+            );
+        }
+    }
+    let mut baseline_ctx: Option<WhisperContext> = None;
+    let mut rss = None;
     let mut seed = 5;
+    let mut long_clip = Vec::new();
+    println!(
+        "{:<9} {:>20} {:>20} {:>22} {:>8} {:>8} {:>9} {:>10} {:>10}",
+        "dictation",
+        "stop→text pause ms",
+        "stop→text at end ms",
+        "baseline whole-file ms",
+        "WER live",
+        "at end",
+        "WER whole",
+        "CPU s/s",
+        "whole s/s",
+    );
     for repeats in [1usize, 5] {
         let mut audio: Vec<i16> = room(RATE / 2, &mut seed).collect();
         for _ in 0..repeats {
             audio.extend_from_slice(&jfk);
             audio.extend(room(RATE, &mut seed));
         }
+        let clip_end = audio.len() - RATE;
         let reference = vec![JFK; repeats].join(" ");
         let secs = audio.len() as f64 / RATE as f64;
-        let l = live(&model, &audio);
-        let (whole_time, whole_text) = whole(&model, &audio);
+        let (mut pause, mut at_end, mut base) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut pause_text, mut end_text, mut base_text) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut cpu_live, mut cpu_whole) = (Duration::ZERO, Duration::ZERO);
+        let (mut cpu_pause, mut cpu_end) = (Vec::new(), Vec::new());
+        for _ in 0..runs {
+            let l = live(&model, &audio, audio.len());
+            pause.push(l.stop_to_text);
+            cpu_pause.push(l.cpu_after_stop);
+            pause_text.push(l.transcript);
+            cpu_live += l.cpu;
+            if rss.is_none() {
+                rss = Some(peak_rss_bytes());
+            }
+            let e = live(&model, &audio, clip_end);
+            at_end.push(e.stop_to_text);
+            cpu_end.push(e.cpu_after_stop);
+            end_text.push(e.transcript);
+            let ctx = baseline_ctx.get_or_insert_with(|| {
+                WhisperContext::new_with_params(
+                    path.to_str().expect("utf-8 path"),
+                    WhisperContextParameters::default(),
+                )
+                .expect("whisper.cpp loads the model")
+            });
+            let (t, text, cpu) = whole(ctx, &audio);
+            base.push(t);
+            base_text.push(text);
+            cpu_whole += cpu;
+        }
+        let per_audio = |cpu: Duration| cpu.as_secs_f64() / (secs * runs as f64);
         println!(
-            "{:<10} {:>22} {:>26} {:>9} {:>10.3} {:>11.3}",
+            "{:<9} {:>20} {:>20} {:>22} {:>8.3} {:>8.3} {:>9.3} {:>10.3} {:>10.3}",
             format!("{secs:.0} s"),
-            l.stop_to_text.as_millis(),
-            whole_time.as_millis(),
-            l.messages,
-            wer(&reference, &l.transcript),
-            wer(&reference, &whole_text),
+            stats(&pause),
+            stats(&at_end),
+            stats(&base),
+            mean_wer(&reference, &pause_text),
+            mean_wer(&reference, &end_text),
+            mean_wer(&reference, &base_text),
+            per_audio(cpu_live),
+            per_audio(cpu_whole),
         );
+        println!(
+            "{:<9} CPU after the stop (ms, median / p95): pause {}, at end {}",
+            "",
+            stats(&cpu_pause),
+            stats(&cpu_end)
+        );
+        long_clip = audio;
     }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let wav = dir.path().join("dictation.wav");
+    write_wav(&wav, &long_clip);
+    let secs = long_clip.len() as f64 / RATE as f64;
+    let reference = [JFK; 5].join(" ");
+    let ctx = baseline_ctx.as_ref().expect("baseline model");
+    let (mut file, mut base) = (Vec::new(), Vec::new());
+    let (mut file_text, mut base_text) = (String::new(), String::new());
+    for _ in 0..runs {
+        let (t, text) = transcribe_file(&model, &wav);
+        file.push(t);
+        file_text = text;
+        let (t, text, _) = whole(ctx, &long_clip);
+        base.push(t);
+        base_text = text;
+    }
+    let speed = |times: &[Duration]| {
+        let mut v: Vec<f64> = times.iter().map(|t| secs / t.as_secs_f64()).collect();
+        v.sort_by(f64::total_cmp);
+        v[(v.len() - 1) / 2]
+    };
+    println!(
+        "file {secs:.0} s: transcribe --provider local {} ms ({:.1}× real time, WER {:.3}); \
+         whole-file call {} ms ({:.1}× real time, WER {:.3})",
+        stats(&file),
+        speed(&file),
+        wer(&reference, &file_text),
+        stats(&base),
+        speed(&base),
+        wer(&reference, &base_text),
+    );
+    let rss = rss.unwrap_or(0);
+    println!(
+        "peak RSS after a local dictation: {:.1} MiB; model file {:.1} MiB ({:.2}×)",
+        rss as f64 / 1_048_576.0,
+        model_bytes as f64 / 1_048_576.0,
+        rss as f64 / model_bytes as f64
+    );
+    println!("load average at the end: {}", load_average());
 }

