@@ -153,10 +153,34 @@ impl SettingsForm {
 }
 
 impl PersykUi {
+    /// The sections scroll; the Save bar stays at the bottom of the window.
     pub(super) fn settings_page(&mut self, ui: &mut egui::Ui) {
-        egui::ScrollArea::vertical()
-            .auto_shrink([false, false])
-            .show(ui, |ui| self.settings_page_ui(ui));
+        ui.with_layout(egui::Layout::bottom_up(egui::Align::Min), |ui| {
+            // Bottom up: the button row first, its notes above it.
+            ui.horizontal(|ui| {
+                if ui
+                    .add(style::primary_button(ui, Icon::Check, "Save settings"))
+                    .clicked()
+                {
+                    self.pending.push(Action::SaveSettings);
+                }
+                if self.form_error.is_none() && self.form_saved {
+                    ui.label("Settings saved");
+                }
+            });
+            if let Some(e) = &self.form_error {
+                ui.colored_label(ui.visuals().error_fg_color, e);
+            }
+            if let Some(note) = &self.hotkey_note {
+                ui.colored_label(ui.visuals().warn_fg_color, note);
+            }
+            ui.separator();
+            ui.with_layout(egui::Layout::top_down(egui::Align::Min), |ui| {
+                egui::ScrollArea::vertical()
+                    .auto_shrink([false, false])
+                    .show(ui, |ui| self.settings_page_ui(ui));
+            });
+        });
     }
 
     pub(super) fn settings_page_ui(&mut self, ui: &mut egui::Ui) {
@@ -182,23 +206,8 @@ impl PersykUi {
         if self.form != before {
             self.form_saved = false;
         }
-        ui.add_space(space::M);
-        ui.horizontal(|ui| {
-            if ui
-                .add(style::icon_button(Icon::Check, "Save settings"))
-                .clicked()
-                || switch_model
-            {
-                self.pending.push(Action::SaveSettings);
-            }
-            if let Some(e) = &self.form_error {
-                ui.colored_label(ui.visuals().error_fg_color, e);
-            } else if self.form_saved {
-                ui.label("Settings saved");
-            }
-        });
-        if let Some(note) = &self.hotkey_note {
-            ui.colored_label(ui.visuals().warn_fg_color, note);
+        if switch_model {
+            self.pending.push(Action::SaveSettings);
         }
         ui.add_space(space::M);
     }
@@ -421,9 +430,11 @@ impl PersykUi {
     /// after a recording go here, one row each.
     fn after_dictation_ui(&mut self, ui: &mut egui::Ui) {
         let f = &mut self.form;
-        widgets::row(ui, "Transcript", |ui, _| {
-            ui.label("Copied to the clipboard, with a notification.");
-        });
+        widgets::text_row(
+            ui,
+            "Transcript",
+            "Copied to the clipboard, with a notification.",
+        );
         widgets::row(ui, "Sounds", |ui, _| {
             ui.checkbox(&mut f.sounds, "Play start and stop sounds");
         });

@@ -262,6 +262,17 @@ pub fn icon_only_button(ui: &mut egui::Ui, kind: Icon, label: &str) -> egui::Res
     response.on_hover_text(label)
 }
 
+/// The page's primary action: white on the accent colour, as a macOS default button.
+pub fn primary_button<'a>(ui: &egui::Ui, kind: Icon, label: &str) -> egui::Button<'a> {
+    let white = Color32::WHITE;
+    let atom = egui::Atom::paint(Vec2::splat(15.0), move |ui, args| {
+        paint_icon(ui.painter(), kind, args.rect, white);
+    });
+    egui::Button::new((atom, RichText::new(label).color(white)))
+        .fill(Palette::current(ui).accent)
+        .stroke(Stroke::NONE)
+}
+
 /// A button with `icon` before `label` (the label is what it is called).
 pub fn icon_button<'a>(kind: Icon, label: impl Into<egui::WidgetText>) -> egui::Button<'a> {
     egui::Button::new((icon(kind), label.into()))

@@ -42,6 +42,14 @@ pub(super) fn row(ui: &mut egui::Ui, label: &str, add: impl FnOnce(&mut egui::Ui
     });
 }
 
+/// A form row whose right side is a line of text (aligned with the label).
+pub(super) fn text_row(ui: &mut egui::Ui, label: &str, text: impl Into<egui::WidgetText>) {
+    row(ui, label, |ui, _| {
+        ui.add_space(3.0);
+        ui.label(text);
+    });
+}
+
 /// A titled group of settings: the heading, then a card holding what `add` draws. The
 /// Settings page is a column of these; a new group is one call.
 pub(super) fn section<R>(
