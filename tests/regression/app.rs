@@ -1005,7 +1005,7 @@ fn issue14_05_settings_fields_stay_inside_the_default_520_point_window() {
     ui.show_page(persyk::app::ui::Page::Settings);
     let mut harness = Harness::builder()
         .with_size(eframe::egui::vec2(width, 1600.0))
-        .with_context_setup(|ctx| persyk::app::ui::style::install(ctx))
+        .with_context_setup(persyk::app::ui::style::install)
         .build_ui_state(|ui, state: &mut PersykUi| state.ui(ui), ui);
     harness.run_steps(4);
     // Online: key, URL, model (and its chooser), language, words, microphone, noise
