@@ -1,4 +1,6 @@
-//! The Dictation page: start/stop, the live transcript, the finished recording.
+//! The Dictation page: a large centred Start/Stop control with the state, the elapsed time
+//! and the input level under it, then the live transcript (or the finished recording's) in a
+//! card filling the rest of the window.
 
 use super::style::{self, Icon, RecordFace, space};
 use super::*;

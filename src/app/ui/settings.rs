@@ -1,4 +1,8 @@
 //! The Settings page: the editable form, recognition and model downloads, first run.
+//!
+//! The form is a column of sections (`widgets::section`): Recognition, Microphone, Shortcut,
+//! History, After dictation — one method each (`*_ui`), so a new control is a row in its
+//! section's method. The sections scroll; the Save bar stays at the bottom of the window.
 
 use super::style::{self, Icon, space};
 use super::widgets;
