@@ -997,26 +997,27 @@ fn fields_inside(harness: &Harness<'static, PersykUi>, width: f32, at_least: usi
 #[test]
 fn issue14_05_settings_fields_stay_inside_the_default_520_point_window() {
     // The default window is 520 points wide (`app::native_options`); under Xvfb the
-    // Settings fields ran off its right edge. Tall enough that the whole page is in view
-    // (only widgets in view are exposed).
-    let width = 520.0;
-    let f = fixture(None, Some("sk-test-design"), 1.0, |_| {});
-    let mut ui = f.ui;
-    ui.show_page(persyk::app::ui::Page::Settings);
-    let mut harness = Harness::builder()
-        .with_size(eframe::egui::vec2(width, 1600.0))
-        .with_context_setup(persyk::app::ui::style::install)
-        .build_ui_state(|ui, state: &mut PersykUi| state.ui(ui), ui);
-    harness.run_steps(4);
-    // Online: key, URL, model (and its chooser), language, words, microphone, noise
-    // reduction, hotkey, folders.
-    fields_inside(&harness, width, 10);
-    // On this device: the model file field instead of the provider's fields.
-    harness
-        .get_by_role_and_label(Role::RadioButton, "On this device (Whisper)")
-        .click();
-    harness.run_steps(4);
-    fields_inside(&harness, width, 5);
-    drop(harness);
-    drop(f.dir);
+    // Settings fields ran off its right edge. Also at the smallest window (360 points).
+    // Tall, so the whole page shows without scrolling.
+    for width in [520.0, 360.0] {
+        let f = fixture(None, Some("sk-test-design"), 1.0, |_| {});
+        let mut ui = f.ui;
+        ui.show_page(persyk::app::ui::Page::Settings);
+        let mut harness = Harness::builder()
+            .with_size(eframe::egui::vec2(width, 1600.0))
+            .with_context_setup(persyk::app::ui::style::install)
+            .build_ui_state(|ui, state: &mut PersykUi| state.ui(ui), ui);
+        harness.run_steps(4);
+        // Online: key, URL, model, language, words, microphone, noise reduction, hotkey,
+        // sessions folder, other folders.
+        fields_inside(&harness, width, 10);
+        // On this device: the model file field instead of the provider's fields.
+        harness
+            .get_by_role_and_label(Role::RadioButton, "On this device (Whisper)")
+            .click();
+        harness.run_steps(4);
+        fields_inside(&harness, width, 5);
+        drop(harness);
+        drop(f.dir);
+    }
 }
