@@ -218,13 +218,11 @@ fn issue14_01_the_real_app_dictates_by_hotkey_into_the_focused_app() {
     wait_for("the recording's WAV asset", &log, || {
         if !said && started.elapsed() > WAIT - Duration::from_secs(1) {
             said = true;
-            let listing: Vec<_> = std::fs::read_dir(session.parent()?)
-                .ok()?
-                .flatten()
-                .map(|e| e.path())
-                .collect();
+            let tree = Command::new("find").arg(&root).arg("-ls").output();
             eprintln!(
-                "the session folder holds {listing:?}; session.jsonl:\n{}",
+                "the sessions folder:\n{}\nsession.jsonl:\n{}",
+                tree.map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                    .unwrap_or_default(),
                 std::fs::read_to_string(&session).unwrap_or_default()
             );
         }

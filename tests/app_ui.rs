@@ -598,7 +598,8 @@ fn search_shows_root_problems() {
 
 #[test]
 fn settings_reject_bad_values_and_save_good_ones() {
-    let mut app = app(None, None, 5.0);
+    // First run: the welcome card and every section, all on screen without scrolling.
+    let mut app = app_sized(None, None, 5.0, 1400.0);
     assert_eq!(app.harness.state().page(), Page::Settings);
     let type_into = |app: &mut App, label: &str, text: &str| {
         app.harness.get_by_label(label).focus();
@@ -631,8 +632,9 @@ fn settings_reject_bad_values_and_save_good_ones() {
     assert!(app.has_label("hotkey.invalid"));
     assert!(!app.config.exists(), "nothing saved while invalid");
 
-    // The microphone is picked from the devices the backend lists.
-    app.harness.get_by_label("Microphone").click();
+    // The microphone (Settings → Microphone → Input device) is picked from the devices the
+    // backend lists.
+    app.harness.get_by_label("Input device").click();
     app.harness.step();
     app.wait_until("the device list", |h| {
         h.query_all_by_role_and_label(Role::Button, "USB Mic")

@@ -454,11 +454,14 @@ impl Backend {
         match command {
             Command::Start => {
                 if let Err(code) = self.start(AudioOrigin::Microphone).await {
+                    // The code only: the window says what it means.
+                    eprintln!("persyk: the recording could not start: {code}");
                     notify.send(Update::StartFailed { code }).await;
                 }
             }
             Command::TranscribeAgain { wav } => {
                 if let Err(code) = self.start(AudioOrigin::File(wav)).await {
+                    eprintln!("persyk: the recording could not start: {code}");
                     notify.send(Update::StartFailed { code }).await;
                 }
             }

@@ -1,5 +1,8 @@
 //! The eframe application: window rules, the tray, the hotkey and quitting.
 //!
+//! The window's style ([`super::ui::style::install`]: spacing, type, light and dark themes
+//! following the system) is installed once, when the shell is built.
+//!
 //! Invariants:
 //! - Tray, menu and hotkey callbacks run on other threads; they only queue a [`ShellEvent`]
 //!   (bounded) and request a repaint. [`Shell::logic`] applies them on the UI thread, also
@@ -160,6 +163,8 @@ impl Shell {
         options: ShellOptions,
         make_tray: impl FnOnce(Post) -> Result<Box<dyn TrayPort>, TrayError>,
     ) -> Shell {
+        // The one visual language, light and dark following the system's appearance.
+        super::ui::style::install(ctx);
         let (tx, events): (SyncSender<ShellEvent>, _) = sync_channel(64);
         let post: Post = {
             let ctx = ctx.clone();

@@ -966,3 +966,58 @@ fn issue16_10_the_key_goes_to_the_secret_service_where_there_is_one() {
             .contains("across restarts")
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Issue 14, item 5: a designed window.
+
+/// Every field and list of the Settings page in `harness`, with its rect: none may end past
+/// `width` (the window's right edge). At least `at_least` must be found (the page showed).
+fn fields_inside(harness: &Harness<'static, PersykUi>, width: f32, at_least: usize) {
+    let mut found = 0;
+    for role in [
+        Role::TextInput,
+        Role::PasswordInput,
+        Role::MultilineTextInput,
+        Role::ComboBox,
+    ] {
+        for node in harness.query_all_by_role(role) {
+            found += 1;
+            let rect = node.rect();
+            assert!(
+                rect.left() >= 0.0 && rect.right() <= width,
+                "{role:?} {node:?} spans x {:.0}…{:.0}, outside the {width:.0}-point window",
+                rect.left(),
+                rect.right()
+            );
+        }
+    }
+    assert!(found >= at_least, "only {found} fields found on the page");
+}
+
+#[test]
+fn issue14_05_settings_fields_stay_inside_the_default_520_point_window() {
+    // The default window is 520 points wide (`app::native_options`); under Xvfb the
+    // Settings fields ran off its right edge. Also at the smallest window (360 points).
+    // Tall, so the whole page shows without scrolling.
+    for width in [520.0, 360.0] {
+        let f = fixture(None, Some("sk-test-design"), 1.0, |_| {});
+        let mut ui = f.ui;
+        ui.show_page(persyk::app::ui::Page::Settings);
+        let mut harness = Harness::builder()
+            .with_size(eframe::egui::vec2(width, 1600.0))
+            .with_context_setup(persyk::app::ui::style::install)
+            .build_ui_state(|ui, state: &mut PersykUi| state.ui(ui), ui);
+        harness.run_steps(4);
+        // Online: key, URL, model, language, words, microphone, noise reduction, hotkey,
+        // sessions folder, other folders.
+        fields_inside(&harness, width, 10);
+        // On this device: the model file field instead of the provider's fields.
+        harness
+            .get_by_role_and_label(Role::RadioButton, "On this device (Whisper)")
+            .click();
+        harness.run_steps(4);
+        fields_inside(&harness, width, 5);
+        drop(harness);
+        drop(f.dir);
+    }
+}

@@ -58,26 +58,30 @@ pub const NEEDS_ACCESS: &str = "Pasting needs Accessibility access: turn Persyk 
                                 Settings > Privacy & Security > Accessibility. Until then the \
                                 text is only copied.";
 
-/// Draws the section (a heading, two radio choices, the put-back checkbox, a note).
+/// Draws the section's rows (two radio choices, the put-back checkbox, a note); the caller
+/// draws the section around them.
 pub fn after_dictation_section(
     ui: &mut egui::Ui,
     form: &mut AfterDictationForm,
     availability: &PasteAvailability,
 ) -> Option<AfterDictationRequest> {
     let mut request = None;
-    ui.strong("After dictation");
     let can_paste = !matches!(availability, PasteAvailability::Unavailable(_));
     let was = form.paste;
-    ui.radio_value(&mut form.paste, false, "Copy to the clipboard");
-    ui.add_enabled_ui(can_paste, |ui| {
-        ui.radio_value(&mut form.paste, true, "Copy and paste into the active app");
-        ui.add_enabled(
-            form.paste,
-            egui::Checkbox::new(
-                &mut form.restore_clipboard,
-                "Put the previous clipboard back after pasting",
-            ),
-        );
+    super::widgets::row(ui, "Transcript", |ui, _| {
+        ui.vertical(|ui| {
+            ui.radio_value(&mut form.paste, false, "Copy to the clipboard");
+            ui.add_enabled_ui(can_paste, |ui| {
+                ui.radio_value(&mut form.paste, true, "Copy and paste into the active app");
+                ui.add_enabled(
+                    form.paste,
+                    egui::Checkbox::new(
+                        &mut form.restore_clipboard,
+                        "Put the previous clipboard back after pasting",
+                    ),
+                );
+            });
+        });
     });
     if form.paste && !was {
         request = Some(AfterDictationRequest::AskAccess);

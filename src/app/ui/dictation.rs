@@ -1,5 +1,8 @@
-//! The Dictation page: start/stop, the live transcript, the finished recording.
+//! The Dictation page: a large centred Start/Stop control with the state, the elapsed time
+//! and the input level under it, then the live transcript (or the finished recording's) in a
+//! card filling the rest of the window.
 
+use super::style::{self, Icon, RecordFace, space};
 use super::*;
 
 impl PersykUi {
@@ -25,90 +28,117 @@ impl PersykUi {
             );
         }
         let mut actions = Vec::new();
-        match &self.dictation {
-            Dictation::Idle | Dictation::Failed(_) | Dictation::Done(_) => {
-                if ui.button("Start dictation").clicked() {
-                    actions.push(Action::Start);
+        // Without a transcript under it, the control sits in the upper middle of the page.
+        let alone = matches!(
+            &self.dictation,
+            Dictation::Idle | Dictation::Starting | Dictation::Failed(_)
+        );
+        ui.add_space(if alone {
+            (ui.available_height() * 0.2).max(space::M)
+        } else {
+            space::M
+        });
+        // The control, centred, with what it is doing under it.
+        ui.vertical_centered(|ui| {
+            let (face, label, level) = match &self.dictation {
+                Dictation::Idle | Dictation::Failed(_) | Dictation::Done(_) => {
+                    (RecordFace::Start, "Start dictation", None)
                 }
-            }
-            Dictation::Starting => {
-                ui.add_enabled(false, egui::Button::new("Starting…"));
-            }
-            Dictation::Live(l) => {
-                let label = if l.stopping {
-                    "Finishing…"
-                } else {
-                    "Stop dictation"
-                };
-                if ui
-                    .add_enabled(!l.stopping, egui::Button::new(label))
-                    .clicked()
-                {
-                    actions.push(Action::Stop);
-                }
-            }
-        }
-        match &self.dictation {
-            Dictation::Idle => {
-                ui.label("Click Start dictation, the menu-bar icon or the hotkey, and talk.");
-            }
-            Dictation::Starting if self.waiting_permission => {
-                ui.label("Waiting for microphone permission…");
-                ui.label(
-                    RichText::new("Answer the system's question to let Persyk use the microphone.")
-                        .small()
-                        .weak(),
-                );
-            }
-            Dictation::Starting => {
-                ui.label("Connecting…");
-            }
-            Dictation::Failed(code) => {
-                ui.colored_label(
-                    ui.visuals().error_fg_color,
-                    format!("Could not start: {}", describe_start_failure(code)),
-                );
-                if code == "capture.permission-denied" {
-                    ui.label(
-                        "Persyk may not use the microphone. Turn Persyk on in System Settings > \
-                         Privacy & Security > Microphone, then start again. Nothing was recorded.",
-                    );
-                    if ui.button("Open Microphone Privacy Settings").clicked() {
-                        actions.push(Action::OpenMicrophoneSettings);
-                    }
-                }
-            }
-            Dictation::Live(l) => {
-                let view = l.live.view.borrow().clone();
-                live_status(ui, l, &view);
-                ui.separator();
-                transcript(ui, &view, true, &self.removals, &mut actions);
-            }
-            Dictation::Done(d) => {
-                done_status(ui, d);
-                ui.horizontal(|ui| {
-                    if !d.discarded {
-                        if !d.finished.transcript.is_empty()
-                            && ui.button("Copy transcription").clicked()
-                        {
-                            actions.push(Action::Copy(d.finished.transcript.clone()));
-                        }
-                        if ui.button("Discard").clicked() {
-                            actions.push(Action::AskDiscard);
-                        }
-                        if !d.finished.complete
-                            && d.finished.wav.is_file()
-                            && ui.button("Transcribe again").clicked()
-                        {
-                            actions.push(Action::TranscribeAgain(d.finished.wav.clone()));
-                        }
-                    }
+                Dictation::Starting => (RecordFace::Busy, "Starting…", None),
+                Dictation::Live(l) if l.stopping => (RecordFace::Busy, "Finishing…", None),
+                Dictation::Live(l) => (RecordFace::Stop, "Stop dictation", Some(l.live.level())),
+            };
+            let meter = level.map(|l| ((20.0 * l.max(1e-6).log10() + 60.0) / 60.0).clamp(0.0, 1.0));
+            if style::record_button(ui, face, label, meter).clicked() {
+                actions.push(match face {
+                    RecordFace::Stop => Action::Stop,
+                    _ => Action::Start,
                 });
-                ui.separator();
-                if let Some(view) = &d.view {
-                    transcript(ui, view, false, &self.removals, &mut actions);
+            }
+            ui.add_space(space::XS);
+            match &self.dictation {
+                Dictation::Idle => {
+                    ui.label(RichText::new("Start dictation").strong());
+                    let keys = self
+                        .settings
+                        .hotkey
+                        .keys
+                        .as_deref()
+                        .unwrap_or(crate::settings::DEFAULT_HOTKEY);
+                    ui.label(style::caption(if keys.trim().is_empty() {
+                        "Click here or the menu-bar icon, then talk.".to_owned()
+                    } else {
+                        format!("Click here, the menu-bar icon or press {}, then talk.", keys.trim())
+                    }));
+                }
+                Dictation::Starting if self.waiting_permission => {
+                    ui.label(RichText::new("Waiting for microphone permission…").strong());
+                    ui.label(style::caption(
+                        "Answer the system's question to let Persyk use the microphone.",
+                    ));
+                }
+                Dictation::Starting => {
+                    ui.label(RichText::new("Connecting…").strong());
+                }
+                Dictation::Failed(code) => {
+                    ui.label(RichText::new("Start dictation").strong());
+                    ui.colored_label(
+                        ui.visuals().error_fg_color,
+                        format!("Could not start: {}", describe_start_failure(code)),
+                    );
+                    if code == "capture.permission-denied" {
+                        ui.label(
+                            "Persyk may not use the microphone. Turn Persyk on in System Settings > \
+                             Privacy & Security > Microphone, then start again. Nothing was recorded.",
+                        );
+                        if ui.button("Open Microphone Privacy Settings").clicked() {
+                            actions.push(Action::OpenMicrophoneSettings);
+                        }
+                    }
+                }
+                Dictation::Live(l) => {
+                    let view = l.live.view.borrow();
+                    live_status(ui, l, &view);
+                }
+                Dictation::Done(d) => {
+                    done_status(ui, d);
+                    if !d.discarded {
+                        centered_row(ui, "done-actions", |ui| {
+                            if !d.finished.transcript.is_empty()
+                                && ui
+                                    .add(style::icon_button(Icon::Copy, "Copy transcription"))
+                                    .clicked()
+                            {
+                                actions.push(Action::Copy(d.finished.transcript.clone()));
+                            }
+                            if ui.add(style::icon_button(Icon::Trash, "Discard")).clicked() {
+                                actions.push(Action::AskDiscard);
+                            }
+                            if !d.finished.complete
+                                && d.finished.wav.is_file()
+                                && ui
+                                    .add(style::icon_button(Icon::Retry, "Transcribe again"))
+                                    .clicked()
+                            {
+                                actions.push(Action::TranscribeAgain(d.finished.wav.clone()));
+                            }
+                        });
+                    }
                 }
             }
+        });
+        // The transcript under it, in a card filling the rest of the window.
+        let view = match &self.dictation {
+            Dictation::Live(l) => Some((l.live.view.borrow().clone(), true)),
+            Dictation::Done(d) => d.view.clone().map(|v| (v, false)),
+            _ => None,
+        };
+        if let Some((view, live)) = view {
+            ui.add_space(space::M);
+            style::card(ui).show(ui, |ui| {
+                ui.set_min_size(ui.available_size());
+                transcript(ui, &view, live, &self.removals, &mut actions);
+            });
         }
         self.pending.extend(actions);
     }
@@ -159,39 +189,50 @@ pub(super) fn fmt_elapsed(d: Duration) -> String {
     format!("{}:{:02}", s / 60, s % 60)
 }
 
+/// Under the control while recording: the state, the elapsed time, the level meter.
 pub(super) fn live_status(ui: &mut egui::Ui, l: &LiveRec, view: &EngineView) {
-    ui.horizontal(|ui| {
-        let state = match (&view.state, l.stopping) {
-            (EngineState::Connecting, _) => "Connecting…".to_owned(),
-            (EngineState::Streaming, false) => match &l.origin {
-                AudioOrigin::Microphone => "Recording".to_owned(),
-                AudioOrigin::File(_) => "Transcribing the saved recording".to_owned(),
-            },
-            (EngineState::Streaming, true) | (EngineState::Finishing, _) => "Finishing…".to_owned(),
-            (EngineState::Halted(reason), _) => format!("Stopped: {reason}"),
-            (EngineState::Finished, _) => "Finished".to_owned(),
-        };
-        if matches!(view.state, EngineState::Halted(_)) {
-            ui.colored_label(ui.visuals().error_fg_color, state);
-        } else {
-            ui.label(state);
-        }
-        ui.label(fmt_elapsed(l.started.elapsed()));
-        // The meter: RMS in dB, -60 dB … 0 dB.
-        let level = l.live.level();
-        let db = 20.0 * level.max(1e-6).log10();
-        let fill = ((db + 60.0) / 60.0).clamp(0.0, 1.0);
-        ui.add(
-            egui::ProgressBar::new(fill)
-                .desired_width(120.0)
-                .text(RichText::new("level").small()),
-        );
-    });
+    let state = match (&view.state, l.stopping) {
+        (EngineState::Connecting, _) => "Connecting…".to_owned(),
+        (EngineState::Streaming, false) => match &l.origin {
+            AudioOrigin::Microphone => "Recording".to_owned(),
+            AudioOrigin::File(_) => "Transcribing the saved recording".to_owned(),
+        },
+        (EngineState::Streaming, true) | (EngineState::Finishing, _) => "Finishing…".to_owned(),
+        (EngineState::Halted(reason), _) => format!("Stopped: {reason}"),
+        (EngineState::Finished, _) => "Finished".to_owned(),
+    };
     ui.label(
-        RichText::new(format!("Saving to {}", l.session.display()))
-            .small()
-            .weak(),
+        RichText::new(fmt_elapsed(l.started.elapsed()))
+            .size(style::TITLE_SIZE)
+            .family(egui::FontFamily::Monospace),
     );
+    if matches!(view.state, EngineState::Halted(_)) {
+        ui.colored_label(ui.visuals().error_fg_color, state);
+    } else {
+        ui.label(RichText::new(state).strong());
+    }
+    ui.add_space(space::XS);
+    style::level_meter(ui, l.live.level(), 200.0);
+    ui.add_space(space::XS);
+    ui.label(style::caption(format!("Saving to {}", l.session.display())));
+}
+
+/// A row of buttons centred in `ui` (its width is measured on the frame before; a change
+/// asks egui to redo the frame, so nothing is drawn off centre).
+pub(super) fn centered_row(ui: &mut egui::Ui, salt: &str, add: impl FnOnce(&mut egui::Ui)) {
+    let id = ui.scope_id().with(salt);
+    let known: Option<f32> = ui.data(|d| d.get_temp(id));
+    ui.horizontal(|ui| {
+        let space = ((ui.available_width() - known.unwrap_or(0.0)) / 2.0).max(0.0);
+        ui.add_space(space);
+        let start = ui.cursor().min.x;
+        add(ui);
+        let width = ui.min_rect().right() - start;
+        if known.is_none_or(|k| (k - width).abs() > 0.5) {
+            ui.data_mut(|d| d.insert_temp(id, width));
+            ui.ctx().request_discard("centre a row of buttons");
+        }
+    });
 }
 
 pub(super) fn done_status(ui: &mut egui::Ui, d: &DoneRec) {
@@ -242,11 +283,7 @@ pub(super) fn done_status(ui: &mut egui::Ui, d: &DoneRec) {
         None => {}
     }
     super::after_dictation::paste_outcome(ui, d.paste.as_ref());
-    ui.label(
-        RichText::new(format!("Session: {}", f.session.display()))
-            .small()
-            .weak(),
-    );
+    ui.label(style::caption(format!("Session: {}", f.session.display())));
 }
 
 /// The canonical messages with gap markers, then provisional text.
@@ -279,13 +316,16 @@ pub(super) fn transcript(
                             ui.label(RichText::new("(removed)").small().weak());
                         } else {
                             ui.label(format!("{who}{}", m.text));
-                            if ui.small_button("Copy").clicked() {
+                            if style::icon_only_button(ui, Icon::Copy, "Copy").clicked() {
                                 actions.push(Action::Copy(m.text.clone()));
                             }
                             let waiting = removals.get(&m.entry_id) == Some(&RemovalStatus::Waiting);
                             if live
                                 && ui
-                                    .add_enabled(!waiting, egui::Button::new("Remove").small())
+                                    .add_enabled_ui(!waiting, |ui| {
+                                        style::icon_only_button(ui, Icon::Trash, "Remove")
+                                    })
+                                    .inner
                                     .clicked()
                             {
                                 actions.push(Action::Remove(m.entry_id.clone()));

@@ -10,10 +10,12 @@
 //! header. One module per page renders it: [`dictation`] (start/stop, live transcript,
 //! finished recording), [`history`] (search and the opened session), [`settings`] (the form,
 //! recognition and models, first run) with [`after_dictation`] (copy or paste, and the
-//! paste outcome under a finished recording). Shared pieces: [`widgets`] (labelled fields, match
-//! highlighting) and [`virtual_list`] (rows laid out only when in view). Pages are `impl
-//! PersykUi` blocks in their module, so the state stays in one place. [`indicator`] is the
-//! recording indicator's content (a window of its own, shown by the shell).
+//! paste outcome under a finished recording). Shared pieces: [`widgets`] (labelled fields,
+//! match highlighting, form rows and sections), [`style`] (the visual language: spacing,
+//! type, light/dark colours, painted icons; installed once by the shell) and
+//! [`virtual_list`] (rows laid out only when in view). Pages are `impl PersykUi` blocks in
+//! their module, so the state stays in one place. [`indicator`] is the recording
+//! indicator's content (a window of its own, shown by the shell).
 //!
 //! Invariants:
 //! - Provisional text is drawn marked "not yet saved" and has no copy or remove control.
@@ -39,6 +41,7 @@ mod dictation;
 mod history;
 pub mod indicator;
 mod settings;
+pub mod style;
 mod virtual_list;
 mod widgets;
 
@@ -740,9 +743,9 @@ impl PersykUi {
     pub fn ui(&mut self, ui: &mut egui::Ui) {
         self.process(ui.ctx());
         if self.quitting {
-            egui::Frame::central_panel(ui.style()).show(ui, |ui| {
+            style::page(ui.style()).show(ui, |ui| {
                 ui.set_min_size(ui.available_size());
-                ui.heading("Finishing…");
+                ui.label(style::title("Finishing…"));
                 ui.label(
                     "Persyk quits once the recording is finished and saved (at most 30 seconds).",
                 );
@@ -750,10 +753,9 @@ impl PersykUi {
             return;
         }
         self.history_keys(ui.ctx());
-        egui::Frame::central_panel(ui.style()).show(ui, |ui| {
+        style::page(ui.style()).show(ui, |ui| {
             ui.set_min_size(ui.available_size());
             self.header(ui);
-            ui.separator();
             match self.page {
                 Page::Dictation => self.dictation_page(ui),
                 Page::Search => self.search_page(ui),
@@ -865,18 +867,49 @@ impl PersykUi {
         }
     }
 
+    /// The page switcher (a segmented control, centred) and the one-line notices under it.
     fn header(&mut self, ui: &mut egui::Ui) {
+        let palette = style::Palette::current(ui);
+        let pages = [
+            (Page::Dictation, style::Icon::Microphone, "Dictation"),
+            (Page::Search, style::Icon::Search, "Search"),
+            (Page::Settings, style::Icon::Gear, "Settings"),
+        ];
+        let gap = 2.0;
+        let pad = 3.0;
+        let segment = ((ui.available_width() - 2.0 * pad - 2.0 * gap) / 3.0).min(118.0);
+        let total = 3.0 * segment + 2.0 * gap + 2.0 * pad;
         ui.horizontal(|ui| {
-            for (page, label) in [
-                (Page::Dictation, "Dictation"),
-                (Page::Search, "Search"),
-                (Page::Settings, "Settings"),
-            ] {
-                if ui.selectable_label(self.page == page, label).clicked() {
-                    self.pending.push(Action::Page(page));
-                }
-            }
+            ui.add_space(((ui.available_width() - total) / 2.0).max(0.0));
+            egui::Frame::new()
+                .fill(palette.track)
+                .corner_radius(egui::CornerRadius::same(8))
+                .inner_margin(egui::Margin::same(pad as i8))
+                .show(ui, |ui| {
+                    ui.spacing_mut().item_spacing.x = gap;
+                    // The selected segment is told apart by its fill; its text stays the
+                    // text colour (the accent on the segment's fill reads badly in dark).
+                    ui.visuals_mut().selection.stroke.color = palette.text;
+                    for (page, icon, label) in pages {
+                        let selected = self.page == page;
+                        let mut button = style::icon_button(icon, label)
+                            .selected(selected)
+                            .min_size(egui::vec2(segment, 26.0))
+                            .corner_radius(egui::CornerRadius::same(6));
+                        button = if selected {
+                            button
+                                .fill(palette.segment)
+                                .stroke(egui::Stroke::new(1.0, palette.card_stroke))
+                        } else {
+                            button.frame_when_inactive(false)
+                        };
+                        if ui.add(button).clicked() {
+                            self.pending.push(Action::Page(page));
+                        }
+                    }
+                });
         });
+        ui.add_space(style::space::XS);
         if let Some(note) = &self.tray_note {
             ui.colored_label(ui.visuals().warn_fg_color, note);
         }

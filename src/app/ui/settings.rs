@@ -1,5 +1,11 @@
 //! The Settings page: the editable form, recognition and model downloads, first run.
+//!
+//! The form is a column of sections (`widgets::section`): Recognition, Microphone, Shortcut,
+//! History, After dictation — one method each (`*_ui`), so a new control is a row in its
+//! section's method. The sections scroll; the Save bar stays at the bottom of the window.
 
+use super::style::{self, Icon, space};
+use super::widgets;
 use super::*;
 
 /// The Settings page's editable copy.
@@ -163,122 +169,215 @@ impl SettingsForm {
 }
 
 impl PersykUi {
+    /// The sections scroll; the Save bar stays at the bottom of the window.
     pub(super) fn settings_page(&mut self, ui: &mut egui::Ui) {
-        egui::ScrollArea::vertical()
-            .auto_shrink([false, false])
-            .show(ui, |ui| self.settings_page_ui(ui));
+        ui.with_layout(egui::Layout::bottom_up(egui::Align::Min), |ui| {
+            // Bottom up: the button row first, its notes above it.
+            ui.horizontal(|ui| {
+                if ui
+                    .add(style::primary_button(ui, Icon::Check, "Save settings"))
+                    .clicked()
+                {
+                    self.pending.push(Action::SaveSettings);
+                }
+                if self.form_error.is_none() && self.form_saved {
+                    ui.label("Settings saved");
+                }
+            });
+            if let Some(e) = &self.form_error {
+                ui.colored_label(ui.visuals().error_fg_color, e);
+            }
+            if let Some(note) = &self.hotkey_note {
+                ui.colored_label(ui.visuals().warn_fg_color, note);
+            }
+            ui.separator();
+            ui.with_layout(egui::Layout::top_down(egui::Align::Min), |ui| {
+                egui::ScrollArea::vertical()
+                    .auto_shrink([false, false])
+                    .show(ui, |ui| self.settings_page_ui(ui));
+            });
+        });
     }
 
     pub(super) fn settings_page_ui(&mut self, ui: &mut egui::Ui) {
         if !self.form.key_stored && self.settings.recognition.engine == RecognitionEngine::Openai {
             self.first_run_ui(ui);
         }
-        self.recognition_ui(ui);
-        ui.separator();
+        if self.devices.is_none() && !self.devices_asked {
+            self.devices_asked = true;
+            self.send(Command::ListDevices);
+        }
+        let before = self.form.clone();
+        let mut switch_model = false;
+        widgets::section(ui, "Recognition", |ui| {
+            self.recognition_ui(ui);
+            if !self.form.local {
+                switch_model = self.provider_ui(ui);
+            }
+        });
+        widgets::section(ui, "Microphone", |ui| self.microphone_ui(ui));
+        widgets::section(ui, "Shortcut", |ui| self.shortcut_ui(ui));
+        widgets::section(ui, "History", |ui| self.history_folders_ui(ui));
+        widgets::section(ui, "After dictation", |ui| {
+            self.after_dictation_settings_ui(ui)
+        });
+        if self.form != before {
+            self.form_saved = false;
+        }
+        if switch_model {
+            self.pending.push(Action::SaveSettings);
+        }
+        ui.add_space(space::M);
+    }
+
+    /// Recognition, online: the key, the provider and the model's options. Returns whether
+    /// the user asked to switch off a retiring model (saved at once).
+    fn provider_ui(&mut self, ui: &mut egui::Ui) -> bool {
         match self.key_storage {
             Some(s) if !s.survives_reboot() => {
                 ui.colored_label(ui.visuals().warn_fg_color, s.describe());
             }
             Some(s) => {
-                ui.label(RichText::new(s.describe()).small().weak());
+                ui.label(style::caption(s.describe()));
             }
             None => {}
         }
-        let default_root = crate::settings::default_root(crate::settings::is_dev())
-            .map(|p| p.display().to_string())
-            .unwrap_or_default();
-        if self.devices.is_none() && !self.devices_asked {
-            self.devices_asked = true;
-            self.send(Command::ListDevices);
-        }
-        let devices = self.devices.as_ref();
         let f = &mut self.form;
-        let before = f.clone();
         let mut switch_model = false;
-        egui::Grid::new("settings").num_columns(2).show(ui, |ui| {
-            let stored = f.key_stored;
-            field(ui, "API key", |ui| {
-                ui.add(
-                    egui::TextEdit::singleline(&mut f.api_key)
-                        .password(true)
-                        .hint_text(if stored {
-                            "stored (type to replace)"
-                        } else {
-                            "sk-…"
-                        }),
-                )
-            });
-            field(ui, "Provider base URL", |ui| {
-                ui.add(
-                    egui::TextEdit::singleline(&mut f.base_url)
-                        .hint_text("wss://api.openai.com/v1"),
-                )
-            });
-            ui.label("Mode");
-            ui.horizontal(|ui| {
+        let stored = f.key_stored;
+        field(ui, "API key", |ui| {
+            ui.add(
+                egui::TextEdit::singleline(&mut f.api_key)
+                    .password(true)
+                    .desired_width(f32::INFINITY)
+                    .hint_text(if stored {
+                        "stored (type to replace)"
+                    } else {
+                        "sk-…"
+                    }),
+            )
+        });
+        field(ui, "Provider base URL", |ui| {
+            ui.add(
+                egui::TextEdit::singleline(&mut f.base_url)
+                    .desired_width(f32::INFINITY)
+                    .hint_text("wss://api.openai.com/v1"),
+            )
+        });
+        widgets::row(ui, "Mode", |ui, _| {
+            ui.horizontal_wrapped(|ui| {
                 ui.radio_value(&mut f.conversation, false, "Dictation");
                 ui.radio_value(&mut f.conversation, true, "Conversation");
             });
-            ui.end_row();
-            field(ui, "Transcription model", |ui| {
-                let r = ui.add(
-                    egui::TextEdit::singleline(&mut f.model).hint_text(DEFAULT_TRANSCRIPTION_MODEL),
-                );
-                egui::ComboBox::from_label("Current models")
-                    .selected_text("choose")
-                    .show_ui(ui, |ui| {
+        });
+        field(ui, "Transcription model", |ui| {
+            // The chooser at the right edge, the field in the rest of the row.
+            let size = egui::vec2(ui.available_width(), ui.spacing().interact_size.y);
+            ui.allocate_ui_with_layout(
+                size,
+                egui::Layout::right_to_left(egui::Align::Center),
+                |ui| {
+                    ui.menu_button("Current models", |ui| {
                         for m in TRANSCRIPTION_MODELS
                             .iter()
                             .filter(|m| m.retires_on.is_none())
                         {
-                            ui.selectable_value(&mut f.model, m.name.to_owned(), m.name);
+                            if ui.selectable_label(f.model == m.name, m.name).clicked() {
+                                f.model = m.name.to_owned();
+                                ui.close();
+                            }
                         }
                     });
-                r
+                    ui.add(
+                        egui::TextEdit::singleline(&mut f.model)
+                            .desired_width(f32::INFINITY)
+                            .hint_text(DEFAULT_TRANSCRIPTION_MODEL),
+                    )
+                },
+            )
+            .inner
+        });
+        if let Some(day) = retires_on(f.model.trim()) {
+            widgets::row(ui, "", |ui, _| {
+                ui.colored_label(
+                    ui.visuals().warn_fg_color,
+                    format!("{} stops working on {day}.", f.model.trim()),
+                );
+                if ui
+                    .button(format!("Switch to {DEFAULT_TRANSCRIPTION_MODEL}"))
+                    .clicked()
+                {
+                    f.model = DEFAULT_TRANSCRIPTION_MODEL.to_owned();
+                    switch_model = true;
+                }
             });
-            if let Some(day) = retires_on(f.model.trim()) {
-                ui.label("");
-                ui.horizontal(|ui| {
-                    ui.colored_label(
-                        ui.visuals().warn_fg_color,
-                        format!("{} stops working on {day}.", f.model.trim()),
-                    );
-                    if ui
-                        .button(format!("Switch to {DEFAULT_TRANSCRIPTION_MODEL}"))
-                        .clicked()
-                    {
-                        f.model = DEFAULT_TRANSCRIPTION_MODEL.to_owned();
-                        switch_model = true;
-                    }
-                });
-                ui.end_row();
-            }
-            if model_caps(f.model.trim()).delay {
-                field(ui, "Delay", |ui| {
-                    egui::ComboBox::from_id_salt("delay")
-                        .selected_text(if f.delay.is_empty() {
-                            "default"
-                        } else {
-                            &f.delay
-                        })
-                        .show_ui(ui, |ui| {
-                            ui.selectable_value(&mut f.delay, String::new(), "default");
-                            for d in DELAYS {
-                                ui.selectable_value(&mut f.delay, (*d).to_owned(), *d);
+        }
+        if model_caps(f.model.trim()).delay {
+            field(ui, "Delay", |ui| {
+                egui::ComboBox::from_id_salt("delay")
+                    .selected_text(if f.delay.is_empty() {
+                        "default"
+                    } else {
+                        &f.delay
+                    })
+                    .show_ui(ui, |ui| {
+                        ui.selectable_value(&mut f.delay, String::new(), "default");
+                        for d in DELAYS {
+                            ui.selectable_value(&mut f.delay, (*d).to_owned(), *d);
+                        }
+                    })
+                    .response
+            });
+        }
+        field(ui, "Language", |ui| {
+            ui.add(
+                egui::TextEdit::singleline(&mut f.language)
+                    .desired_width(f32::INFINITY)
+                    .hint_text("auto (or en; several: en, uk)"),
+            )
+        });
+        field(ui, "Words Persyk should know (one per line)", |ui| {
+            ui.add(
+                egui::TextEdit::multiline(&mut f.keywords)
+                    .desired_width(f32::INFINITY)
+                    .desired_rows(2),
+            )
+        });
+        switch_model
+    }
+
+    /// Microphone: the input device, noise reduction, pre-roll.
+    fn microphone_ui(&mut self, ui: &mut egui::Ui) {
+        let devices = self.devices.as_ref();
+        let f = &mut self.form;
+        field(ui, "Input device", |ui| {
+            let selected = if f.device.is_empty() {
+                "System default".to_owned()
+            } else if devices.is_some_and(|d| !d.contains(&f.device)) {
+                format!("{} (not connected)", f.device)
+            } else {
+                f.device.clone()
+            };
+            egui::ComboBox::from_id_salt("microphone")
+                .selected_text(selected)
+                .width(ui.available_width())
+                .truncate()
+                .show_ui(ui, |ui| {
+                    ui.selectable_value(&mut f.device, String::new(), "System default");
+                    match devices {
+                        Some(list) => {
+                            for d in list {
+                                ui.selectable_value(&mut f.device, d.clone(), d);
                             }
-                        })
-                        .response
-                });
-            }
-            field(ui, "Language", |ui| {
-                ui.add(
-                    egui::TextEdit::singleline(&mut f.language)
-                        .hint_text("auto (or en; several: en, uk)"),
-                )
-            });
-            field(ui, "Words Persyk should know (one per line)", |ui| {
-                ui.add(egui::TextEdit::multiline(&mut f.keywords).desired_rows(2))
-            });
+                        }
+                        None => {
+                            ui.label("Looking for microphones…");
+                        }
+                    }
+                })
+                .response
+        });
+        if !f.local {
             field(ui, "Noise reduction", |ui| {
                 let label = |v: &str| match v {
                     "far_field" => "far field (room microphone)",
@@ -287,6 +386,7 @@ impl PersykUi {
                 };
                 egui::ComboBox::from_id_salt("noise-reduction")
                     .selected_text(label(&f.noise_reduction))
+                    .width(ui.available_width())
                     .show_ui(ui, |ui| {
                         for v in ["", "far_field", "off"] {
                             ui.selectable_value(&mut f.noise_reduction, v.to_owned(), label(v));
@@ -294,73 +394,67 @@ impl PersykUi {
                     })
                     .response
             });
-            field(ui, "Microphone", |ui| {
-                let selected = if f.device.is_empty() {
-                    "System default".to_owned()
-                } else if devices.is_some_and(|d| !d.contains(&f.device)) {
-                    format!("{} (not connected)", f.device)
-                } else {
-                    f.device.clone()
-                };
-                egui::ComboBox::from_id_salt("microphone")
-                    .selected_text(selected)
-                    .width(280.0)
-                    .show_ui(ui, |ui| {
-                        ui.selectable_value(&mut f.device, String::new(), "System default");
-                        match devices {
-                            Some(list) => {
-                                for d in list {
-                                    ui.selectable_value(&mut f.device, d.clone(), d);
-                                }
-                            }
-                            None => {
-                                ui.label("Looking for microphones…");
-                            }
-                        }
-                    })
-                    .response
-            });
-            field(ui, "Sessions folder", |ui| {
-                ui.add(egui::TextEdit::singleline(&mut f.directory).hint_text(&default_root))
-            });
-            field(ui, "Also search (one per line)", |ui| {
-                ui.add(egui::TextEdit::multiline(&mut f.additional).desired_rows(2))
-            });
-            field(ui, "Pre-roll (ms)", |ui| {
-                ui.add(egui::DragValue::new(&mut f.pre_roll_ms).range(0..=500))
-            });
-            field(ui, "Global hotkey", |ui| {
-                ui.add(egui::TextEdit::singleline(&mut f.hotkey).hint_text("empty: no hotkey"))
-            });
-            ui.label("Hotkey mode");
-            ui.horizontal(|ui| {
+        }
+        field(ui, "Pre-roll (ms)", |ui| {
+            ui.add(egui::DragValue::new(&mut f.pre_roll_ms).range(0..=500))
+        });
+        ui.label(style::caption(
+            "Pre-roll keeps the microphone open between recordings, so a recording starts \
+             with the half second before the click.",
+        ));
+    }
+
+    /// Shortcut: the global hotkey and how it behaves.
+    fn shortcut_ui(&mut self, ui: &mut egui::Ui) {
+        let f = &mut self.form;
+        field(ui, "Global hotkey", |ui| {
+            ui.add(
+                egui::TextEdit::singleline(&mut f.hotkey)
+                    .desired_width(f32::INFINITY)
+                    .hint_text("empty: no hotkey"),
+            )
+        });
+        widgets::row(ui, "Hotkey mode", |ui, _| {
+            ui.horizontal_wrapped(|ui| {
                 ui.radio_value(&mut f.push_to_talk, false, "Toggle");
                 ui.radio_value(&mut f.push_to_talk, true, "Push to talk");
             });
-            ui.end_row();
-            ui.label("Sounds");
-            ui.checkbox(&mut f.sounds, "Play start and stop sounds");
-            ui.end_row();
-            ui.label("Indicator");
-            ui.checkbox(&mut f.indicator, "Show a recording indicator");
-            ui.end_row();
         });
+    }
+
+    /// History: where sessions are written and which folders search also reads.
+    fn history_folders_ui(&mut self, ui: &mut egui::Ui) {
+        let default_root = crate::settings::default_root(crate::settings::is_dev())
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let f = &mut self.form;
+        field(ui, "Sessions folder", |ui| {
+            ui.add(
+                egui::TextEdit::singleline(&mut f.directory)
+                    .desired_width(f32::INFINITY)
+                    .hint_text(&default_root),
+            )
+        });
+        field(ui, "Also search (one per line)", |ui| {
+            ui.add(
+                egui::TextEdit::multiline(&mut f.additional)
+                    .desired_width(f32::INFINITY)
+                    .desired_rows(2),
+            )
+        });
+    }
+
+    /// After dictation: what happens to the text (copy, or copy and paste: see
+    /// `after_dictation.rs`), the sounds and the recording indicator, one row each.
+    fn after_dictation_settings_ui(&mut self, ui: &mut egui::Ui) {
         self.after_dictation_ui(ui);
         let f = &mut self.form;
-        if *f != before {
-            self.form_saved = false;
-        }
-        if ui.button("Save settings").clicked() || switch_model {
-            self.pending.push(Action::SaveSettings);
-        }
-        if let Some(e) = &self.form_error {
-            ui.colored_label(ui.visuals().error_fg_color, e);
-        } else if self.form_saved {
-            ui.label("Settings saved");
-        }
-        if let Some(note) = &self.hotkey_note {
-            ui.colored_label(ui.visuals().warn_fg_color, note);
-        }
+        widgets::row(ui, "Sounds", |ui, _| {
+            ui.checkbox(&mut f.sounds, "Play start and stop sounds");
+        });
+        widgets::row(ui, "Indicator", |ui, _| {
+            ui.checkbox(&mut f.indicator, "Show a recording indicator");
+        });
     }
 
     /// No key yet and online recognition: both ways to start.
@@ -373,8 +467,12 @@ impl PersykUi {
             .map(|m| format!(" ({})", fmt_mib(m.bytes)))
             .unwrap_or_default();
         let mut clicked = false;
-        ui.group(|ui| {
-            ui.strong("Welcome. Choose how Persyk turns speech into text:");
+        ui.add_space(space::S);
+        style::card(ui).show(ui, |ui| {
+            ui.set_width(ui.available_width());
+            ui.label(style::heading(
+                "Welcome. Choose how Persyk turns speech into text:",
+            ));
             ui.colored_label(
                 ui.visuals().warn_fg_color,
                 "Online: Persyk needs an OpenAI API key to transcribe. Paste it below: it is \
@@ -402,10 +500,11 @@ impl PersykUi {
     pub(super) fn recognition_ui(&mut self, ui: &mut egui::Ui) {
         let mut actions = Vec::new();
         let before = self.form.clone();
-        ui.strong("Recognition");
-        ui.horizontal(|ui| {
-            ui.radio_value(&mut self.form.local, false, "OpenAI (online)");
-            ui.radio_value(&mut self.form.local, true, "On this device (Whisper)");
+        widgets::row(ui, "Engine", |ui, _| {
+            ui.horizontal_wrapped(|ui| {
+                ui.radio_value(&mut self.form.local, false, "OpenAI (online)");
+                ui.radio_value(&mut self.form.local, true, "On this device (Whisper)");
+            });
         });
         if self.form.local {
             if self.models.store.is_some() && !self.models.asked {
@@ -424,11 +523,10 @@ impl PersykUi {
                     );
                 }
                 Some(store) => {
-                    ui.label(
-                        RichText::new(format!("Models folder: {}", store.dir().display()))
-                            .small()
-                            .weak(),
-                    );
+                    ui.label(style::caption(format!(
+                        "Models folder: {}",
+                        store.dir().display()
+                    )));
                     for model in store.catalog() {
                         let state = m.rows.as_ref().and_then(|rows| {
                             rows.iter()
@@ -436,7 +534,7 @@ impl PersykUi {
                                 .map(|r| r.state)
                         });
                         ui.push_id(model.name, |ui| {
-                            ui.horizontal(|ui| {
+                            ui.horizontal_wrapped(|ui| {
                                 let chosen = !f.use_model_file && f.local_model == model.name;
                                 if ui
                                     .radio(
@@ -505,7 +603,7 @@ impl PersykUi {
                                     }
                                 }
                             });
-                            ui.label(RichText::new(model.description).small().weak());
+                            ui.label(style::caption(model.description));
                             if let Some((text, error)) = m.notes.get(model.name) {
                                 let color = if *error {
                                     ui.visuals().error_fg_color
@@ -521,20 +619,17 @@ impl PersykUi {
             if ui.radio(f.use_model_file, "Use a model file…").clicked() {
                 f.use_model_file = true;
             }
-            egui::Grid::new("local-model")
-                .num_columns(2)
-                .show(ui, |ui| {
-                    field(ui, "Model file", |ui| {
-                        ui.add_enabled(
-                            f.use_model_file,
-                            egui::TextEdit::singleline(&mut f.model_path)
-                                .hint_text("/path/to/ggml-model.bin"),
-                        )
-                    });
-                    field(ui, "Threads (0 = automatic)", |ui| {
-                        ui.add(egui::DragValue::new(&mut f.local_threads).range(0..=64))
-                    });
-                });
+            field(ui, "Model file", |ui| {
+                ui.add_enabled(
+                    f.use_model_file,
+                    egui::TextEdit::singleline(&mut f.model_path)
+                        .desired_width(f32::INFINITY)
+                        .hint_text("/path/to/ggml-model.bin"),
+                )
+            });
+            field(ui, "Threads (0 = automatic)", |ui| {
+                ui.add(egui::DragValue::new(&mut f.local_threads).range(0..=64))
+            });
         }
         if self.form != before {
             self.form_saved = false;

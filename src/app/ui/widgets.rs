@@ -2,16 +2,65 @@
 
 use eframe::egui::{self, text::LayoutJob};
 
-/// A grid row: a label and the widget it names (for screen readers and tests alike).
+use super::style::{self, LABEL_WIDTH, space};
+
+/// A form row: `label` in the label column, then the widget it names (for screen readers
+/// and tests alike), which gets the rest of the row's width. Text fields should ask for
+/// `desired_width(f32::INFINITY)`: they then end at the card's edge whatever the window's
+/// width (a field never runs off the right edge).
 pub(super) fn field(
     ui: &mut egui::Ui,
     label: &str,
     add: impl FnOnce(&mut egui::Ui) -> egui::Response,
 ) {
-    let l = ui.label(label);
-    add(ui).labelled_by(l.id);
-    ui.end_row();
+    row(ui, label, |ui, label_id| {
+        add(ui).labelled_by(label_id);
+    });
 }
+
+/// A form row whose right side is any content (radio groups, a checkbox with its note);
+/// `add` gets the label's id to name its widgets by.
+pub(super) fn row(ui: &mut egui::Ui, label: &str, add: impl FnOnce(&mut egui::Ui, egui::Id)) {
+    ui.horizontal_top(|ui| {
+        let width = LABEL_WIDTH.min(ui.available_width() * 0.36);
+        let l = ui
+            .allocate_ui_with_layout(
+                egui::vec2(width, ui.spacing().interact_size.y),
+                egui::Layout::top_down(egui::Align::Min),
+                |ui| {
+                    ui.set_width(width);
+                    // Centred on the first line of the control beside it.
+                    ui.add_space(3.0);
+                    ui.add(egui::Label::new(label).wrap())
+                },
+            )
+            .inner;
+        ui.vertical(|ui| {
+            ui.set_width(ui.available_width());
+            add(ui, l.id);
+        });
+    });
+}
+
+/// A titled group of settings: the heading, then a card holding what `add` draws. The
+/// Settings page is a column of these; a new group is one call.
+pub(super) fn section<R>(
+    ui: &mut egui::Ui,
+    title: &str,
+    add: impl FnOnce(&mut egui::Ui) -> R,
+) -> R {
+    ui.add_space(space::S);
+    ui.label(style::heading(title));
+    ui.add_space(space::XS);
+    style::card(ui)
+        .show(ui, |ui| {
+            ui.set_width(ui.available_width());
+            ui.spacing_mut().item_spacing.y = space::S;
+            add(ui)
+        })
+        .inner
+}
+
 /// `text` with every case-insensitive occurrence of `query` highlighted.
 pub fn highlighted(text: &str, query: &str, visuals: &egui::Visuals) -> LayoutJob {
     let mut job = LayoutJob::default();
