@@ -25,6 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use eframe::egui;
+use eframe::egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use persyk::app::backend::{BackendConfig, BackendHandle, KeyStore, Microphone};
@@ -93,8 +94,11 @@ fn harness(root: &Path) -> Harness<'static, PersykUi> {
     )
     .expect("backend");
     let ui = PersykUi::new(backend, Box::new(NoEffects), waker, settings, true);
+    // The generated text has emoji the test fonts lack: draw them as boxes, as a window
+    // without an emoji font would.
     Harness::builder()
         .with_size(egui::vec2(520.0, 600.0))
+        .allow_missing_glyphs()
         .build_ui_state(|ui, state: &mut PersykUi| state.ui(ui), ui)
 }
 
@@ -125,16 +129,18 @@ fn child(messages: u64) {
     let mut h = harness(&root);
     h.step();
     let fresh_kib = support::vm_rss_kib();
-    h.get_by_label("Search").click();
+    h.get_by_role_and_label(Role::Button, "Search").click();
     wait_until(&mut h, "the session in the list", |h| {
-        h.query_all_by_label("Open").next().is_some()
+        h.query_all_by_role_and_label(Role::Button, "Open")
+            .next()
+            .is_some()
     });
     for _ in 0..10 {
         h.step();
     }
     let idle_kib = support::vm_rss_kib();
 
-    h.get_by_label("Open").click();
+    h.get_by_role_and_label(Role::Button, "Open").click();
     let start = Instant::now();
     loop {
         h.step();
