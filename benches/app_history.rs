@@ -66,7 +66,7 @@ impl Effects for NoEffects {
 
 const SCROLL_FRAMES: usize = 400;
 const SCROLL_POINTS: f32 = 600.0;
-const WAIT: Duration = Duration::from_secs(120);
+const WAIT: Duration = Duration::from_secs(300);
 
 /// The root (one session folder in it) for `messages` messages.
 fn root_for(messages: u64) -> PathBuf {
