@@ -176,6 +176,9 @@ fn child(messages: u64) {
         std::thread::sleep(Duration::from_millis(5));
     }
     let scrolled_kib = support::vm_rss_kib();
+    // The view moved: the first message is out of it.
+    let still_at_top = has(&h, &first_words);
+    eprintln!("scrolled: the first message still shown: {still_at_top}");
     let hwm_kib = support::vm_hwm_kib();
     times.sort();
     let us = |d: Duration| d.as_secs_f64() * 1e6;
