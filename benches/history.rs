@@ -4,14 +4,18 @@
 //! about 215 MB). The session is generated once under the target dir (never committed): a
 //! chain of user and assistant messages of realistic text, about 1.4 KB a line.
 //!
-//! Measured, each as the best of three runs of a separate process, wall time and peak RSS
-//! (`/usr/bin/time -f "%e %M"`):
+//! Measured, each as the median of five runs of a separate process (the fastest run is shown
+//! too), wall time and peak RSS (`/usr/bin/time -f "%e %M"`); the runs go in rounds, every
+//! command once per round, so a machine whose load changes meanwhile treats them alike:
 //! - `persyk context SESSION --json > /dev/null` (the release binary cargo built for this
 //!   bench) and the human output;
 //! - the baseline: pi's `SessionManager.open(file)` + `buildSessionContext()` in node (its
 //!   `dist/core/session-manager.js`, imported alone so node 20 can load it), when
 //!   pi is installed under `target/pi` (`npm install @earendil-works/pi-coding-agent@0.85.1`
-//!   there); pi reads a copy whose header carries pi's version 3 (so it migrates nothing);
+//!   there, or point `PERSYK_BENCH_PI` at such a folder); pi reads a copy whose header
+//!   carries pi's version 3 (so it migrates nothing);
+//! - the previous Persyk, when `PERSYK_BENCH_PREVIOUS` names its `persyk` binary;
+//! - `persyk check` on the same file: the validating scan alone;
 //! - a second baseline always available: every line read into a `Vec<serde_json::Value>`.
 //!
 //! Targets (issue #15): peak RSS < 5 % of the file; time ≥ 5× faster than pi.
@@ -21,76 +25,28 @@ use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use persyk::session::format::{Block, Entry, EntryBody, Header, Message, Role};
-
 mod support;
-use support::{sentences, vm_hwm_kib};
+use support::vm_hwm_kib;
 
 const ID: &str = "019a0000-0000-7000-8000-0000000000aa";
-
-fn ts(i: u64) -> String {
-    format!(
-        "2026-03-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-        1 + (i / 86_400_000) % 28,
-        (i / 3_600_000) % 24,
-        (i / 60_000) % 60,
-        (i / 1000) % 60,
-        i % 1000
-    )
-}
 
 /// The session folder for `messages` messages (generated once), and pi's copy of its file.
 fn generate(messages: u64) -> (PathBuf, PathBuf) {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join("bench-data")
         .join(format!("history-{messages}"));
-    let file = dir.join("session.jsonl");
+    let file = support::chain_session(&dir, messages);
     let pi = dir.join("pi-session.jsonl");
-    if file.exists() && pi.exists() {
+    if pi.exists() {
         return (dir, pi);
     }
-    fs::create_dir_all(&dir).expect("bench dir");
-    let pool = sentences(509, 220, 0x5EED_0015);
-    let tmp = dir.join("session.tmp");
-    let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp).expect("create"));
-    let header = Header {
-        id: ID.into(),
-        timestamp: ts(0),
-    };
-    writeln!(w, "{}", header.to_line()).expect("write");
-    let mut parent: Option<String> = None;
-    for n in 0..messages {
-        let id = format!("019a{:012x}-7{:03x}-8000-{:012x}", n + 1, n % 4096, n + 1);
-        let role = if n % 2 == 0 {
-            Role::User
-        } else {
-            Role::Assistant
-        };
-        let text = pool[(n % pool.len() as u64) as usize].clone();
-        let e = Entry {
-            id: id.clone(),
-            parent_id: parent.take(),
-            timestamp: ts(n * 37),
-            body: EntryBody::Message(Message::new(
-                role,
-                vec![Block::text(text)],
-                1_772_000_000_000 + n,
-            )),
-        };
-        writeln!(w, "{}", e.to_line()).expect("write");
-        parent = Some(id);
-    }
-    w.flush().expect("flush");
-    drop(w);
-    fs::rename(&tmp, &file).expect("rename");
     // pi's copy: the same entries under pi's own header version.
     let mut out = BufWriter::new(File::create(&pi).expect("create pi copy"));
     let mut lines = BufReader::new(File::open(&file).expect("open")).lines();
     lines.next();
     writeln!(
         out,
-        r#"{{"type":"session","version":3,"id":"{ID}","timestamp":"{}","cwd":"/tmp"}}"#,
-        ts(0)
+        r#"{{"type":"session","version":3,"id":"{ID}","timestamp":"2026-03-01T00:00:00.000Z","cwd":"/tmp"}}"#
     )
     .expect("write");
     for l in lines {
@@ -100,35 +56,74 @@ fn generate(messages: u64) -> (PathBuf, PathBuf) {
     (dir, pi)
 }
 
-/// Best of three: (seconds, peak RSS KiB) of `cmd args…` with stdout to /dev/null.
-fn measure(cmd: &str, args: &[&str]) -> Option<(f64, u64)> {
-    let mut best: Option<(f64, u64)> = None;
-    for _ in 0..3 {
-        let out = Command::new("/usr/bin/time")
-            .args(["-f", "%e %M", cmd])
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .output()
-            .ok()?;
-        if !out.status.success() {
-            eprintln!(
-                "history: {cmd} failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+/// Runs of each measured command.
+const RUNS: usize = 5;
+
+/// The median of `values` (sorted in place).
+fn median<T: PartialOrd + Copy>(values: &mut [T]) -> T {
+    values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    values[values.len() / 2]
+}
+
+/// One run of `cmd args…` with stdout to /dev/null: (seconds, peak RSS KiB).
+fn run_once(cmd: &Path, args: &[String], env: Option<(&str, &Path)>) -> Option<(f64, u64)> {
+    let mut c = Command::new("/usr/bin/time");
+    c.args(["-f", "%e %M"]).arg(cmd).args(args);
+    if let Some((k, v)) = env {
+        c.env(k, v);
+    }
+    let out = c
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        eprintln!(
+            "history: {} failed: {}",
+            cmd.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return None;
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    let mut it = err.lines().last()?.split_whitespace();
+    Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+}
+
+/// A measured command.
+struct Subject {
+    what: &'static str,
+    cmd: PathBuf,
+    args: Vec<String>,
+    env: Option<(&'static str, PathBuf)>,
+    secs: Vec<f64>,
+    kibs: Vec<u64>,
+}
+
+impl Subject {
+    fn new(what: &'static str, cmd: impl Into<PathBuf>, args: &[&str]) -> Subject {
+        Subject {
+            what,
+            cmd: cmd.into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: None,
+            secs: Vec::new(),
+            kibs: Vec::new(),
+        }
+    }
+
+    /// (median seconds, median peak RSS KiB, fastest seconds), if every run succeeded.
+    fn result(&self) -> Option<(f64, u64, f64)> {
+        if self.secs.len() < RUNS {
             return None;
         }
-        let err = String::from_utf8_lossy(&out.stderr);
-        let last = err.lines().last()?;
-        let mut it = last.split_whitespace();
-        let secs: f64 = it.next()?.parse().ok()?;
-        let kib: u64 = it.next()?.parse().ok()?;
-        best = Some(match best {
-            Some((s, k)) => (s.min(secs), k.min(kib)),
-            None => (secs, kib),
-        });
+        let fastest = self.secs.iter().copied().fold(f64::INFINITY, f64::min);
+        Some((
+            median(&mut self.secs.clone()),
+            median(&mut self.kibs.clone()),
+            fastest,
+        ))
     }
-    best
 }
 
 const PI_SCRIPT: &str = r#"
@@ -175,87 +170,107 @@ fn main() {
     println!("history: session {size_mib:.1} MiB, {messages} messages");
 
     let exe = env!("CARGO_BIN_EXE_persyk");
-    let report = |what: &str, m: Option<(f64, u64)>| {
-        if let Some((s, kib)) = m {
-            let mib = kib as f64 / 1024.0;
-            println!(
-                "history: {what:<44} {s:6.2} s  peak RSS {mib:7.1} MiB ({:.1}% of file)",
-                100.0 * mib / size_mib
-            );
-        } else {
-            println!("history: {what:<44} not measured");
-        }
-        m
-    };
-    let json = report(
-        "persyk context --json",
-        measure(exe, &["context", dir_s, "--json"]),
-    );
-    report("persyk context (human)", measure(exe, &["context", dir_s]));
-
+    let mut subjects = vec![
+        Subject::new("persyk context --json", exe, &["context", dir_s, "--json"]),
+        Subject::new("persyk context (human)", exe, &["context", dir_s]),
+        Subject::new("persyk check (the scan alone)", exe, &["check", dir_s]),
+    ];
+    // The previous Persyk, when its binary is given (a build of the commit before).
+    if let Some(p) = std::env::var_os("PERSYK_BENCH_PREVIOUS") {
+        subjects.push(Subject::new(
+            "baseline: previous persyk context --json",
+            p,
+            &["context", dir_s, "--json"],
+        ));
+    }
     // Baseline 1: pi 0.85 SessionManager.open + buildSessionContext.
-    let pi_root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/pi");
-    let pi = if pi_root
+    let pi_root = std::env::var_os("PERSYK_BENCH_PI")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/pi"));
+    let script =
+        std::env::temp_dir().join(format!("persyk-bench-context-{}.cjs", std::process::id()));
+    let pi_installed = pi_root
         .join("node_modules/@earendil-works/pi-coding-agent/package.json")
-        .exists()
-    {
-        let script = pi_root.join("bench-context.cjs");
+        .exists();
+    if pi_installed {
         fs::write(&script, PI_SCRIPT).expect("script");
-        report(
+        subjects.push(Subject::new(
             "baseline: pi SessionManager.open+buildContext",
-            measure(
-                "node",
-                &[
-                    script.to_str().expect("utf-8"),
-                    pi_root.to_str().expect("utf-8"),
-                    pi_file.to_str().expect("utf-8"),
-                ],
-            ),
-        )
+            "node",
+            &[
+                script.to_str().expect("utf-8"),
+                pi_root.to_str().expect("utf-8"),
+                pi_file.to_str().expect("utf-8"),
+            ],
+        ));
     } else {
         println!("history: baseline pi: not installed under target/pi (see the module doc)");
-        None
-    };
+    }
     // Baseline 2: every line into a Vec<serde_json::Value>.
-    let me = std::env::current_exe().expect("exe");
-    let me_s = me.to_str().expect("utf-8");
-    let vec = {
-        let mut best: Option<(f64, u64)> = None;
-        for _ in 0..3 {
-            let out = Command::new("/usr/bin/time")
-                .args(["-f", "%e %M", me_s])
-                .env("PERSYK_BENCH_CHILD_VEC", &file)
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .output()
-                .expect("child");
-            let err = String::from_utf8_lossy(&out.stderr);
-            let mut it = err.lines().last().unwrap_or("").split_whitespace();
-            if let (Some(Ok(s)), Some(Ok(k))) = (
-                it.next().map(str::parse::<f64>),
-                it.next().map(str::parse::<u64>),
-            ) {
-                best = Some(best.map_or((s, k), |(bs, bk)| (bs.min(s), bk.min(k))));
+    let mut vec = Subject::new(
+        "baseline: serde_json Vec<Value> of every line",
+        std::env::current_exe().expect("exe"),
+        &[],
+    );
+    vec.env = Some(("PERSYK_BENCH_CHILD_VEC", file.clone()));
+    subjects.push(vec);
+
+    // Rounds, each subject once per round: a machine whose load changes treats all alike.
+    for _ in 0..RUNS {
+        for s in subjects.iter_mut() {
+            let env = s.env.as_ref().map(|(k, v)| (*k, v.as_path()));
+            if let Some((secs, kib)) = run_once(&s.cmd, &s.args, env) {
+                s.secs.push(secs);
+                s.kibs.push(kib);
             }
         }
-        best
+    }
+    let _ = fs::remove_file(&script);
+    let find = |what: &str| {
+        subjects
+            .iter()
+            .find(|s| s.what == what)
+            .and_then(Subject::result)
     };
-    report("baseline: serde_json Vec<Value> of every line", vec);
+    for s in &subjects {
+        match s.result() {
+            Some((secs, kib, fastest)) => {
+                let mib = kib as f64 / 1024.0;
+                println!(
+                    "history: {:<46} {secs:6.2} s (fastest {fastest:5.2})  peak RSS {mib:7.1} MiB ({:.1}% of file)",
+                    s.what,
+                    100.0 * mib / size_mib
+                );
+            }
+            None => println!("history: {:<46} not measured", s.what),
+        }
+    }
+    let json = find("persyk context --json");
+    let pi = find("baseline: pi SessionManager.open+buildContext");
+    let previous = find("baseline: previous persyk context --json");
+    let vec = find("baseline: serde_json Vec<Value> of every line");
 
-    if let Some((s, kib)) = json {
+    if let Some((s, kib, _)) = json {
         let mib = kib as f64 / 1024.0;
         println!(
             "history: peak RSS {:.2}% of the file (target < 5%)",
             100.0 * mib / size_mib
         );
-        if let Some((ps, pk)) = pi {
+        if let Some((ps, pk, _)) = pi {
             println!(
                 "history: speed-up over pi {:.1}x (target >= 5x), RSS {:.1}x smaller",
                 ps / s.max(0.005),
                 pk as f64 / kib.max(1) as f64
             );
         }
-        if let Some((vs, vk)) = vec {
+        if let Some((bs, bk, _)) = previous {
+            println!(
+                "history: vs the previous persyk: {:.1}x faster, RSS {:.1}x smaller",
+                bs / s.max(0.005),
+                bk as f64 / kib.max(1) as f64
+            );
+        }
+        if let Some((vs, vk, _)) = vec {
             println!(
                 "history: vs Vec<Value>: {:.1}x faster, RSS {:.1}x smaller",
                 vs / s.max(0.005),

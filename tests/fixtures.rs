@@ -161,10 +161,10 @@ fn user_only_validates_and_projects_one_user_message() {
     assert_eq!(index.diagnostics(), &[] as &[Diagnostic]);
     assert!(index.is_valid());
     let projection = project(&index, &LeafSelector::Default).expect("authoritative");
-    let ids: Vec<&str> = projection
+    let ids: Vec<String> = projection
         .conversation
         .iter()
-        .map(|&p| index.id(p))
+        .map(|&p| index.id(p).into_owned())
         .collect();
     assert_eq!(ids, ["user-message-1"]);
 

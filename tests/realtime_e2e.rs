@@ -268,7 +268,7 @@ impl Session {
             .conversation
             .iter()
             .map(|&p| {
-                let e = &self.entries[self.by_id[self.index.id(p)]];
+                let e = &self.entries[self.by_id[&*self.index.id(p)]];
                 (
                     e["message"]["role"].as_str().unwrap_or("").to_owned(),
                     text_of(&e["message"]),

@@ -68,7 +68,11 @@ fn confirmed_intents_apply_locally_and_unconfirmed_stay() {
     let index = scan_path(&file).expect("scan");
     assert!(index.is_valid(), "{:?}", index.diagnostics());
     let p = project(&index, &LeafSelector::Default).expect("project");
-    let ids: Vec<&str> = p.conversation.iter().map(|&x| index.id(x)).collect();
+    let ids: Vec<String> = p
+        .conversation
+        .iter()
+        .map(|&x| index.id(x).into_owned())
+        .collect();
     assert_eq!(ids, vec![b.as_str()], "a is excluded, b stays");
     // Text is kept in the file.
     assert!(

@@ -1108,7 +1108,7 @@ fn reference_fields(file: &Path) -> Fields {
     fields.extend(index.labels().map(|(_, l)| l.to_owned()));
     let leaf = projection
         .leaf
-        .map(|p| index.id(p).to_owned())
+        .map(|p| index.id(p).into_owned())
         .unwrap_or_default();
     Some((leaf, fields))
 }

@@ -306,7 +306,9 @@ fn conflicting_retry_fails_after_committing_the_prefix() {
     assert_eq!(err_code(&report), Some("store.conflicting-retry"));
     assert_eq!(report.acks.len(), 2, "b and c committed");
     let index = assert_valid(&session_file(&h));
-    let ids: Vec<&str> = (0..index.len()).map(|p| index.id(p as u32)).collect();
+    let ids: Vec<String> = (0..index.len())
+        .map(|p| index.id(p as u32).into_owned())
+        .collect();
     assert_eq!(ids, ["a", "b", "c"]);
     // The committed record is unchanged.
     assert_eq!(entry_by_id(&entries_of(&session_file(&h)), "a")["data"], 1);

@@ -594,3 +594,69 @@ pub fn write_session_in(dir: &Path, spec: &SessionSpec<'_>) -> PathBuf {
     w.flush().expect("flush");
     path
 }
+
+/// A session of `messages` user and assistant messages in one chain (about 1.6 KB a line,
+/// realistic text), written to `dir/session.jsonl` once and reused. Ids are 39 characters of
+/// lowercase hex and dashes. Returns the file.
+pub fn chain_session(dir: &Path, messages: u64) -> PathBuf {
+    let file = dir.join("session.jsonl");
+    if file.exists() {
+        return file;
+    }
+    fs::create_dir_all(dir).expect("bench dir");
+    let pool = sentences(509, 220, 0x5EED_0015);
+    let tmp = dir.join("session.tmp");
+    let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp).expect("create"));
+    let header = Header {
+        id: "019a0000-0000-7000-8000-0000000000aa".into(),
+        timestamp: ts(0),
+    };
+    writeln!(w, "{}", header.to_line()).expect("write");
+    let mut parent: Option<String> = None;
+    for n in 0..messages {
+        let id = format!("019a{:012x}-7{:03x}-8000-{:012x}", n + 1, n % 4096, n + 1);
+        let role = if n % 2 == 0 {
+            Role::User
+        } else {
+            Role::Assistant
+        };
+        let text = pool[(n % pool.len() as u64) as usize].clone();
+        let e = Entry {
+            id: id.clone(),
+            parent_id: parent.take(),
+            timestamp: ts(n * 37),
+            body: EntryBody::Message(Message::new(
+                role,
+                vec![Block::text(text)],
+                1_772_000_000_000 + n,
+            )),
+        };
+        writeln!(w, "{}", e.to_line()).expect("write");
+        parent = Some(id);
+    }
+    w.flush().expect("flush");
+    drop(w);
+    fs::rename(&tmp, &file).expect("rename");
+    file
+}
+
+/// The first words of message `n` of a [`chain_session`].
+pub fn chain_text(n: u64) -> String {
+    let pool = sentences(509, 220, 0x5EED_0015);
+    pool[(n % pool.len() as u64) as usize].clone()
+}
+
+/// Resident set size of this process now, KiB (Linux `VmRSS`).
+pub fn vm_rss_kib() -> u64 {
+    let mut s = String::new();
+    if File::open("/proc/self/status")
+        .and_then(|mut f| f.read_to_string(&mut s))
+        .is_err()
+    {
+        return 0;
+    }
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}

@@ -159,19 +159,19 @@ fn assert_same_index(a: &SessionIndex, b: &SessionIndex) {
         assert_eq!(a.id(pos), b.id(pos));
         assert_eq!(
             (
-                x.kind,
+                x.kind(),
                 x.parent(),
-                x.line,
-                x.offset,
-                x.len,
+                a.line(pos),
+                x.offset(),
+                x.len_bytes(),
                 x.removal_target()
             ),
             (
-                y.kind,
+                y.kind(),
                 y.parent(),
-                y.line,
-                y.offset,
-                y.len,
+                b.line(pos),
+                y.offset(),
+                y.len_bytes(),
                 y.removal_target()
             )
         );
@@ -185,14 +185,14 @@ fn rewrite_round_trip(bytes: &[u8], index: &SessionIndex) {
     let header_end = bytes.iter().position(|&b| b == b'\n').expect("header line");
     let mut rewritten = bytes[..=header_end].to_vec();
     for (i, e) in index.entries().iter().enumerate() {
-        let line = &bytes[e.offset as usize..e.offset as usize + e.len as usize];
+        let line = &bytes[e.offset() as usize..e.offset() as usize + e.len_bytes() as usize];
         let text = std::str::from_utf8(line).expect("validated lines are UTF-8");
         let entry = match Entry::from_line(text) {
             Ok(entry) => entry,
             Err(err) => panic!("entry {i} validated but does not parse: {err}"),
         };
         assert_eq!(entry.id, index.id(i as u32));
-        assert_eq!(entry.body.type_name(), e.kind.as_str());
+        assert_eq!(entry.body.type_name(), e.kind().as_str());
         let again = entry.to_line();
         let reparsed = Entry::from_line(&again).expect("writer output parses");
         assert_eq!(reparsed, entry, "round trip of entry {i}");
@@ -206,8 +206,8 @@ fn rewrite_round_trip(bytes: &[u8], index: &SessionIndex) {
         let pos = i as u32;
         assert_eq!(index.id(pos), re.id(pos));
         assert_eq!(
-            (x.kind, x.parent(), x.removal_target()),
-            (y.kind, y.parent(), y.removal_target())
+            (x.kind(), x.parent(), x.removal_target()),
+            (y.kind(), y.parent(), y.removal_target())
         );
         assert_eq!(index.custom_type(pos), re.custom_type(pos));
     }

@@ -32,6 +32,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -50,9 +51,10 @@ use crate::capture::pipeline::{
 use crate::capture::preroll::WarmInput;
 use crate::capture::source::{AudioSource, FileSource};
 use crate::session::discover::{RootSpec, discover};
-use crate::session::format::{EntryBody, Role, display_text};
+use crate::session::format::{Entry, EntryBody, Role, display_text};
+use crate::session::history::MAX_PAGE;
 use crate::session::search::{self, PageRequest, Query};
-use crate::session::search_cache::{self, SearchCache};
+use crate::session::search_cache::{self, FileIdentity, SearchCache};
 use crate::session::store::Roots;
 use crate::session::{self, LeafSelector, SessionHandle, Store, recover};
 use crate::settings::{RecognitionEngine, Settings};
@@ -529,11 +531,13 @@ impl Backend {
                 });
             }
             Command::Open { location, leaf } => {
+                let cache = self.search_cache.clone();
                 tokio::spawn(async move {
                     let l = location.clone();
-                    let opened = tokio::task::spawn_blocking(move || open_session(&l, leaf))
-                        .await
-                        .unwrap_or_else(|_| Err("app.task-failed".into()));
+                    let opened =
+                        tokio::task::spawn_blocking(move || open_session_with(&l, leaf, &cache))
+                            .await
+                            .unwrap_or_else(|_| Err("app.task-failed".into()));
                     notify
                         .send(match opened {
                             Ok(o) => Update::Opened(Box::new(o)),
@@ -1136,8 +1140,8 @@ fn recent(
         .collect()
 }
 
-fn opened_message(item: &session::history::HistoryItem) -> OpenedMessage {
-    let (role, text) = match &item.entry.body {
+fn opened_message(body: &EntryBody) -> OpenedMessage {
+    let (role, text) = match body {
         EntryBody::Message(m) => (
             match m.role {
                 Role::User => "user",
@@ -1156,42 +1160,172 @@ fn opened_message(item: &session::history::HistoryItem) -> OpenedMessage {
 /// Reads `location` at `leaf` (read-only): the index, the first page of messages and a
 /// reader for the others.
 pub fn open_session(location: &Path, leaf: Option<String>) -> Result<OpenedSession, String> {
+    open_session_with(location, leaf, &SearchCache::new())
+}
+
+/// [`open_session`], without a scan when `cache` holds the session's summary for the file as
+/// it is now (the search panel that offered the session built it): the conversation is read
+/// by the summary's spans, and each page first checks that the file's identity is still the
+/// one the summary was built from. When it is not (an append, a rewrite), the page comes from
+/// a scan at the pinned leaf, as without a cache, and so do the pages after it.
+pub fn open_session_with(
+    location: &Path,
+    leaf: Option<String>,
+    cache: &SearchCache,
+) -> Result<OpenedSession, String> {
+    let unreadable = |_| "app.session-unreadable".to_owned();
     let path = session::session_file(location);
-    let mut file = File::open(&path).map_err(|_| "app.session-unreadable".to_owned())?;
-    let index = session::scan_reader(&mut file).map_err(|_| "app.session-unreadable".to_owned())?;
-    let selector = match &leaf {
-        Some(id) => LeafSelector::Id(id.clone()),
-        None => LeafSelector::Default,
+    let file = File::open(&path).map_err(unreadable)?;
+    let identity = FileIdentity::of(&file.metadata().map_err(unreadable)?);
+    let Some(cached) = cache.conversation(location, identity, leaf.as_deref()) else {
+        return open_scanned(location, leaf, file);
     };
-    let projection = session::project(&index, &selector).map_err(|e| e.code().to_owned())?;
-    let read_page = |file: &mut File,
-                     index: &session::SessionIndex,
-                     positions: &[u32],
-                     start: usize|
-     -> Result<Vec<OpenedMessage>, String> {
-        let page = session::history::read_page(file, index, positions, start)
-            .map_err(|e| e.code().to_owned())?;
-        Ok(page.iter().map(opened_message).collect())
+    let read_spans = |file: &File, spans: &[(u64, u32)]| -> Result<Vec<EntryBody>, String> {
+        let mut line = Vec::new();
+        spans
+            .iter()
+            .map(|&(offset, len)| {
+                line.resize(len as usize, 0);
+                file.read_exact_at(&mut line, offset)
+                    .map_err(|_| "history.io".to_owned())?;
+                std::str::from_utf8(&line)
+                    .ok()
+                    .and_then(|t| Entry::from_line(t).ok())
+                    .map(|e| e.body)
+                    .ok_or_else(|| "history.changed".to_owned())
+            })
+            .collect()
     };
-    let messages = read_page(&mut file, &index, &projection.conversation, 0)?;
-    // Recordings that failed or are incomplete, from the same open file and index.
-    let lifecycle =
-        session::history::read_entries(&mut file, &index, &recover::recording_positions(&index))
+    let spans = cached.spans();
+    let total = spans.len();
+    let messages = read_spans(&file, &spans[..total.min(MAX_PAGE)])?
+        .iter()
+        .map(opened_message)
+        .collect();
+    let lifecycle = read_spans(&file, cached.recordings())?;
+    let retranscribable = retranscribable(location, lifecycle.iter());
+    let leaf = cached.leaf_id().map(str::to_owned);
+    let pinned = leaf.clone();
+    let pages = (total > 0).then(|| {
+        // Set once the file stopped being the one the summary describes.
+        let scanned: Mutex<Option<Scanned>> = Mutex::new(None);
+        let location = location.to_path_buf();
+        MessagePages::new(total, move |start| {
+            let file = File::open(&path).map_err(unreadable)?;
+            let now = FileIdentity::of(&file.metadata().map_err(unreadable)?);
+            let mut fallback = scanned.lock().unwrap_or_else(|p| p.into_inner());
+            if fallback.is_none() && now == cached.identity() {
+                let spans = cached.spans();
+                let start = start.min(total);
+                let end = start.saturating_add(MAX_PAGE).min(total);
+                return Ok(read_spans(&file, &spans[start..end])?
+                    .iter()
+                    .map(opened_message)
+                    .collect());
+            }
+            if fallback.is_none() {
+                let s = Scanned::new(&location, pinned.clone())?;
+                // The pinned conversation is the one the summary listed, or the file was
+                // rewritten.
+                if s.positions.len() != total {
+                    return Err("history.changed".to_owned());
+                }
+                *fallback = Some(s);
+            }
+            match fallback.as_ref() {
+                Some(s) => s.page(&file, start),
+                None => Err("history.changed".to_owned()),
+            }
+        })
+    });
+    Ok(OpenedSession {
+        location: location.to_path_buf(),
+        leaf,
+        messages,
+        pages,
+        retranscribable,
+    })
+}
+
+/// A session scanned at a pinned leaf: its index and conversation.
+struct Scanned {
+    index: session::SessionIndex,
+    positions: Vec<u32>,
+}
+
+impl Scanned {
+    fn new(location: &Path, leaf: Option<String>) -> Result<Scanned, String> {
+        let mut file = File::open(session::session_file(location))
+            .map_err(|_| "app.session-unreadable".to_owned())?;
+        Scanned::of(&mut file, leaf).map(|(s, _)| s)
+    }
+
+    /// Scans `file` and projects it at `leaf` (`None`: the default leaf); also returns the
+    /// leaf's position.
+    fn of(file: &mut File, leaf: Option<String>) -> Result<(Scanned, Option<u32>), String> {
+        let index =
+            session::scan_reader(&mut *file).map_err(|_| "app.session-unreadable".to_owned())?;
+        let selector = match leaf {
+            Some(id) => LeafSelector::Id(id),
+            None => LeafSelector::Default,
+        };
+        let projection = session::project(&index, &selector).map_err(|e| e.code().to_owned())?;
+        let leaf = projection.leaf;
+        Ok((
+            Scanned {
+                index,
+                positions: projection.conversation,
+            },
+            leaf,
+        ))
+    }
+
+    /// The page of the conversation that starts at `start`, read by offset and checked
+    /// against the index.
+    fn page(&self, file: &File, start: usize) -> Result<Vec<OpenedMessage>, String> {
+        let mut file = file;
+        let page = session::history::read_page(&mut file, &self.index, &self.positions, start)
             .map_err(|e| e.code().to_owned())?;
-    let retranscribable = recover::recording_states(lifecycle.iter().map(|h| &h.entry.body))
+        Ok(page.iter().map(|h| opened_message(&h.entry.body)).collect())
+    }
+}
+
+/// The saved WAVs of recordings that failed or are incomplete, from their lifecycle entries.
+fn retranscribable<'a>(
+    location: &Path,
+    lifecycle: impl Iterator<Item = &'a EntryBody>,
+) -> Vec<PathBuf> {
+    recover::recording_states(lifecycle)
         .into_iter()
         .filter(|r| r.end != Some(recover::RecordingEnd::Complete))
         .map(|r| location.join(session::ASSETS_DIR).join(r.asset))
         .filter(|p| p.is_file())
-        .collect();
-    let leaf = projection.leaf.map(|p| index.id(p).to_owned());
-    let total = projection.conversation.len();
-    let positions = projection.conversation;
-    let index = Arc::new(index);
+        .collect()
+}
+
+/// [`open_session`] by a scan of `file`.
+fn open_scanned(
+    location: &Path,
+    leaf: Option<String>,
+    mut file: File,
+) -> Result<OpenedSession, String> {
+    let (scanned, leaf_pos) = Scanned::of(&mut file, leaf)?;
+    let messages = scanned.page(&file, 0)?;
+    // Recordings that failed or are incomplete, from the same open file and index.
+    let lifecycle = session::history::read_entries(
+        &mut file,
+        &scanned.index,
+        &recover::recording_positions(&scanned.index),
+    )
+    .map_err(|e| e.code().to_owned())?;
+    let retranscribable = retranscribable(location, lifecycle.iter().map(|h| &h.entry.body));
+    let leaf = leaf_pos.map(|p| scanned.index.id(p).into_owned());
+    let total = scanned.positions.len();
+    let path = session::session_file(location);
     let pages = (total > 0).then(|| {
         MessagePages::new(total, move |start| {
-            let mut file = File::open(&path).map_err(|_| "app.session-unreadable".to_owned())?;
-            read_page(&mut file, &index, &positions, start)
+            let file = File::open(&path).map_err(|_| "app.session-unreadable".to_owned())?;
+            scanned.page(&file, start)
         })
     });
     Ok(OpenedSession {

@@ -233,7 +233,7 @@ pub fn append(session: &Path, leaf: Option<&str>) -> u8 {
             }
             Some(id.to_owned())
         }
-        None => handle.with_index(|i| i.len().checked_sub(1).map(|p| i.id(p as u32).to_owned())),
+        None => handle.with_index(|i| i.len().checked_sub(1).map(|p| i.id(p as u32).into_owned())),
     };
     // Our own buffer, so we can tell "more input is already here" from "waiting for input".
     let mut input = io::BufReader::with_capacity(1 << 16, io::stdin().lock());

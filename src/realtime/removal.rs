@@ -69,7 +69,7 @@ fn positions_of(
 ) -> Vec<u32> {
     handle.with_index(|i| {
         (0..i.len() as u32)
-            .filter(|&p| pred(i.entry(p).kind, i.custom_type(p).map(|t| &**t)))
+            .filter(|&p| pred(i.entry(p).kind(), i.custom_type(p).map(|t| &**t)))
             .collect()
     })
 }
@@ -107,7 +107,7 @@ pub fn pending_intents(handle: &SessionHandle) -> Result<Vec<PendingIntent>, Sto
     }
     let removed: Vec<String> = handle.with_index(|i| {
         (0..i.len() as u32)
-            .filter_map(|p| i.entry(p).removal_target().map(|t| i.id(t).to_owned()))
+            .filter_map(|p| i.entry(p).removal_target().map(|t| i.id(t).into_owned()))
             .collect()
     });
     let mut open: Vec<(PendingIntent, String, bool)> = intents
@@ -178,7 +178,7 @@ pub fn reconcile(handle: &SessionHandle) -> Result<Vec<Reconciled>, StoreError> 
                 (Some(l), Some(t)) => i.is_ancestor_or_self(t, l),
                 _ => false,
             };
-            (leaf.map(|l| i.id(l).to_owned()), on)
+            (leaf.map(|l| i.id(l).into_owned()), on)
         });
         if !on_branch {
             out.push(Reconciled::NotOnBranch {

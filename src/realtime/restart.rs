@@ -57,7 +57,7 @@ pub fn unfinished_work(handle: &SessionHandle) -> Result<UnfinishedWork, StoreEr
             (0..i.len() as u32)
                 .filter(|&p| {
                     matches!(
-                        i.entry(p).kind,
+                        i.entry(p).kind(),
                         EntryKind::RealtimeEvent
                             | EntryKind::Message
                             | EntryKind::RecordingFinished

@@ -12,7 +12,12 @@
 //!   (a forward jump within the buffer costs no system call), and [`read_page`] reads at most
 //!   [`MAX_PAGE`] entries. Memory follows the largest entry, never the history; only
 //!   [`read_entries`] (for callers that already hold a bounded list of positions) collects.
+//! - [`RawEntries`] checks each line's envelope ([`check_raw_line`]) unless its caller
+//!   switched that off with [`RawEntries::trust`], which is only for a caller that proves the
+//!   file unchanged since the scan another way and checks the lines itself otherwise
+//!   (`persyk context --json`).
 
+use std::borrow::Cow;
 use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::sync::Arc;
 
@@ -87,39 +92,43 @@ impl<'a, R: Read + Seek> EntryReader<'a, R> {
     /// record limits, must be a JSON object and carry the indexed id and type, or the read
     /// is `history.changed`.
     pub fn raw(self) -> RawEntries<'a, R> {
-        RawEntries { inner: self }
+        RawEntries {
+            inner: self,
+            trusted: false,
+        }
     }
 
     /// Reads the line of `pos` into `self.buf`.
     fn read_line(&mut self, pos: u32) -> Result<(), HistoryError> {
         let ie = self.index.entry(pos);
+        let (offset, len) = (ie.offset(), ie.len_bytes());
         match self.at {
-            Some(at) if ie.offset >= at && ie.offset - at <= READ_BUFFER_BYTES as u64 => {
+            Some(at) if offset >= at && offset - at <= READ_BUFFER_BYTES as u64 => {
                 // Within (or just past) the buffer: no system call for the jump.
-                self.reader.seek_relative((ie.offset - at) as i64)?;
+                self.reader.seek_relative((offset - at) as i64)?;
             }
             _ => {
                 self.at = None;
-                self.reader.seek(SeekFrom::Start(ie.offset))?;
+                self.reader.seek(SeekFrom::Start(offset))?;
             }
         }
-        self.buf.resize(ie.len as usize, 0);
+        self.buf.resize(len as usize, 0);
         self.reader.read_exact(&mut self.buf)?;
-        self.at = Some(ie.offset + u64::from(ie.len));
+        self.at = Some(offset + u64::from(len));
         Ok(())
     }
 
     fn read_one(&mut self, pos: u32) -> Result<HistoryItem, HistoryError> {
         self.read_line(pos)?;
-        let text = std::str::from_utf8(&self.buf).map_err(|_| HistoryError::Changed)?;
+        let text = simdutf8::basic::from_utf8(&self.buf).map_err(|_| HistoryError::Changed)?;
         let entry = Entry::from_line(text).map_err(|_| HistoryError::Changed)?;
         let id = self.index.id(pos);
-        if entry.id != id {
+        if entry.id != *id {
             return Err(HistoryError::Changed);
         }
         let raw = RawValue::from_string(text.to_owned()).map_err(|_| HistoryError::Changed)?;
         Ok(HistoryItem {
-            id: Arc::from(id),
+            id: Arc::from(&*id),
             entry,
             raw,
         })
@@ -158,38 +167,92 @@ pub struct RawItem {
     pub raw: Box<RawValue>,
 }
 
-/// What [`EntryReader::raw`] checks of a line read back: its envelope only.
+/// One entry's id and the exact JSON text of its line, borrowed from the reader until the
+/// next read ([`RawEntries::next_line`]).
+#[derive(Debug)]
+pub struct RawLine<'r> {
+    /// The entry's position in the index.
+    pub pos: u32,
+    pub id: Cow<'r, str>,
+    pub json: &'r str,
+}
+
+/// What [`EntryReader::raw`] checks of a line read back: its envelope, while the parse
+/// checks that the whole line is one JSON object.
 #[derive(serde::Deserialize)]
 struct Envelope<'a> {
     #[serde(rename = "type", borrow)]
-    kind: std::borrow::Cow<'a, str>,
+    kind: Cow<'a, str>,
     #[serde(borrow)]
-    id: std::borrow::Cow<'a, str>,
+    id: Cow<'a, str>,
 }
 
 /// See [`EntryReader::raw`].
 pub struct RawEntries<'a, R: Read + Seek> {
     inner: EntryReader<'a, R>,
+    trusted: bool,
+}
+
+/// The check [`EntryReader::raw`] makes of the line read back for `pos`: within the record
+/// limits, UTF-8, one JSON object whose `type` and `id` are the indexed ones. Returns the line
+/// as text.
+pub fn check_raw_line<'l>(
+    index: &SessionIndex,
+    pos: u32,
+    line: &'l [u8],
+) -> Result<&'l str, HistoryError> {
+    super::record::prescan(line).map_err(|_| HistoryError::Changed)?;
+    let text = simdutf8::basic::from_utf8(line).map_err(|_| HistoryError::Changed)?;
+    // The depth is bounded by the prescan; the parse may use all of it. It reads the whole
+    // line, so what passes is one well-formed JSON object.
+    let envelope: Envelope<'_> =
+        super::format::from_str_deep(text).map_err(|_| HistoryError::Changed)?;
+    if *envelope.id != *index.id(pos) || envelope.kind != index.entry(pos).kind().as_str() {
+        return Err(HistoryError::Changed);
+    }
+    Ok(text)
 }
 
 impl<R: Read + Seek> RawEntries<'_, R> {
-    fn read_one(&mut self, pos: u32) -> Result<RawItem, HistoryError> {
-        let r = &mut self.inner;
-        r.read_line(pos)?;
-        super::record::prescan(&r.buf).map_err(|_| HistoryError::Changed)?;
-        let text = std::str::from_utf8(&r.buf).map_err(|_| HistoryError::Changed)?;
-        // The depth is bounded by the prescan; the parse may use all of it.
-        let envelope: Envelope<'_> =
-            super::format::from_str_deep(text).map_err(|_| HistoryError::Changed)?;
-        let id = r.index.id(pos);
-        if envelope.id != id || envelope.kind != r.index.entry(pos).kind.as_str() {
-            return Err(HistoryError::Changed);
+    /// While `trusted`, lines are handed out as read, without [`check_raw_line`]: only for a
+    /// caller that proves by other means, before it uses a line, that the file has not
+    /// changed since the scan (`persyk context` compares the file's identity, settled since
+    /// before the scan, and checks the lines itself when it changed).
+    pub fn trust(&mut self, trusted: bool) {
+        self.trusted = trusted;
+    }
+
+    /// The next line, checked like the iterator checks it (unless trusted) and borrowed from
+    /// the reader's buffer: nothing is copied or parsed twice. `None` at the end and after an
+    /// error.
+    pub fn next_line(&mut self) -> Option<Result<RawLine<'_>, HistoryError>> {
+        if self.inner.failed {
+            return None;
         }
-        let raw = RawValue::from_string(text.to_owned()).map_err(|_| HistoryError::Changed)?;
-        Ok(RawItem {
-            id: Arc::from(id),
-            raw,
-        })
+        let pos = *self.inner.positions.next()?;
+        let read = self.inner.read_line(pos);
+        let r = &mut self.inner;
+        let line = read.and_then(|()| {
+            if self.trusted {
+                // Bytes the scan validated, if the caller's proof holds; it checks them
+                // otherwise, so they need only be text here.
+                simdutf8::basic::from_utf8(&r.buf).map_err(|_| HistoryError::Changed)
+            } else {
+                check_raw_line(r.index, pos, &r.buf)
+            }
+        });
+        match line {
+            Ok(json) => Some(Ok(RawLine {
+                pos,
+                id: r.index.id(pos),
+                json,
+            })),
+            Err(e) => {
+                r.at = None;
+                r.failed = true;
+                Some(Err(e))
+            }
+        }
     }
 }
 
@@ -197,15 +260,14 @@ impl<R: Read + Seek> Iterator for RawEntries<'_, R> {
     type Item = Result<RawItem, HistoryError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.inner.failed {
-            return None;
-        }
-        let pos = *self.inner.positions.next()?;
-        let item = self.read_one(pos);
-        if item.is_err() {
-            self.inner.at = None;
-            self.inner.failed = true;
-        }
+        let item = self.next_line()?.and_then(|line| {
+            let raw =
+                RawValue::from_string(line.json.to_owned()).map_err(|_| HistoryError::Changed)?;
+            Ok(RawItem {
+                id: Arc::from(&*line.id),
+                raw,
+            })
+        });
         Some(item)
     }
 }

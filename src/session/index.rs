@@ -7,7 +7,15 @@
 //!   the tree is acyclic by construction.
 //! - Ancestor queries use skip pointers (`jump`), O(log depth) per query, so a long dictation
 //!   chain with many removals never turns validation quadratic.
+//! - Memory per entry is 32 bytes ([`IndexEntry`]: offset and length packed in one word, id
+//!   location and kind in another, tree links) plus its id and ≈ 9 bytes of hash table. Ids
+//!   of lowercase hex digits and dashes (UUIDs) are stored packed, two digits a byte (a UUID
+//!   in 21 bytes); the packed form is canonical, so a lookup compares lengths and stored
+//!   forms. Line numbers are kept only where they stop following
+//!   positions (after the header and each line that adds no entry).
+//! - Limits: 2^32 − 1 entries, offsets below 8 TiB.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 
@@ -19,6 +27,7 @@ use super::validate::MAX_KEPT_DIAGNOSTICS;
 
 /// The `type` of an entry line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
 pub enum EntryKind {
     Message,
     Custom,
@@ -37,6 +46,23 @@ pub enum EntryKind {
 }
 
 impl EntryKind {
+    /// Every kind, in declaration order (`ALL[k as usize] == k`).
+    const ALL: [EntryKind; 13] = [
+        EntryKind::Message,
+        EntryKind::Custom,
+        EntryKind::CustomMessage,
+        EntryKind::SessionInfo,
+        EntryKind::Label,
+        EntryKind::ModelChange,
+        EntryKind::ApiConnection,
+        EntryKind::RealtimeEvent,
+        EntryKind::RecordingStarted,
+        EntryKind::RecordingFinished,
+        EntryKind::RecordingInterrupted,
+        EntryKind::MessageRemoved,
+        EntryKind::Unknown,
+    ];
+
     pub fn from_type(t: &str) -> Option<EntryKind> {
         Some(match t {
             "message" => EntryKind::Message,
@@ -91,24 +117,30 @@ pub struct TailInfo {
 
 const NONE: u32 = u32::MAX;
 
-/// One indexed entry: 48 bytes, no pointers. Its id lives in the index's id arena
-/// ([`SessionIndex::id`]).
+/// Bits of [`IndexEntry`]'s span that hold the line length (a line is at most
+/// `MAX_RECORD_BYTES` = 2^20 bytes); the other 43 hold its offset, so a session file may be
+/// up to 8 TiB.
+const LEN_BITS: u32 = 21;
+/// The largest offset an entry can record.
+pub const MAX_INDEXED_OFFSET: u64 = (1 << (64 - LEN_BITS)) - 1;
+/// Bits of the stored id's arena offset.
+const ID_START_BITS: u32 = 47;
+/// Longest id the grammar allows (`is_id`).
+const MAX_ID_LEN: usize = 128;
+
+/// One indexed entry: 32 bytes, no pointers. Its id lives in one of the index's id arenas
+/// ([`SessionIndex::id`]); its line number in a short list of breaks ([`SessionIndex::line`]).
 #[derive(Debug, Clone)]
 pub struct IndexEntry {
-    /// Byte offset of the line in the file.
-    pub offset: u64,
-    id_start: u64,
-    /// Length of the line without its "\n".
-    pub len: u32,
-    /// 1-based line number.
-    pub line: u32,
+    /// Offset << LEN_BITS | length of the line without its "\n".
+    span: u64,
+    /// Arena offset (47 bits) | packed flag (1 bit) | id length (8 bits) | kind (8 bits).
+    id: u64,
     parent: u32,
     depth: u32,
     jump: u32,
     /// `message.removed`: target position; `custom`: interned customType; else `NONE`.
     aux: u32,
-    id_len: u8,
-    pub kind: EntryKind,
 }
 
 /// Hash map with a fast, DoS-resistant (per-process seeded) hasher.
@@ -119,11 +151,16 @@ pub type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 pub struct SessionIndex {
     pub(crate) header: Option<HeaderInfo>,
     entries: Vec<IndexEntry>,
-    /// Every indexed id, back to back.
+    /// Ids that do not pack, back to back.
     id_arena: String,
-    /// Positions, hashed by their id.
+    /// Packed ids (see [`pack_id`]), back to back.
+    packed_arena: Vec<u8>,
+    /// Positions, hashed by their stored id.
     by_id: HashTable<u32>,
     hasher: foldhash::fast::RandomState,
+    /// (position, line − position) wherever that difference changes: lines that add no
+    /// entry (the header, rejected lines) are rare, so this stays short.
+    line_breaks: Vec<(u32, u64)>,
     custom_types: Vec<Arc<str>>,
     custom_type_ids: FastMap<Arc<str>, u32>,
     pub(crate) name: Option<String>,
@@ -161,6 +198,21 @@ pub(crate) struct NewEntry<'a> {
 }
 
 impl IndexEntry {
+    /// Byte offset of the line in the file.
+    pub fn offset(&self) -> u64 {
+        self.span >> LEN_BITS
+    }
+
+    /// Length of the line in bytes, without its "\n".
+    pub fn len_bytes(&self) -> u32 {
+        (self.span & ((1 << LEN_BITS) - 1)) as u32
+    }
+
+    /// The entry's `type`.
+    pub fn kind(&self) -> EntryKind {
+        EntryKind::ALL[(self.id >> 56) as usize]
+    }
+
     /// Position of the parent entry in the index.
     pub fn parent(&self) -> Option<u32> {
         (self.parent != NONE).then_some(self.parent)
@@ -168,13 +220,111 @@ impl IndexEntry {
 
     /// The removed entry's position, for a `message.removed` entry.
     pub fn removal_target(&self) -> Option<u32> {
-        (self.kind == EntryKind::MessageRemoved && self.aux != NONE).then_some(self.aux)
+        (self.kind() == EntryKind::MessageRemoved && self.aux != NONE).then_some(self.aux)
+    }
+
+    fn id_start(&self) -> usize {
+        (self.id & ((1 << ID_START_BITS) - 1)) as usize
+    }
+
+    fn id_packed(&self) -> bool {
+        self.id >> ID_START_BITS & 1 == 1
+    }
+
+    fn id_len(&self) -> usize {
+        (self.id >> 48 & 0xFF) as usize
     }
 }
 
-fn id_of<'a>(entries: &[IndexEntry], arena: &'a str, pos: u32) -> &'a str {
-    let e = &entries[pos as usize];
-    &arena[e.id_start as usize..e.id_start as usize + usize::from(e.id_len)]
+/// An id in its stored form: packed or not, and its bytes.
+type StoredId<'a> = (bool, &'a [u8]);
+
+/// The packed form of an id made of lowercase hex digits and dashes (UUIDs, as Persyk's
+/// writers make them): the number of dashes, the digits two to a byte, then the dashes'
+/// positions. A 36-character UUID takes 21 bytes. `None` when the id has other characters
+/// or packing would not make it shorter. The form is canonical: two ids are equal exactly when
+/// their lengths and stored forms are (an odd digit count pads the last byte with a zero, so
+/// `abc0f` and `abc0f0` differ only by length).
+fn pack_id(id: &str, out: &mut [u8; MAX_ID_LEN]) -> Option<usize> {
+    let b = id.as_bytes();
+    if b.len() > MAX_ID_LEN {
+        return None;
+    }
+    let mut dashes = [0u8; MAX_ID_LEN];
+    let mut k = 0;
+    let mut n = 1;
+    let mut half = false;
+    for (i, &c) in b.iter().enumerate() {
+        let v = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            b'-' => {
+                dashes[k] = i as u8;
+                k += 1;
+                continue;
+            }
+            _ => return None,
+        };
+        if half {
+            out[n] |= v;
+            n += 1;
+        } else {
+            if n + 1 + k >= b.len() {
+                return None; // Would not be shorter.
+            }
+            out[n] = v << 4;
+        }
+        half = !half;
+    }
+    if half {
+        n += 1;
+    }
+    let packed_len = n + k;
+    if packed_len >= b.len() {
+        return None;
+    }
+    out[0] = k as u8;
+    out[n..packed_len].copy_from_slice(&dashes[..k]);
+    Some(packed_len)
+}
+
+/// The id `len` characters long whose packed form starts `packed`.
+fn unpack_id(packed: &[u8], len: usize) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let dashes = usize::from(packed[0]);
+    let digit_bytes = (len - dashes).div_ceil(2);
+    let digits = &packed[1..1 + digit_bytes];
+    let positions = &packed[1 + digit_bytes..1 + digit_bytes + dashes];
+    let mut out = String::with_capacity(len);
+    let mut next_dash = positions.iter().peekable();
+    let mut k = 0;
+    for i in 0..len {
+        if next_dash.peek().is_some_and(|&&p| usize::from(p) == i) {
+            next_dash.next();
+            out.push('-');
+        } else {
+            let byte = digits[k / 2];
+            let v = if k % 2 == 0 { byte >> 4 } else { byte & 0xF };
+            out.push(char::from(HEX[usize::from(v)]));
+            k += 1;
+        }
+    }
+    out
+}
+
+fn stored_id<'a>(e: &IndexEntry, arena: &'a str, packed_arena: &'a [u8]) -> StoredId<'a> {
+    let start = e.id_start();
+    if e.id_packed() {
+        let dashes = usize::from(packed_arena[start]);
+        let n = 1 + dashes + (e.id_len() - dashes).div_ceil(2);
+        (true, &packed_arena[start..start + n])
+    } else {
+        (false, &arena.as_bytes()[start..start + e.id_len()])
+    }
+}
+
+fn hash_stored(hasher: &foldhash::fast::RandomState, (packed, bytes): StoredId<'_>) -> u64 {
+    hasher.hash_one((packed, bytes))
 }
 
 impl SessionIndex {
@@ -215,24 +365,50 @@ impl SessionIndex {
             },
             (None, None) => NONE,
         };
-        let id_start = self.id_arena.len() as u64;
-        self.id_arena.push_str(e.id);
+        let line_delta = e.line - u64::from(me);
+        if self.line_breaks.last().map(|&(_, d)| d) != Some(line_delta) {
+            self.line_breaks.push((me, line_delta));
+        }
+        // The scanner only indexes ids that match the grammar (at most 128 characters).
+        debug_assert!(!e.id.is_empty() && e.id.len() <= MAX_ID_LEN);
+        debug_assert!(e.offset <= MAX_INDEXED_OFFSET);
+        let mut buf = [0u8; MAX_ID_LEN];
+        let (packed, start) = match pack_id(e.id, &mut buf) {
+            Some(n) => {
+                let start = self.packed_arena.len();
+                self.packed_arena.extend_from_slice(&buf[..n]);
+                (true, start)
+            }
+            None => {
+                let start = self.id_arena.len();
+                self.id_arena.push_str(e.id);
+                (false, start)
+            }
+        };
         self.entries.push(IndexEntry {
-            offset: e.offset,
-            id_start,
-            len: e.len as u32,
-            line: e.line as u32,
+            span: e.offset << LEN_BITS | e.len as u64,
+            id: start as u64
+                | u64::from(packed) << ID_START_BITS
+                | (e.id.len() as u64) << 48
+                | (e.kind as u64) << 56,
             parent: e.parent.unwrap_or(NONE),
             depth,
             jump,
             aux,
-            id_len: e.id.len() as u8,
-            kind: e.kind,
         });
-        let hash = self.hasher.hash_one(e.id);
-        let (entries, arena, hasher) = (&self.entries, &self.id_arena, &self.hasher);
-        self.by_id
-            .insert_unique(hash, me, |&p| hasher.hash_one(id_of(entries, arena, p)));
+        let (entries, arena, packed_arena, hasher) = (
+            &self.entries,
+            &self.id_arena,
+            &self.packed_arena,
+            &self.hasher,
+        );
+        let hash = hash_stored(
+            hasher,
+            stored_id(&entries[me as usize], arena, packed_arena),
+        );
+        self.by_id.insert_unique(hash, me, |&p| {
+            hash_stored(hasher, stored_id(&entries[p as usize], arena, packed_arena))
+        });
         me
     }
 
@@ -252,19 +428,43 @@ impl SessionIndex {
     pub fn entry(&self, pos: u32) -> &IndexEntry {
         &self.entries[pos as usize]
     }
-    /// The id of the entry at `pos`.
-    pub fn id(&self, pos: u32) -> &str {
-        id_of(&self.entries, &self.id_arena, pos)
+    /// The id of the entry at `pos` (borrowed unless it was stored packed).
+    pub fn id(&self, pos: u32) -> Cow<'_, str> {
+        let e = self.entry(pos);
+        let start = e.id_start();
+        if e.id_packed() {
+            Cow::Owned(unpack_id(&self.packed_arena[start..], e.id_len()))
+        } else {
+            Cow::Borrowed(&self.id_arena[start..start + e.id_len()])
+        }
+    }
+    /// The 1-based line number of the entry at `pos`.
+    pub fn line(&self, pos: u32) -> u64 {
+        let i = self.line_breaks.partition_point(|&(p, _)| p <= pos);
+        u64::from(pos) + self.line_breaks[i.saturating_sub(1)].1
     }
     /// The position of the entry with this id.
     pub fn position(&self, id: &str) -> Option<u32> {
-        let hash = self.hasher.hash_one(id);
-        self.by_id.find(hash, |&p| self.id(p) == id).copied()
+        if id.is_empty() || id.len() > MAX_ID_LEN {
+            return None;
+        }
+        let mut buf = [0u8; MAX_ID_LEN];
+        let wanted: StoredId<'_> = match pack_id(id, &mut buf) {
+            Some(n) => (true, &buf[..n]),
+            None => (false, id.as_bytes()),
+        };
+        let hash = hash_stored(&self.hasher, wanted);
+        self.by_id
+            .find(hash, |&p| {
+                let e = &self.entries[p as usize];
+                e.id_len() == id.len() && stored_id(e, &self.id_arena, &self.packed_arena) == wanted
+            })
+            .copied()
     }
     /// The `customType`, for a `custom` entry.
     pub fn custom_type(&self, pos: u32) -> Option<&Arc<str>> {
         let e = self.entry(pos);
-        if e.kind == EntryKind::Custom && e.aux != NONE {
+        if e.kind() == EntryKind::Custom && e.aux != NONE {
             self.custom_types.get(e.aux as usize)
         } else {
             None
@@ -331,5 +531,51 @@ impl SessionIndex {
                 e.parent
             };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stored(id: &str) -> (bool, Vec<u8>) {
+        let mut buf = [0u8; MAX_ID_LEN];
+        match pack_id(id, &mut buf) {
+            Some(n) => (true, buf[..n].to_vec()),
+            None => (false, id.as_bytes().to_vec()),
+        }
+    }
+
+    #[test]
+    fn packed_ids_unpack_to_themselves() {
+        let long = "0123456789abcdef".repeat(8);
+        for id in [
+            "019ad6c1-5b2e-7c3a-9f00-1234567890ab",
+            "abc0",
+            "abc0f",
+            "abc0f0",
+            "0-0-0-0",
+            "ffffffffffffffff",
+            long.as_str(),
+        ] {
+            let (packed, bytes) = stored(id);
+            assert!(packed, "{id} packs");
+            assert!(bytes.len() < id.len());
+            assert_eq!(unpack_id(&bytes, id.len()), id);
+        }
+        // UUIDs take 21 bytes.
+        assert_eq!(stored("019ad6c1-5b2e-7c3a-9f00-1234567890ab").1.len(), 21);
+    }
+
+    #[test]
+    fn ids_that_do_not_pack_are_kept_as_they_are() {
+        for id in ["a", "ab", "abc", "ABCD-EF01", "a.b_c", "0-", "g000000000"] {
+            assert_eq!(stored(id), (false, id.as_bytes().to_vec()), "{id}");
+        }
+    }
+
+    #[test]
+    fn an_entry_is_32_bytes() {
+        assert_eq!(std::mem::size_of::<IndexEntry>(), 32);
     }
 }

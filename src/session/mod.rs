@@ -35,7 +35,7 @@ pub mod validate;
 
 pub use diag::{Code, Diagnostic};
 pub use index::{EntryKind, IndexEntry, SessionIndex};
-pub use project::{LeafSelector, ProjectError, Projection, project};
+pub use project::{LeafSelector, ProjectError, Projection, project, project_conversation};
 pub use store::{Continuation, SessionHandle, Store, StoreError};
 pub use validate::{Scanner, scan_bytes, scan_path, scan_reader};
 

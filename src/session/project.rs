@@ -85,7 +85,7 @@ pub fn project(index: &SessionIndex, leaf: &LeafSelector) -> Result<Projection, 
         .copied()
         .filter(|p| {
             matches!(
-                index.entry(*p).kind,
+                index.entry(*p).kind(),
                 EntryKind::Message | EntryKind::CustomMessage
             ) && !removed.contains(p)
         })
@@ -102,4 +102,38 @@ pub fn project(index: &SessionIndex, leaf: &LeafSelector) -> Result<Projection, 
         conversation,
         custom_state,
     })
+}
+
+/// The leaf and the surviving conversation of `index` at `leaf` — [`project`]'s `leaf` and
+/// `conversation` — without holding the path: one walk from the leaf to the root. A removal
+/// always lies below its target on the path, so the walk meets it first. For readers that
+/// need nothing else (`persyk context`): on a long chain the path is as long as the file.
+pub fn project_conversation(
+    index: &SessionIndex,
+    leaf: &LeafSelector,
+) -> Result<(Option<u32>, Vec<u32>), ProjectError> {
+    if !index.is_authoritative() {
+        return Err(ProjectError::NotAuthoritative);
+    }
+    let leaf = match leaf {
+        LeafSelector::Default => index.entries().len().checked_sub(1).map(|i| i as u32),
+        LeafSelector::Null => None,
+        LeafSelector::Id(id) => Some(index.position(id).ok_or(ProjectError::LeafNotFound)?),
+    };
+    let mut removed = HashSet::new();
+    let mut conversation = Vec::new();
+    let mut cursor = leaf;
+    while let Some(pos) = cursor {
+        let e = index.entry(pos);
+        if let Some(t) = e.removal_target() {
+            removed.insert(t);
+        } else if matches!(e.kind(), EntryKind::Message | EntryKind::CustomMessage)
+            && !removed.contains(&pos)
+        {
+            conversation.push(pos);
+        }
+        cursor = e.parent();
+    }
+    conversation.reverse();
+    Ok((leaf, conversation))
 }

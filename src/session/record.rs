@@ -239,8 +239,22 @@ pub fn parse_value(bytes: &[u8]) -> Result<serde_json::Value, Code> {
 /// bounded the depth with [`prescan`], so the recursion limit is lifted to allow exactly
 /// [`MAX_DEPTH`] levels.
 pub fn parse_strict(bytes: &[u8]) -> Result<Json<'_>, Code> {
+    // One SIMD check of the whole record, then a parse that does not check each string
+    // again. A record that is not UTF-8 takes the byte parser, which classifies its failure
+    // exactly as before (a duplicate key found first stays a duplicate key).
+    if let Ok(text) = simdutf8::basic::from_utf8(bytes) {
+        return parse_with(serde_json::Deserializer::from_str(text), || false);
+    }
+    parse_with(serde_json::Deserializer::from_slice(bytes), || {
+        std::str::from_utf8(bytes).is_err()
+    })
+}
+
+fn parse_with<'de, R: serde_json::de::Read<'de>>(
+    mut de: serde_json::Deserializer<R>,
+    invalid_utf8: impl FnOnce() -> bool,
+) -> Result<Json<'de>, Code> {
     let duplicate = Cell::new(false);
-    let mut de = serde_json::Deserializer::from_slice(bytes);
     de.disable_recursion_limit();
     let result = StrictSeed {
         duplicate: &duplicate,
@@ -250,7 +264,7 @@ pub fn parse_strict(bytes: &[u8]) -> Result<Json<'_>, Code> {
     match result {
         Ok(v) => Ok(v),
         Err(_) if duplicate.get() => Err(Code::RecordDuplicateKey),
-        Err(_) if std::str::from_utf8(bytes).is_err() => Err(Code::RecordInvalidUtf8),
+        Err(_) if invalid_utf8() => Err(Code::RecordInvalidUtf8),
         Err(_) => Err(Code::RecordSyntax),
     }
 }

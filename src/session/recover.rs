@@ -236,7 +236,7 @@ pub fn recording_positions(index: &SessionIndex) -> Vec<u32> {
     (0..index.len() as u32)
         .filter(|&p| {
             matches!(
-                index.entry(p).kind,
+                index.entry(p).kind(),
                 EntryKind::RecordingStarted
                     | EntryKind::RecordingFinished
                     | EntryKind::RecordingInterrupted
@@ -345,7 +345,8 @@ fn recover_recordings(handle: &SessionHandle) -> Result<Vec<RecordingOutcome>, R
             Some(fix) => ("capture ended without finishing", Some(fix.duration_ms)),
             None => ("capture ended without usable audio", None),
         };
-        let leaf = handle.with_index(|i| i.len().checked_sub(1).map(|p| i.id(p as u32).to_owned()));
+        let leaf =
+            handle.with_index(|i| i.len().checked_sub(1).map(|p| i.id(p as u32).into_owned()));
         let entry = Entry {
             id: new_id(),
             parent_id: leaf,

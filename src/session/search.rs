@@ -833,7 +833,7 @@ pub(super) fn describe(
     projection: &Projection,
     query: Option<&Query>,
 ) -> Result<bool, SearchError> {
-    row.leaf_id = projection.leaf.map(|p| index.id(p).to_owned());
+    row.leaf_id = projection.leaf.map(|p| index.id(p).into_owned());
     row.archived = index.archived().unwrap_or(false);
     row.message_count = Some(projection.conversation.len());
     let name = index.name().filter(|n| !n.trim().is_empty());
@@ -887,7 +887,7 @@ fn duration_ms(file: &mut File, index: &SessionIndex) -> Result<Option<u64>, Sea
         .enumerate()
         .filter(|(_, e)| {
             matches!(
-                e.kind,
+                e.kind(),
                 EntryKind::RecordingFinished | EntryKind::RecordingInterrupted
             )
         })

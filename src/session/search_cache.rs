@@ -23,6 +23,9 @@
 //! - Bounded: one summary per discovered session (entries for sessions no longer discovered
 //!   are dropped at each request); a summary is a few strings and 12 bytes per conversation
 //!   entry.
+//! - The app opens a session from its summary ([`SearchCache::conversation`]) only for the
+//!   identity the summary was built from; the opener re-checks the identity before each page
+//!   it reads by span.
 //! - A line read back that is no longer the entry it was (`Entry::from_line` fails) drops the
 //!   summary and answers `search.changed` for that session, like an uncached read.
 
@@ -30,14 +33,16 @@ use std::collections::HashMap;
 use std::fs::{File, Metadata};
 use std::io::{Seek, SeekFrom};
 use std::os::unix::fs::{FileExt, MetadataExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::discover::{DiscoveredSession, Discovery};
 use super::format::Entry;
+use super::index::SessionIndex;
 use super::project::{LeafSelector, project};
+use super::recover;
 use super::search::{
     self, Outcome, Page, PageRequest, Query, Scratch, SearchError, SessionRow, base_row, describe,
     texts_of,
@@ -71,8 +76,9 @@ impl FileIdentity {
         }
     }
 
-    /// Whether both times lie at least [`RACY_WINDOW`] before `scan_began`.
-    fn settled_before(&self, scan_began: SystemTime) -> bool {
+    /// Whether both times lie at least [`RACY_WINDOW`] before `scan_began`: then any write
+    /// after `scan_began` gives the file other times, even with coarse file timestamps.
+    pub fn settled_before(&self, scan_began: SystemTime) -> bool {
         let Ok(began) = scan_began.duration_since(UNIX_EPOCH) else {
             return false;
         };
@@ -113,12 +119,50 @@ struct Described {
     labels: Vec<String>,
     /// `(offset, length)` of each surviving conversation line, in path order.
     spans: Vec<(u64, u32)>,
+    /// `(offset, length)` of each `recording.*` lifecycle line, in file order.
+    recordings: Vec<(u64, u32)>,
 }
 
 impl Summary {
     /// The file's length up to its last complete line when it was scanned.
     pub fn committed_len(&self) -> u64 {
         self.committed_len
+    }
+}
+
+/// A cached session's default conversation ([`SearchCache::conversation`]): valid for the
+/// file while its identity is [`CachedConversation::identity`].
+#[derive(Debug, Clone)]
+pub struct CachedConversation {
+    summary: Arc<Summary>,
+}
+
+impl CachedConversation {
+    fn described(&self) -> Option<&Described> {
+        match &self.summary.kind {
+            SummaryKind::Described(d) => Some(d),
+            SummaryKind::Blocked { .. } => None,
+        }
+    }
+
+    /// The identity of the file the summary was built from.
+    pub fn identity(&self) -> FileIdentity {
+        self.summary.identity
+    }
+
+    /// The default leaf when the file was scanned.
+    pub fn leaf_id(&self) -> Option<&str> {
+        self.described().and_then(|d| d.leaf_id.as_deref())
+    }
+
+    /// `(offset, length)` of each surviving conversation line on the default path.
+    pub fn spans(&self) -> &[(u64, u32)] {
+        self.described().map_or(&[], |d| &d.spans)
+    }
+
+    /// `(offset, length)` of each `recording.*` lifecycle line, in file order.
+    pub fn recordings(&self) -> &[(u64, u32)] {
+        self.described().map_or(&[], |d| &d.recordings)
     }
 }
 
@@ -198,6 +242,27 @@ impl SearchCache {
         Ok(summary)
     }
 
+    /// What the cache knows of the session at `location` (as discovery named it) for opening
+    /// it without a scan: `Some` only when its summary was built from a file of exactly
+    /// `identity` (the caller's `fstat` of the file it opened) and its default leaf is `leaf`
+    /// (`None`: the caller wants the default leaf).
+    pub fn conversation(
+        &self,
+        location: &Path,
+        identity: FileIdentity,
+        leaf: Option<&str>,
+    ) -> Option<CachedConversation> {
+        let summary = self.lock().get(location)?.clone();
+        let SummaryKind::Described(d) = &summary.kind else {
+            return None;
+        };
+        if summary.identity != identity || leaf.is_some_and(|l| d.leaf_id.as_deref() != Some(l)) {
+            return None;
+        }
+        self.hits.fetch_add(1, Ordering::Relaxed);
+        Some(CachedConversation { summary })
+    }
+
     fn forget(&self, s: &DiscoveredSession) {
         self.lock().remove(&s.location);
     }
@@ -238,10 +303,11 @@ fn build(
                 spans: projection
                     .conversation
                     .iter()
-                    .map(|&p| {
-                        let e = index.entry(p);
-                        (e.offset, e.len)
-                    })
+                    .map(|&p| span(&index, p))
+                    .collect(),
+                recordings: recover::recording_positions(&index)
+                    .into_iter()
+                    .map(|p| span(&index, p))
                     .collect(),
             }))
         }
@@ -251,6 +317,11 @@ fn build(
         committed_len: index.committed_len(),
         kind,
     })
+}
+
+fn span(index: &SessionIndex, pos: u32) -> (u64, u32) {
+    let e = index.entry(pos);
+    (e.offset(), e.len_bytes())
 }
 
 fn row_of(s: &DiscoveredSession, d: &Described) -> SessionRow {

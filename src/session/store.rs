@@ -879,7 +879,7 @@ impl SessionHandle {
         let leaf = match leaf {
             LeafSelector::Null => None,
             LeafSelector::Default => {
-                self.with_index(|i| i.len().checked_sub(1).map(|p| i.id(p as u32).to_owned()))
+                self.with_index(|i| i.len().checked_sub(1).map(|p| i.id(p as u32).into_owned()))
             }
             LeafSelector::Id(id) => {
                 if self.with_index(|i| i.position(id).is_none()) {
@@ -956,8 +956,8 @@ impl Read for ReadAt<'_> {
 fn read_committed(file: &File, index: &SessionIndex, id: &str) -> Result<Vec<u8>, StoreError> {
     let pos = index.position(id).ok_or(StoreError::StaleHandle)?;
     let e = index.entry(pos);
-    let mut buf = vec![0u8; e.len as usize];
-    file.read_exact_at(&mut buf, e.offset)
+    let mut buf = vec![0u8; e.len_bytes() as usize];
+    file.read_exact_at(&mut buf, e.offset())
         .map_err(StoreError::io("read committed record"))?;
     Ok(buf)
 }

@@ -594,7 +594,7 @@ impl Scanner {
                     return;
                 };
                 let te = self.index.entry(t);
-                if !matches!(te.kind, EntryKind::Message | EntryKind::CustomMessage) {
+                if !matches!(te.kind(), EntryKind::Message | EntryKind::CustomMessage) {
                     cx.push(Code::RemovalTargetNotMessage);
                 } else if !p
                     .parent

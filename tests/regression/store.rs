@@ -600,7 +600,7 @@ fn issue16_history_read_of_a_line_replaced_by_a_too_deep_one_is_history_changed(
     let entry = index.entry(0);
     let text = fs::read(&file).expect("read");
     let mut changed = text.clone();
-    changed[entry.offset as usize..entry.offset as usize + entry.len as usize]
+    changed[entry.offset() as usize..entry.offset() as usize + entry.len_bytes() as usize]
         .copy_from_slice(deep_line.as_bytes());
     fs::write(&file, &changed).expect("rewrite behind the index's back");
 

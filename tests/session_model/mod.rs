@@ -180,6 +180,11 @@ impl<'a> Model<'a> {
 /// The library's projection of `leaf`, translated to ids.
 pub fn library_view(index: &SessionIndex, leaf: &LeafSelector) -> Result<View, ProjectError> {
     let p = project(index, leaf)?;
+    assert_eq!(
+        persyk::session::project_conversation(index, leaf),
+        Ok((p.leaf, p.conversation.clone())),
+        "project_conversation agrees with project"
+    );
     let n = index.entries().len();
     let id = |pos: u32| -> String {
         assert!((pos as usize) < n, "projected position {pos} out of {n}");
@@ -218,7 +223,7 @@ pub fn assert_index_matches(index: &SessionIndex, model: &Model<'_>, leaves: &[L
     assert_eq!(index.entries().len(), model.len(), "entry count");
     for (i, (ie, e)) in index.entries().iter().zip(model.entries).enumerate() {
         assert_eq!(index.id(i as u32), e.id.as_str(), "id of entry {i}");
-        assert_eq!(ie.kind.as_str(), e.body.type_name(), "kind of entry {i}");
+        assert_eq!(ie.kind().as_str(), e.body.type_name(), "kind of entry {i}");
         assert_eq!(
             ie.parent().map(|p| p as usize),
             model.parent[i],
@@ -309,8 +314,8 @@ pub fn check_scan_invariants(bytes: &[u8], index: &SessionIndex) {
             e.parent().is_none_or(|p| (p as usize) < i),
             "parent after child"
         );
-        let start = e.offset as usize;
-        let end = start + e.len as usize;
+        let start = e.offset() as usize;
+        let end = start + e.len_bytes() as usize;
         assert!(end < bytes.len() && bytes[end] == b'\n', "entry span");
         assert!(
             start == 0 || bytes[start - 1] == b'\n',
@@ -320,16 +325,14 @@ pub fn check_scan_invariants(bytes: &[u8], index: &SessionIndex) {
             !bytes[start..end].contains(&b'\n'),
             "entry span has a newline"
         );
-        assert!(e.len as usize <= MAX_RECORD_BYTES);
+        assert!(e.len_bytes() as usize <= MAX_RECORD_BYTES);
         let line = line_starts.binary_search(&start).map(|k| k as u64 + 1);
-        assert_eq!(Ok(u64::from(e.line)), line, "line number of entry {i}");
-        assert!(
-            u64::from(e.line) > prev_line.max(1),
-            "entries out of line order"
-        );
-        prev_line = u64::from(e.line);
+        let entry_line = index.line(i as u32);
+        assert_eq!(Ok(entry_line), line, "line number of entry {i}");
+        assert!(entry_line > prev_line.max(1), "entries out of line order");
+        prev_line = entry_line;
         assert_eq!(
-            index.position(index.id(i as u32)),
+            index.position(&index.id(i as u32)),
             Some(i as u32),
             "id lookup"
         );
@@ -339,7 +342,7 @@ pub fn check_scan_invariants(bytes: &[u8], index: &SessionIndex) {
         let mut leaves = vec![LeafSelector::Default, LeafSelector::Null];
         for pos in [0, n / 2, n.saturating_sub(1)] {
             if pos < n {
-                leaves.push(LeafSelector::Id(index.id(pos).to_owned()));
+                leaves.push(LeafSelector::Id(index.id(pos).into_owned()));
             }
         }
         for leaf in leaves {
