@@ -1021,3 +1021,89 @@ fn issue14_05_settings_fields_stay_inside_the_default_520_point_window() {
         drop(f.dir);
     }
 }
+
+/// Issue #15 item 2, "the live dictation view of a long recording follows the same rule":
+/// the Dictation page laid out (and exposed to accessibility) every message of the running
+/// recording each frame, so a 10-minute transcript cost ~2.5 ms a frame at 10 frames a
+/// second. Now only the rows in view are laid out, and the list follows the newest words.
+/// Before: all 600 messages were exposed.
+#[test]
+fn issue15_09_a_long_live_transcript_lays_out_only_the_rows_in_view() {
+    use persyk::app::model::{AudioOrigin, Live, Update};
+    use persyk::realtime::engine::{EngineState, EngineView, PublishedMessage};
+    use persyk::realtime::ordering::Speaker;
+    use std::sync::atomic::AtomicU32;
+
+    let f = fixture(None, Some("sk-test"), 1.0, |_| {});
+    let view = EngineView {
+        state: EngineState::Streaming,
+        provisional: vec![("item_live".into(), "and these words are still".into())],
+        messages: (0..600)
+            .map(|i| PublishedMessage {
+                entry_id: format!("entry-{i}"),
+                item_id: format!("item_{i}"),
+                speaker: Speaker::User,
+                text: format!("spoken sentence number {i} of a long dictation"),
+                removed: false,
+            })
+            .collect(),
+        gaps: 1,
+        gap_at: vec![300],
+    };
+    let (tx, rx) = tokio::sync::watch::channel(view);
+    let mut harness = Harness::builder()
+        .with_size(eframe::egui::vec2(520.0, 600.0))
+        .build_ui_state(|ui, state: &mut PersykUi| state.ui(ui), f.ui);
+    harness.state_mut().apply(Update::Started {
+        session: f.root.join("live-session"),
+        origin: AudioOrigin::Microphone,
+        live: Live {
+            view: rx,
+            level: Arc::new(AtomicU32::new(0.1f32.to_bits())),
+        },
+    });
+    for _ in 0..4 {
+        harness.step();
+    }
+    let exposed = harness
+        .query_all_by_label_contains("spoken sentence number")
+        .count();
+    assert!(
+        exposed > 0 && exposed < 60,
+        "{exposed} of 600 messages laid out"
+    );
+    // The newest words are in view (the list follows the end), the first ones are not.
+    assert!(
+        harness
+            .query_by_label_contains("spoken sentence number 599 ")
+            .is_some()
+    );
+    assert!(
+        harness
+            .query_by_label_contains("spoken sentence number 0 ")
+            .is_none()
+    );
+    assert!(
+        harness
+            .query_by_label_contains("and these words are still")
+            .is_some()
+    );
+    // A message published while the end is in view is shown at once.
+    tx.send_modify(|v| {
+        v.messages.push(PublishedMessage {
+            entry_id: "entry-600".into(),
+            item_id: "item_600".into(),
+            speaker: Speaker::User,
+            text: "spoken sentence number 600 of a long dictation".into(),
+            removed: false,
+        });
+    });
+    for _ in 0..4 {
+        harness.step();
+    }
+    assert!(
+        harness
+            .query_by_label_contains("spoken sentence number 600 ")
+            .is_some()
+    );
+}

@@ -129,15 +129,21 @@ impl PersykUi {
         });
         // The transcript under it, in a card filling the rest of the window.
         let view = match &self.dictation {
-            Dictation::Live(l) => Some((l.live.view.borrow().clone(), true)),
-            Dictation::Done(d) => d.view.clone().map(|v| (v, false)),
+            Dictation::Live(l) => {
+                Some((std::borrow::Cow::Owned(l.live.view.borrow().clone()), true))
+            }
+            Dictation::Done(d) => d
+                .view
+                .as_ref()
+                .map(|v| (std::borrow::Cow::Borrowed(v), false)),
             _ => None,
         };
         if let Some((view, live)) = view {
+            let rows = &mut self.transcript_rows;
             ui.add_space(space::M);
             style::card(ui).show(ui, |ui| {
                 ui.set_min_size(ui.available_size());
-                transcript(ui, &view, live, &self.removals, &mut actions);
+                transcript(ui, &view, live, &self.removals, rows, &mut actions);
             });
         }
         self.pending.extend(actions);
@@ -286,70 +292,166 @@ pub(super) fn done_status(ui: &mut egui::Ui, d: &DoneRec) {
     ui.label(style::caption(format!("Session: {}", f.session.display())));
 }
 
-/// The canonical messages with gap markers, then provisional text.
+/// One row of the transcript list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Line {
+    /// A "[not transcribed]" marker.
+    Gap,
+    /// `view.messages[n]`.
+    Message(usize),
+    /// `view.provisional[n]` ("not yet saved").
+    Provisional(usize),
+    /// After the recording: why removal is no longer offered.
+    Note,
+}
+
+/// The transcript's rows in reading order: canonical messages with their gap markers
+/// (`gap_at` is sorted), then provisional text, then the note.
+pub(super) fn transcript_lines(view: &EngineView, live: bool) -> Vec<Line> {
+    let mut lines = Vec::with_capacity(view.messages.len() + view.gap_at.len() + 2);
+    let mut gaps = view.gap_at.iter().peekable();
+    for i in 0..=view.messages.len() {
+        while gaps.next_if(|&&g| g <= i).is_some() {
+            lines.push(Line::Gap);
+        }
+        if i < view.messages.len() {
+            lines.push(Line::Message(i));
+        }
+    }
+    lines.extend(gaps.map(|_| Line::Gap));
+    lines.extend((0..view.provisional.len()).map(Line::Provisional));
+    if !live && !view.messages.is_empty() {
+        lines.push(Line::Note);
+    }
+    lines
+}
+
+/// The canonical messages with gap markers, then provisional text: a virtualized list
+/// (only the rows in view are laid out), following the end while it is in view.
 pub(super) fn transcript(
     ui: &mut egui::Ui,
     view: &EngineView,
     live: bool,
     removals: &HashMap<String, RemovalStatus>,
+    rows: &mut RowHeights,
     actions: &mut Vec<Action>,
 ) {
-    egui::ScrollArea::vertical()
-        .stick_to_bottom(true)
-        .auto_shrink([false, true])
-        .show(ui, |ui| {
-            let gap_marker = |ui: &mut egui::Ui, at: usize| {
-                for _ in view.gap_at.iter().filter(|&&g| g == at) {
-                    ui.label(RichText::new("[not transcribed]").italics().weak());
-                }
-            };
-            for (i, m) in view.messages.iter().enumerate() {
-                gap_marker(ui, i);
-                ui.push_id(&m.entry_id, |ui| {
-                    ui.horizontal_wrapped(|ui| {
-                        let who = match m.speaker {
-                            crate::realtime::ordering::Speaker::User => "",
-                            _ => "Assistant: ",
-                        };
-                        if m.removed {
-                            ui.label(RichText::new(format!("{who}{}", m.text)).strikethrough().weak());
-                            ui.label(RichText::new("(removed)").small().weak());
-                        } else {
-                            ui.label(format!("{who}{}", m.text));
-                            if style::icon_only_button(ui, Icon::Copy, "Copy").clicked() {
-                                actions.push(Action::Copy(m.text.clone()));
-                            }
-                            let waiting = removals.get(&m.entry_id) == Some(&RemovalStatus::Waiting);
-                            if live
-                                && ui
-                                    .add_enabled_ui(!waiting, |ui| {
-                                        style::icon_only_button(ui, Icon::Trash, "Remove")
-                                    })
-                                    .inner
-                                    .clicked()
-                            {
-                                actions.push(Action::Remove(m.entry_id.clone()));
-                            }
+    let lines = transcript_lines(view, live);
+    let options = ListOptions {
+        stick_to_bottom: true,
+        shrink_height: true,
+    };
+    virtual_rows_with(ui, lines.len(), rows, options, |ui, n| match lines[n] {
+        Line::Gap => {
+            ui.label(RichText::new("[not transcribed]").italics().weak());
+        }
+        Line::Message(i) => {
+            let m = &view.messages[i];
+            ui.push_id(&m.entry_id, |ui| {
+                ui.horizontal_wrapped(|ui| {
+                    let who = match m.speaker {
+                        crate::realtime::ordering::Speaker::User => "",
+                        _ => "Assistant: ",
+                    };
+                    if m.removed {
+                        ui.label(
+                            RichText::new(format!("{who}{}", m.text))
+                                .strikethrough()
+                                .weak(),
+                        );
+                        ui.label(RichText::new("(removed)").small().weak());
+                    } else {
+                        ui.label(format!("{who}{}", m.text));
+                        if style::icon_only_button(ui, Icon::Copy, "Copy").clicked() {
+                            actions.push(Action::Copy(m.text.clone()));
                         }
-                    });
-                    if let Some(status) = removals.get(&m.entry_id) {
-                        ui.label(RichText::new(status.describe()).small());
+                        let waiting = removals.get(&m.entry_id) == Some(&RemovalStatus::Waiting);
+                        if live
+                            && ui
+                                .add_enabled_ui(!waiting, |ui| {
+                                    style::icon_only_button(ui, Icon::Trash, "Remove")
+                                })
+                                .inner
+                                .clicked()
+                        {
+                            actions.push(Action::Remove(m.entry_id.clone()));
+                        }
                     }
                 });
-            }
-            gap_marker(ui, view.messages.len());
-            for (_, text) in &view.provisional {
-                ui.horizontal_wrapped(|ui| {
-                    ui.label(RichText::new(text).italics().color(Color32::GRAY));
-                    ui.label(RichText::new("not yet saved").small().weak());
-                });
-            }
-            if !live && !view.messages.is_empty() {
+                if let Some(status) = removals.get(&m.entry_id) {
+                    ui.label(RichText::new(status.describe()).small());
+                }
+            });
+        }
+        Line::Provisional(i) => {
+            ui.horizontal_wrapped(|ui| {
                 ui.label(
-                    RichText::new("Removal needs the live provider connection; it closed when the recording ended.")
-                        .small()
-                        .weak(),
+                    RichText::new(&view.provisional[i].1)
+                        .italics()
+                        .color(Color32::GRAY),
                 );
-            }
-        });
+                ui.label(RichText::new("not yet saved").small().weak());
+            });
+        }
+        Line::Note => {
+            ui.label(
+                RichText::new(
+                    "Removal needs the live provider connection; it closed when the recording \
+                     ended.",
+                )
+                .small()
+                .weak(),
+            );
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::realtime::engine::{EngineState, PublishedMessage};
+    use crate::realtime::ordering::Speaker;
+
+    fn view(messages: usize, gap_at: Vec<usize>, provisional: usize) -> EngineView {
+        EngineView {
+            state: EngineState::Streaming,
+            provisional: (0..provisional)
+                .map(|i| (format!("item_p{i}"), format!("words {i}")))
+                .collect(),
+            messages: (0..messages)
+                .map(|i| PublishedMessage {
+                    entry_id: format!("entry-{i}"),
+                    item_id: format!("item_{i}"),
+                    speaker: Speaker::User,
+                    text: format!("message {i}"),
+                    removed: false,
+                })
+                .collect(),
+            gaps: gap_at.len(),
+            gap_at,
+        }
+    }
+
+    #[test]
+    fn transcript_lines_put_gaps_before_the_message_they_precede() {
+        use Line::*;
+        assert_eq!(
+            transcript_lines(&view(3, vec![0, 2, 2, 3], 1), true),
+            vec![
+                Gap,
+                Message(0),
+                Message(1),
+                Gap,
+                Gap,
+                Message(2),
+                Gap,
+                Provisional(0)
+            ]
+        );
+        assert_eq!(
+            transcript_lines(&view(1, vec![], 0), false),
+            vec![Message(0), Note]
+        );
+        assert_eq!(transcript_lines(&view(0, vec![0], 0), false), vec![Gap]);
+    }
 }

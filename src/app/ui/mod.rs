@@ -35,6 +35,9 @@
 //!   height. Messages come from the backend a page (≤ `MAX_PAGE`) at a time as rows come
 //!   into view; pages more than [`history::PAGES_KEPT`] away are dropped; "Copy all" asks the backend,
 //!   which reads page by page.
+//! - The Dictation page's transcript (live or finished) is the same kind of list: a long
+//!   recording lays out only the rows in view, and the list follows its end while the end
+//!   is in view.
 
 mod after_dictation;
 mod dictation;
@@ -55,7 +58,7 @@ use std::time::{Duration, Instant};
 use eframe::egui::{self, Color32, RichText};
 
 use self::settings::describe_model_failure;
-use self::virtual_list::{RowHeights, virtual_rows};
+use self::virtual_list::{ListOptions, RowHeights, virtual_rows, virtual_rows_with};
 use self::widgets::field;
 use super::backend::{BackendHandle, ShutdownStatus};
 use super::effects::{Delivered, Effects, first_words};
@@ -238,6 +241,8 @@ pub struct PersykUi {
     notice: Option<(String, bool)>,
     confirm_discard: bool,
     search: SearchState,
+    /// Measured row heights of the transcript on the Dictation page (live or finished).
+    transcript_rows: RowHeights,
     settings: Settings,
     form: SettingsForm,
     form_error: Option<String>,
@@ -299,6 +304,7 @@ impl PersykUi {
             notice: None,
             confirm_discard: false,
             search: SearchState::default(),
+            transcript_rows: RowHeights::default(),
             settings,
             form,
             form_error: None,
@@ -532,6 +538,7 @@ impl PersykUi {
                 live,
             } => {
                 self.waiting_permission = false;
+                self.transcript_rows = RowHeights::default();
                 self.dictation = Dictation::Live(LiveRec {
                     session,
                     origin,
