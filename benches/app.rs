@@ -5,7 +5,7 @@
 //! segmenter's short turns; two gaps, one provisional item) and 500 saved sessions on disk,
 //! all 500 listed on the Search page (the backend's real listing, "More results" asked until
 //! none follow). Each page of that one state is measured: Dictation (the live transcript,
-//! every message laid out), Search, Settings. The window is 520×600 points like the real
+//! the rows in view laid out), Search, Settings. The window is 520×600 points like the real
 //! one, with the app's style installed. Each frame is a full egui pass of `PersykUi::ui`
 //! (layout) plus tessellation into meshes — the CPU side of a frame; the GPU upload and draw
 //! are not included (they are the same for any egui app of this size).
@@ -276,7 +276,7 @@ fn main() {
         texts.len()
     );
     row(
-        "Dictation page (live transcript, every message laid out)",
+        "Dictation page (live transcript, rows in view laid out)",
         dictation,
     );
     row(&format!("Search page ({SESSIONS} rows listed)"), search);
