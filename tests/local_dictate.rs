@@ -11,143 +11,17 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use serde_json::Value;
 
 mod support;
 
+use support::pulse::{PulseServer, missing_tools};
 use support::{JFK, test_model_dir, wer};
 
 const BIN: &str = env!("CARGO_BIN_EXE_persyk");
-const TOOLS: [&str; 3] = ["pulseaudio", "pactl", "paplay"];
-
-/// A private PulseAudio server with a null sink `vsink`, killed on drop.
-struct PulseServer {
-    child: Child,
-    socket: PathBuf,
-    log: PathBuf,
-}
-
-impl PulseServer {
-    fn start(dir: &Path) -> PulseServer {
-        let run = dir.join("run");
-        let home = dir.join("home");
-        for d in [&run, &home] {
-            std::fs::create_dir_all(d).expect("dir");
-        }
-        let socket = run.join("native");
-        let log = dir.join("pulseaudio.log");
-        let child = Command::new("pulseaudio")
-            .args([
-                "-n",
-                "--daemonize=no",
-                "--system=false",
-                "--exit-idle-time=-1",
-                "--use-pid-file=no",
-                "--log-target=stderr",
-            ])
-            .arg("-L")
-            .arg(format!(
-                "module-native-protocol-unix auth-anonymous=1 socket={}",
-                socket.display()
-            ))
-            .args(["-L", "module-null-sink sink_name=vsink"])
-            .env("HOME", &home)
-            .env("XDG_RUNTIME_DIR", &run)
-            .env("PULSE_RUNTIME_PATH", &run)
-            .env("PULSE_STATE_PATH", dir.join("state"))
-            .env("XDG_CONFIG_HOME", dir.join("config"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("log"))
-            .spawn()
-            .expect("pulseaudio could not be started");
-        let mut server = PulseServer { child, socket, log };
-        let deadline = Instant::now() + Duration::from_secs(15);
-        loop {
-            if server.socket.exists() && server.pactl(&["info"]) {
-                return server;
-            }
-            if let Ok(Some(status)) = server.child.try_wait() {
-                panic!("pulseaudio exited ({status}):\n{}", server.log_text());
-            }
-            assert!(
-                Instant::now() < deadline,
-                "pulseaudio did not come up:\n{}",
-                server.log_text()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn address(&self) -> String {
-        format!("unix:{}", self.socket.display())
-    }
-
-    fn command(&self, program: &str) -> Command {
-        let mut c = Command::new(program);
-        c.env("PULSE_SERVER", self.address());
-        c
-    }
-
-    fn pactl(&self, args: &[&str]) -> bool {
-        self.command("pactl")
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    }
-
-    /// `paplay` of `wav` into the null sink, in the background.
-    fn play(&self, wav: &Path) -> KillOnDrop {
-        KillOnDrop(
-            self.command("paplay")
-                .args(["--device=vsink", "--latency-msec=50"])
-                .arg(wav)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("paplay"),
-        )
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for PulseServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn write_wav(path: &Path, rate: u32, samples: impl Iterator<Item = i16>) {
-    let spec = hound::WavSpec {
-        channels: 1,
-        sample_rate: rate,
-        bits_per_sample: 16,
-        sample_format: hound::SampleFormat::Int,
-    };
-    let mut w = hound::WavWriter::create(path, spec).expect("wav");
-    for s in samples {
-        w.write_sample(s).expect("sample");
-    }
-    w.finalize().expect("wav");
-}
 
 fn entries(session: &Path) -> Vec<Value> {
     std::fs::read_to_string(session.join("session.jsonl"))
@@ -164,40 +38,20 @@ fn dictating_locally_from_the_default_input_gives_a_checked_session_with_the_spe
         eprintln!("local_dictate: skipped (PERSYK_SKIP_PULSE=1)");
         return;
     }
-    let missing: Vec<_> = TOOLS
-        .into_iter()
-        .filter(|t| {
-            Command::new(t)
-                .arg("--version")
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_err()
-        })
-        .collect();
+    let missing = missing_tools();
     assert!(
         missing.is_empty(),
-        "local_dictate needs {} on PATH: `apt-get install -y pulseaudio pulseaudio-utils` \
+        "local_dictate needs {} on PATH: `apt-get install -y pulseaudio pulseaudio-utils espeak-ng` \
          (scripts/setup does), or set PERSYK_SKIP_PULSE=1 to skip this test",
         missing.join(", ")
     );
     let dir = tempfile::tempdir().expect("tempdir");
     let server = PulseServer::start(dir.path());
-    assert!(server.pactl(&["set-default-source", "vsink.monitor"]));
-    // Room noise (about -66 dBFS) for longer than the test, under everything.
-    let noise = dir.path().join("room.wav");
-    let mut seed = 7u64;
-    write_wav(
-        &noise,
-        24_000,
-        (0..24_000 * 90).map(|_| {
-            seed = seed
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            ((seed >> 33) % 33) as i16 - 16
-        }),
-    );
-    let _room = server.play(&noise);
+    server
+        .pactl(&["set-default-source", "vsink.monitor"])
+        .expect("set-default-source");
+    // Room noise for longer than the test, under everything.
+    let _room = server.room_noise(dir.path(), 90);
     std::thread::sleep(Duration::from_millis(300));
 
     let root = dir.path().join("sessions");

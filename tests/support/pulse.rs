@@ -117,3 +117,52 @@ pub fn missing_tools() -> Vec<&'static str> {
         })
         .collect()
 }
+
+/// A `paplay` running in the background, stopped on drop.
+pub struct Playing(Child);
+
+impl Drop for Playing {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl PulseServer {
+    /// Plays `wav` into the null sink (so into the default source), in the background.
+    pub fn play(&self, wav: &Path) -> Playing {
+        Playing(
+            self.command("paplay")
+                .args(["--device=vsink", "--latency-msec=50"])
+                .arg(wav)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("paplay"),
+        )
+    }
+
+    /// Plays quiet room noise (about -66 dBFS) for `seconds` under everything else, so the
+    /// microphone is never digital silence: a live capture takes 2 s of that at its start
+    /// for a dead input and halts (`capture.silent-input`). The WAV is written into `dir`.
+    pub fn room_noise(&self, dir: &Path, seconds: u32) -> Playing {
+        let path = dir.join("room-noise.wav");
+        let spec = hound::WavSpec {
+            channels: 1,
+            sample_rate: 24_000,
+            bits_per_sample: 16,
+            sample_format: hound::SampleFormat::Int,
+        };
+        let mut w = hound::WavWriter::create(&path, spec).expect("room noise WAV");
+        let mut seed = 7u64;
+        for _ in 0..24_000 * seconds {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            w.write_sample(((seed >> 33) % 33) as i16 - 16)
+                .expect("room noise sample");
+        }
+        w.finalize().expect("room noise WAV");
+        self.play(&path)
+    }
+}
