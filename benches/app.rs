@@ -27,43 +27,13 @@ use eframe::egui;
 use eframe::egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
-use persyk::app::backend::{BackendConfig, BackendHandle, KeyStore, Microphone};
-use persyk::app::effects::Effects;
+use persyk::app::backend::{BackendConfig, BackendHandle};
 use persyk::app::model::{AudioOrigin, Live, Update, Waker};
 use persyk::app::ui::{Page, PersykUi, style};
-use persyk::capture::pipeline::SourceKind;
-use persyk::capture::source::AudioSource;
 use persyk::realtime::engine::{EngineState, EngineView, PublishedMessage};
 use persyk::realtime::ordering::Speaker;
 use persyk::settings::Settings;
-
-struct NoMic;
-impl Microphone for NoMic {
-    fn open(&self, _: Option<&str>, _: u32) -> Result<(Box<dyn AudioSource>, SourceKind), String> {
-        Err("bench.no-microphone".into())
-    }
-}
-
-struct NoKeys;
-impl KeyStore for NoKeys {
-    fn get(&self) -> Result<String, String> {
-        Ok("sk-bench".into())
-    }
-    fn set(&self, _: &str) -> Result<(), String> {
-        Ok(())
-    }
-    fn delete(&self) -> Result<(), String> {
-        Ok(())
-    }
-}
-
-struct NoEffects;
-impl Effects for NoEffects {
-    fn copy(&mut self, _: &str) -> Result<(), String> {
-        Ok(())
-    }
-    fn notify(&mut self, _: &str, _: &str) {}
-}
+use support::app::{BenchKeys, NoEffects, NoMic};
 
 fn new_ui() -> PersykUi {
     new_ui_in(std::env::temp_dir().join(format!("persyk-bench-app-{}", std::process::id())))
@@ -78,7 +48,7 @@ fn new_ui_in(dir: PathBuf) -> PersykUi {
             settings_path: None,
             dev: true,
             microphone: Arc::new(NoMic),
-            keys: Arc::new(NoKeys),
+            keys: Arc::new(BenchKeys),
             replay_factor: 0.0,
         },
         settings.clone(),

@@ -28,41 +28,11 @@ use eframe::egui;
 use eframe::egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
-use persyk::app::backend::{BackendConfig, BackendHandle, KeyStore, Microphone};
-use persyk::app::effects::Effects;
+use persyk::app::backend::{BackendConfig, BackendHandle};
 use persyk::app::model::Waker;
 use persyk::app::ui::PersykUi;
-use persyk::capture::pipeline::SourceKind;
-use persyk::capture::source::AudioSource;
 use persyk::settings::Settings;
-
-struct NoMic;
-impl Microphone for NoMic {
-    fn open(&self, _: Option<&str>, _: u32) -> Result<(Box<dyn AudioSource>, SourceKind), String> {
-        Err("bench.no-microphone".into())
-    }
-}
-
-struct NoKeys;
-impl KeyStore for NoKeys {
-    fn get(&self) -> Result<String, String> {
-        Ok("sk-bench".into())
-    }
-    fn set(&self, _: &str) -> Result<(), String> {
-        Ok(())
-    }
-    fn delete(&self) -> Result<(), String> {
-        Ok(())
-    }
-}
-
-struct NoEffects;
-impl Effects for NoEffects {
-    fn copy(&mut self, _: &str) -> Result<(), String> {
-        Ok(())
-    }
-    fn notify(&mut self, _: &str, _: &str) {}
-}
+use support::app::{BenchKeys, NoEffects, NoMic};
 
 const SCROLL_FRAMES: usize = 400;
 const SCROLL_POINTS: f32 = 600.0;
@@ -86,7 +56,7 @@ fn harness(root: &Path) -> Harness<'static, PersykUi> {
             settings_path: None,
             dev: true,
             microphone: Arc::new(NoMic),
-            keys: Arc::new(NoKeys),
+            keys: Arc::new(BenchKeys),
             replay_factor: 0.0,
         },
         settings.clone(),

@@ -18,6 +18,8 @@
 //! Run: `cargo bench --bench app_latency` (`PERSYK_LATENCY_STARTS` sets the starts per side,
 //! default 30). Nothing is asserted.
 
+mod support;
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::SyncSender;
@@ -25,8 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use eframe::egui;
-use persyk::app::backend::{BackendConfig, BackendHandle, KeyStore, Microphone};
-use persyk::app::effects::Effects;
+use persyk::app::backend::{BackendConfig, BackendHandle, Microphone};
 use persyk::app::model::Waker;
 use persyk::app::shell::{Post, Shell, ShellEvent, ShellOptions};
 use persyk::app::sounds::{self, Cue, Sounds};
@@ -36,6 +37,7 @@ use persyk::capture::pipeline::SourceKind;
 use persyk::capture::source::{AudioSource, SourceError, SourceEvent, SourceFormat};
 use persyk::realtime::fake::{self, FakeServer, Scenario};
 use persyk::settings::Settings;
+use support::app::{BenchKeys, NoEffects};
 
 const WARMUP: usize = 3;
 const RATE_HZ: u32 = 48_000;
@@ -111,27 +113,6 @@ impl AudioSource for StampSource {
     }
 }
 
-struct Key;
-impl KeyStore for Key {
-    fn get(&self) -> Result<String, String> {
-        Ok("sk-bench".into())
-    }
-    fn set(&self, _: &str) -> Result<(), String> {
-        Ok(())
-    }
-    fn delete(&self) -> Result<(), String> {
-        Ok(())
-    }
-}
-
-struct NoEffects;
-impl Effects for NoEffects {
-    fn copy(&mut self, _: &str) -> Result<(), String> {
-        Ok(())
-    }
-    fn notify(&mut self, _: &str, _: &str) {}
-}
-
 /// One connection per recording, each transcribing its first 200 ms.
 fn scenario(recordings: usize) -> Scenario {
     let one = r#"{"utterances": [{"end_ms": 200, "transcript": "Latency.", "delay_ms": 10}],
@@ -183,7 +164,7 @@ fn side(
             settings_path: None,
             dev: true,
             microphone: Arc::new(StampMic(stamp.clone())),
-            keys: Arc::new(Key),
+            keys: Arc::new(BenchKeys),
             replay_factor: 1.0,
         },
         settings.clone(),

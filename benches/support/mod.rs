@@ -1,6 +1,9 @@
 //! Shared by the benches: a realistic generated session and peak-RSS readout.
 #![allow(dead_code)]
 
+#[cfg(feature = "app")]
+pub mod app;
+
 use std::fs::{self, File};
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
