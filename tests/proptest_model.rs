@@ -17,7 +17,7 @@ use persyk::session::format::{
     Header, Label, Message, MessageRemoved, ModelChange, MsRange, Outcome, RecordingFinished,
     RecordingStarted, Role, SessionInfo, StopReason, ToolResultFields,
 };
-use persyk::session::{LeafSelector, scan_bytes};
+use persyk::session::{LeafSelector, SessionIndex, scan_bytes, scan_file_lean};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use serde_json::value::RawValue;
@@ -493,6 +493,24 @@ fn mutation() -> impl Strategy<Value = Mutation> {
     ]
 }
 
+/// `bytes` scanned from a file into a lean index (what `persyk context` and `check` use).
+fn lean(bytes: &[u8]) -> SessionIndex {
+    use std::io::{Seek, Write};
+    let mut file = tempfile::tempfile().expect("temp file");
+    file.write_all(bytes).expect("write");
+    file.rewind().expect("rewind");
+    scan_file_lean(&file).expect("lean scan")
+}
+
+/// The (line, code) of each diagnostic.
+fn diagnostic_codes(index: &SessionIndex) -> Vec<(u64, &'static str)> {
+    index
+        .diagnostics()
+        .iter()
+        .map(|d| (d.line, d.code.as_str()))
+        .collect()
+}
+
 proptest! {
     #![proptest_config(config())]
 
@@ -530,6 +548,10 @@ proptest! {
             leaves.push(LeafSelector::Id(entries[leaf.index(entries.len())].id.clone()));
         }
         assert_index_matches(&index, &model, &leaves);
+        // The lean index answers alike.
+        let lean = lean(&bytes);
+        prop_assert_eq!(diagnostic_codes(&lean), diagnostic_codes(&index));
+        assert_index_matches(&lean, &model, &leaves);
     }
 
     #[test]
@@ -559,6 +581,7 @@ proptest! {
         }
         let index = scan_bytes(&bytes);
         check_scan_invariants(&bytes, &index);
+        prop_assert_eq!(diagnostic_codes(&lean(&bytes)), diagnostic_codes(&index));
     }
 }
 

@@ -23,7 +23,13 @@ pub fn run(paths: &[PathBuf], json: bool) -> u8 {
     let mut out = stdout.lock();
     for path in paths {
         let file = session::session_file(path);
-        let index = match session::scan_path(&file) {
+        // A regular file gets a lean index (ids confirmed by reading them back): `check`
+        // needs only the diagnostics. Anything else (a pipe) is read once, as a stream.
+        let scanned = std::fs::File::open(&file).and_then(|f| match f.metadata()?.is_file() {
+            true => session::scan_file_lean(&f),
+            false => session::scan_reader(f),
+        });
+        let index = match scanned {
             Ok(index) => index,
             Err(e) => {
                 eprintln!("persyk: cannot read {}: {}", file.display(), e.kind());

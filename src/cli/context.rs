@@ -47,7 +47,9 @@ pub fn run(session_path: &Path, leaf: Option<&str>, json: bool) -> u8 {
     // no byte changed in between (see `FileIdentity`).
     let began = SystemTime::now();
     let before = file.metadata().ok().map(|m| FileIdentity::of(&m));
-    let index = match session::scan_reader(&mut file) {
+    // A lean index: ids are confirmed and read back from the file, which this command
+    // reads again anyway, under the identity check below.
+    let index = match session::scan_file_lean(&file) {
         Ok(i) => i,
         Err(e) => {
             eprintln!("persyk: cannot read {}: {}", path.display(), e.kind());
@@ -77,9 +79,16 @@ pub fn run(session_path: &Path, leaf: Option<&str>, json: bool) -> u8 {
     };
     let mut out = BufWriter::with_capacity(OUT_BUFFER_BYTES, sink);
     let second = file.try_clone().ok();
-    let items = history::EntryReader::new(&mut file, &index, &conversation);
+    let items = history::EntryReader::over(&mut file, &index, conversation.iter());
     let written = if json {
-        let leaf = leaf.map(|p| index.id(p));
+        // Read back from the file (a lean index) and checked against the index.
+        let leaf = match leaf.map(|p| index.try_id(p)).transpose() {
+            Ok(leaf) => leaf,
+            Err(_) => {
+                eprintln!("persyk: {}: {}", path.display(), HistoryError::Changed);
+                return EXIT_CANNOT_RUN;
+            }
+        };
         let proof = Proof {
             file: second.as_ref(),
             settled: before.filter(|b| b.settled_before(began)),
@@ -281,7 +290,7 @@ mod tests {
         // The status-change time cannot be set back: pretend the scan began later instead.
         let began = SystemTime::now() + RACY_WINDOW_PLUS;
         let before = file.metadata().ok().map(|m| FileIdentity::of(&m));
-        let index = session::scan_reader(&mut file).expect("scan");
+        let index = session::scan_file_lean(&file).expect("scan");
         let (leaf, conversation) =
             session::project_conversation(&index, &LeafSelector::Default).expect("project");
         change(&path);
@@ -293,7 +302,7 @@ mod tests {
         assert!(proof.settled.is_some());
         let mut out = Vec::new();
         let leaf = leaf.map(|p| index.id(p));
-        let items = history::EntryReader::new(&mut file, &index, &conversation).raw();
+        let items = history::EntryReader::over(&mut file, &index, conversation.iter()).raw();
         let result = write_json(&mut out, &index, (leaf.as_deref(), None), items, &proof).map_err(
             |e| match e {
                 Failure::History(e) => e.code().to_owned(),

@@ -68,7 +68,7 @@ const READ_BUFFER_BYTES: usize = 64 * 1024;
 pub struct EntryReader<'a, R: Read + Seek> {
     reader: BufReader<R>,
     index: &'a SessionIndex,
-    positions: std::slice::Iter<'a, u32>,
+    positions: Box<dyn ExactSizeIterator<Item = u32> + 'a>,
     /// The reader's logical position, when known.
     at: Option<u64>,
     buf: Vec<u8>,
@@ -77,10 +77,20 @@ pub struct EntryReader<'a, R: Read + Seek> {
 
 impl<'a, R: Read + Seek> EntryReader<'a, R> {
     pub fn new(file: R, index: &'a SessionIndex, positions: &'a [u32]) -> EntryReader<'a, R> {
+        Self::over(file, index, positions.iter().copied())
+    }
+
+    /// Like [`Self::new`] for positions given one at a time (a conversation kept as a
+    /// [`crate::session::PositionSet`]).
+    pub fn over(
+        file: R,
+        index: &'a SessionIndex,
+        positions: impl ExactSizeIterator<Item = u32> + 'a,
+    ) -> EntryReader<'a, R> {
         EntryReader {
             reader: BufReader::with_capacity(READ_BUFFER_BYTES, file),
             index,
-            positions: positions.iter(),
+            positions: Box::new(positions),
             at: None,
             buf: Vec::new(),
             failed: false,
@@ -122,16 +132,12 @@ impl<'a, R: Read + Seek> EntryReader<'a, R> {
         self.read_line(pos)?;
         let text = simdutf8::basic::from_utf8(&self.buf).map_err(|_| HistoryError::Changed)?;
         let entry = Entry::from_line(text).map_err(|_| HistoryError::Changed)?;
-        let id = self.index.id(pos);
-        if entry.id != *id {
+        if !self.index.is_id_of(pos, &entry.id, &self.buf) {
             return Err(HistoryError::Changed);
         }
+        let id: Arc<str> = Arc::from(entry.id.as_str());
         let raw = RawValue::from_string(text.to_owned()).map_err(|_| HistoryError::Changed)?;
-        Ok(HistoryItem {
-            id: Arc::from(&*id),
-            entry,
-            raw,
-        })
+        Ok(HistoryItem { id, entry, raw })
     }
 }
 
@@ -142,7 +148,7 @@ impl<R: Read + Seek> Iterator for EntryReader<'_, R> {
         if self.failed {
             return None;
         }
-        let pos = *self.positions.next()?;
+        let pos = self.positions.next()?;
         let item = self.read_one(pos);
         if item.is_err() {
             self.at = None;
@@ -207,7 +213,8 @@ pub fn check_raw_line<'l>(
     // line, so what passes is one well-formed JSON object.
     let envelope: Envelope<'_> =
         super::format::from_str_deep(text).map_err(|_| HistoryError::Changed)?;
-    if *envelope.id != *index.id(pos) || envelope.kind != index.entry(pos).kind().as_str() {
+    if !index.is_id_of(pos, &envelope.id, line) || envelope.kind != index.entry(pos).kind().as_str()
+    {
         return Err(HistoryError::Changed);
     }
     Ok(text)
@@ -229,7 +236,7 @@ impl<R: Read + Seek> RawEntries<'_, R> {
         if self.inner.failed {
             return None;
         }
-        let pos = *self.inner.positions.next()?;
+        let pos = self.inner.positions.next()?;
         let read = self.inner.read_line(pos);
         let r = &mut self.inner;
         let line = read.and_then(|()| {
@@ -242,11 +249,15 @@ impl<R: Read + Seek> RawEntries<'_, R> {
             }
         });
         match line {
-            Ok(json) => Some(Ok(RawLine {
-                pos,
-                id: r.index.id(pos),
-                json,
-            })),
+            // Checked or trusted, the line holds the entry's id where the scan saw it.
+            Ok(json) => match r.index.id_in_line(pos, json.as_bytes()) {
+                Some(id) => Some(Ok(RawLine { pos, id, json })),
+                None => {
+                    r.at = None;
+                    r.failed = true;
+                    Some(Err(HistoryError::Changed))
+                }
+            },
             Err(e) => {
                 r.at = None;
                 r.failed = true;

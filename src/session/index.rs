@@ -17,7 +17,11 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::fs::File;
 use std::hash::BuildHasher;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use hashbrown::HashTable;
 use std::sync::Arc;
@@ -143,6 +147,66 @@ pub struct IndexEntry {
     aux: u32,
 }
 
+/// Bits of a lean index's fingerprint (see [`LeanIds`]); the rest of the id word holds the
+/// kind, the id's length and where it sits in its line.
+pub(crate) const FP_BITS: u32 = 28;
+/// Bits of the id's byte offset in its line (a line is at most 2^20 bytes).
+const ID_AT_BITS: u32 = 20;
+/// Flag (in a lean index's id word): the id is kept in [`LeanIds::escaped`].
+const ESCAPED_BIT: u32 = 55;
+/// Ids of the last entries a lean scan added, kept exactly: a parent is almost always one
+/// of them, so lookups during a scan seldom read the file.
+const RECENT_IDS: usize = 32;
+
+/// Where a lean index finds its ids: in the file it was scanned from.
+///
+/// A lean index keeps no id bytes: each entry's id word holds a 28-bit fingerprint of the id,
+/// its length and its byte offset inside the entry's line (ids are plain ASCII there unless
+/// written with JSON escapes; such rare ids are kept exactly in `escaped`). A lookup compares
+/// fingerprints first and confirms every match against the exact id: from `recent` during
+/// the scan, else read back from the file (`pread`, the file's position untouched). So
+/// answers are exact; a fingerprint collision only costs a read.
+struct LeanIds {
+    file: File,
+    escaped: FastMap<u32, Box<str>>,
+    /// Ring of (position, id) for the last [`RECENT_IDS`] entries.
+    recent: Vec<(u32, Box<str>)>,
+    /// A read that confirms an id failed: the scan reports it as an I/O error.
+    failed: AtomicBool,
+    /// The fingerprint's bits: `(1 << FP_BITS) - 1`, fewer in tests that force collisions.
+    fp_mask: u64,
+}
+
+impl LeanIds {
+    /// Whether the entry at `pos` has exactly the id `wanted` (whose length and fingerprint
+    /// already match). A failed read counts as "no" and marks the index failed.
+    fn confirms(&self, pos: u32, e: &IndexEntry, wanted: &[u8]) -> bool {
+        if e.lean_escaped() {
+            return self
+                .escaped
+                .get(&pos)
+                .is_some_and(|id| id.as_bytes() == wanted);
+        }
+        if let Some((p, id)) = self.recent.get(pos as usize % RECENT_IDS)
+            && *p == pos
+        {
+            return id.as_bytes() == wanted;
+        }
+        let (len, at) = e.lean_span();
+        let mut buf = [0u8; MAX_ID_LEN];
+        match self
+            .file
+            .read_exact_at(&mut buf[..len], e.offset() + at as u64)
+        {
+            Ok(()) => buf[..len] == *wanted,
+            Err(_) => {
+                self.failed.store(true, Ordering::Relaxed);
+                false
+            }
+        }
+    }
+}
+
 /// Hash map with a fast, DoS-resistant (per-process seeded) hasher.
 pub type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
@@ -171,6 +235,8 @@ pub struct SessionIndex {
     pub(crate) tail: Option<TailInfo>,
     pub(crate) diagnostics: Vec<Diagnostic>,
     pub(crate) diagnostics_total: u64,
+    /// Set for a lean index (ids read back from the file); `None`: ids kept in the arenas.
+    lean: Option<Box<LeanIds>>,
 }
 
 impl std::fmt::Debug for SessionIndex {
@@ -185,9 +251,34 @@ impl std::fmt::Debug for SessionIndex {
     }
 }
 
+/// An id in the stored form of one index, hashed with that index's hasher: made once per
+/// line by the scanner ([`SessionIndex::key`]) and used for the duplicate check, the insert
+/// and nothing else, so an id is packed and hashed once, not once per lookup.
+#[derive(Debug, Clone)]
+pub(crate) struct IdKey {
+    /// Lean index: the id's fingerprint (0 otherwise).
+    fp: u64,
+    packed: bool,
+    /// Length of the id in characters.
+    id_len: u8,
+    /// Length of the stored form in `buf`.
+    stored_len: u8,
+    buf: [u8; MAX_ID_LEN],
+    hash: u64,
+}
+
+impl IdKey {
+    fn stored(&self) -> StoredId<'_> {
+        (self.packed, &self.buf[..usize::from(self.stored_len)])
+    }
+}
+
 /// What the scanner knows about an entry it is adding.
 pub(crate) struct NewEntry<'a> {
     pub id: &'a str,
+    pub key: &'a IdKey,
+    /// Byte offset of the id's text in the line, when the line holds it without escapes.
+    pub id_at: Option<usize>,
     pub kind: EntryKind,
     pub parent: Option<u32>,
     pub line: u64,
@@ -234,6 +325,29 @@ impl IndexEntry {
     fn id_len(&self) -> usize {
         (self.id >> 48 & 0xFF) as usize
     }
+
+    /// Lean index: the id's fingerprint.
+    fn lean_fp(&self) -> u64 {
+        self.id & ((1 << FP_BITS) - 1)
+    }
+
+    /// Lean index: whether the id is kept in [`LeanIds::escaped`].
+    fn lean_escaped(&self) -> bool {
+        self.id >> ESCAPED_BIT & 1 == 1
+    }
+
+    /// Lean index: the id's length and its byte offset in the line.
+    fn lean_span(&self) -> (usize, usize) {
+        let len = (self.id >> (FP_BITS + ID_AT_BITS) & 0x7F) as usize + 1;
+        let at = (self.id >> FP_BITS & ((1 << ID_AT_BITS) - 1)) as usize;
+        (len, at)
+    }
+}
+
+/// The table hash of a lean index's fingerprint (spread over all 64 bits, so the table's
+/// bucket and tag bits both vary).
+fn lean_hash(fp: u64) -> u64 {
+    fp.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ fp
 }
 
 /// An id in its stored form: packed or not, and its bytes.
@@ -371,26 +485,45 @@ impl SessionIndex {
         }
         // The scanner only indexes ids that match the grammar (at most 128 characters).
         debug_assert!(!e.id.is_empty() && e.id.len() <= MAX_ID_LEN);
+        debug_assert!(usize::from(e.key.id_len) == e.id.len());
         debug_assert!(e.offset <= MAX_INDEXED_OFFSET);
-        let mut buf = [0u8; MAX_ID_LEN];
-        let (packed, start) = match pack_id(e.id, &mut buf) {
-            Some(n) => {
-                let start = self.packed_arena.len();
-                self.packed_arena.extend_from_slice(&buf[..n]);
-                (true, start)
+        let word = match self.lean.as_deref_mut() {
+            Some(lean) => {
+                let at = e.id_at.filter(|&at| at < 1 << ID_AT_BITS);
+                if at.is_none() {
+                    lean.escaped.insert(me, Box::from(e.id));
+                }
+                let recent = (me, Box::from(e.id));
+                match lean.recent.get_mut(me as usize % RECENT_IDS) {
+                    Some(slot) => *slot = recent,
+                    None => lean.recent.push(recent),
+                }
+                e.key.fp
+                    | (at.unwrap_or(0) as u64) << FP_BITS
+                    | (e.id.len() as u64 - 1) << (FP_BITS + ID_AT_BITS)
+                    | u64::from(at.is_none()) << ESCAPED_BIT
+                    | (e.kind as u64) << 56
             }
             None => {
-                let start = self.id_arena.len();
-                self.id_arena.push_str(e.id);
-                (false, start)
+                let (packed, bytes) = e.key.stored();
+                let start = if packed {
+                    let start = self.packed_arena.len();
+                    self.packed_arena.extend_from_slice(bytes);
+                    start
+                } else {
+                    let start = self.id_arena.len();
+                    self.id_arena.push_str(e.id);
+                    start
+                };
+                start as u64
+                    | u64::from(packed) << ID_START_BITS
+                    | (e.id.len() as u64) << 48
+                    | (e.kind as u64) << 56
             }
         };
         self.entries.push(IndexEntry {
             span: e.offset << LEN_BITS | e.len as u64,
-            id: start as u64
-                | u64::from(packed) << ID_START_BITS
-                | (e.id.len() as u64) << 48
-                | (e.kind as u64) << 56,
+            id: word,
             parent: e.parent.unwrap_or(NONE),
             depth,
             jump,
@@ -402,13 +535,15 @@ impl SessionIndex {
             &self.packed_arena,
             &self.hasher,
         );
-        let hash = hash_stored(
-            hasher,
-            stored_id(&entries[me as usize], arena, packed_arena),
-        );
-        self.by_id.insert_unique(hash, me, |&p| {
-            hash_stored(hasher, stored_id(&entries[p as usize], arena, packed_arena))
-        });
+        if self.lean.is_some() {
+            self.by_id.insert_unique(e.key.hash, me, |&p| {
+                lean_hash(entries[p as usize].lean_fp())
+            });
+        } else {
+            self.by_id.insert_unique(e.key.hash, me, |&p| {
+                hash_stored(hasher, stored_id(&entries[p as usize], arena, packed_arena))
+            });
+        }
         me
     }
 
@@ -429,7 +564,109 @@ impl SessionIndex {
         &self.entries[pos as usize]
     }
     /// The id of the entry at `pos` (borrowed unless it was stored packed).
+    ///
+    /// A lean index ([`Self::is_lean`]) reads it back from its file and gives an empty id if
+    /// that read fails: callers of a lean index use [`Self::try_id`] or
+    /// [`Self::id_in_line`].
     pub fn id(&self, pos: u32) -> Cow<'_, str> {
+        match self.lean {
+            None => self.kept_id(pos),
+            Some(_) => self.try_id(pos).unwrap_or(Cow::Borrowed("")),
+        }
+    }
+    /// The id of the entry at `pos`; only a lean index can fail (reading its file).
+    pub fn try_id(&self, pos: u32) -> io::Result<Cow<'_, str>> {
+        let Some(lean) = self.lean.as_deref() else {
+            return Ok(self.kept_id(pos));
+        };
+        let e = self.entry(pos);
+        if e.lean_escaped() {
+            return lean
+                .escaped
+                .get(&pos)
+                .map(|id| Cow::Borrowed(&**id))
+                .ok_or_else(|| io::Error::other("lean index: escaped id missing"));
+        }
+        let (len, at) = e.lean_span();
+        let mut buf = vec![0u8; len];
+        lean.file.read_exact_at(&mut buf, e.offset() + at as u64)?;
+        // What was read must still be the id the scan saw (else the file changed).
+        if self.lean_fp_of(&buf) != e.lean_fp() {
+            return Err(io::Error::from(io::ErrorKind::InvalidData));
+        }
+        String::from_utf8(buf)
+            .map(Cow::Owned)
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidData))
+    }
+    /// The id of the entry at `pos`, given its `line` as read back from the file: a lean
+    /// index takes it from where the scan saw it in the line (`None` if the line is too
+    /// short for that), any other index gives [`Self::id`]. Callers still compare it with
+    /// the line's parsed id when the file may have changed.
+    pub fn id_in_line<'a>(&'a self, pos: u32, line: &'a [u8]) -> Option<Cow<'a, str>> {
+        let Some(lean) = self.lean.as_deref() else {
+            return Some(self.kept_id(pos));
+        };
+        let e = self.entry(pos);
+        if e.lean_escaped() {
+            return lean.escaped.get(&pos).map(|id| Cow::Borrowed(&**id));
+        }
+        let (len, at) = e.lean_span();
+        let bytes = line.get(at..at + len)?;
+        std::str::from_utf8(bytes).ok().map(Cow::Borrowed)
+    }
+    /// Whether `id`, parsed from `line` (the line read back for `pos`), is the entry's id:
+    /// for a lean index, it must also be the text where the scan saw the id in the line
+    /// (so [`Self::id_in_line`] gives it) and have the entry's fingerprint.
+    pub fn is_id_of(&self, pos: u32, id: &str, line: &[u8]) -> bool {
+        if self.lean.is_none() {
+            return *self.kept_id(pos) == *id;
+        }
+        let e = self.entry(pos);
+        id.len() <= MAX_ID_LEN
+            && e.lean_span().0 == id.len()
+            && self.lean_fp_of(id.as_bytes()) == e.lean_fp()
+            && self.id_in_line(pos, line).is_some_and(|at| *at == *id)
+    }
+    /// Whether this index keeps no ids and reads them back from its file
+    /// ([`crate::session::validate::scan_file_lean`]).
+    pub fn is_lean(&self) -> bool {
+        self.lean.is_some()
+    }
+    /// A lean index's reads that confirm ids all succeeded.
+    pub(crate) fn lean_failed(&self) -> bool {
+        self.lean
+            .as_deref()
+            .is_some_and(|l| l.failed.load(Ordering::Relaxed))
+    }
+    /// An empty lean index whose ids are read back from `file`, with fingerprints of
+    /// `fp_bits` bits (at most [`FP_BITS`]; fewer only to force collisions in tests).
+    pub(crate) fn lean(file: File, fp_bits: u32) -> SessionIndex {
+        SessionIndex {
+            lean: Some(Box::new(LeanIds {
+                file,
+                escaped: FastMap::default(),
+                recent: Vec::with_capacity(RECENT_IDS),
+                failed: AtomicBool::new(false),
+                fp_mask: (1 << fp_bits.min(FP_BITS)) - 1,
+            })),
+            ..SessionIndex::default()
+        }
+    }
+    /// A lean index's fingerprint of an id.
+    fn lean_fp_of(&self, id: &[u8]) -> u64 {
+        let mask = self.lean.as_deref().map_or(0, |l| l.fp_mask);
+        self.hasher.hash_one(id) & mask
+    }
+    /// Bytes held for ids: the arenas and, in a lean index, the escaped ids.
+    pub fn id_bytes(&self) -> usize {
+        self.id_arena.len()
+            + self.packed_arena.len()
+            + self
+                .lean
+                .as_deref()
+                .map_or(0, |l| l.escaped.values().map(|id| id.len()).sum())
+    }
+    fn kept_id(&self, pos: u32) -> Cow<'_, str> {
         let e = self.entry(pos);
         let start = e.id_start();
         if e.id_packed() {
@@ -445,19 +682,67 @@ impl SessionIndex {
     }
     /// The position of the entry with this id.
     pub fn position(&self, id: &str) -> Option<u32> {
+        self.position_of(&self.key(id)?)
+    }
+    /// `id` in this index's stored form, hashed; `None` for an id no entry can have (empty
+    /// or longer than the grammar allows).
+    pub(crate) fn key(&self, id: &str) -> Option<IdKey> {
         if id.is_empty() || id.len() > MAX_ID_LEN {
             return None;
         }
-        let mut buf = [0u8; MAX_ID_LEN];
-        let wanted: StoredId<'_> = match pack_id(id, &mut buf) {
-            Some(n) => (true, &buf[..n]),
-            None => (false, id.as_bytes()),
+        if self.lean.is_some() {
+            let mut key = IdKey {
+                fp: self.lean_fp_of(id.as_bytes()),
+                packed: false,
+                id_len: id.len() as u8,
+                stored_len: id.len() as u8,
+                buf: [0u8; MAX_ID_LEN],
+                hash: 0,
+            };
+            key.buf[..id.len()].copy_from_slice(id.as_bytes());
+            key.hash = lean_hash(key.fp);
+            return Some(key);
+        }
+        let mut key = IdKey {
+            fp: 0,
+            packed: false,
+            id_len: id.len() as u8,
+            stored_len: 0,
+            buf: [0u8; MAX_ID_LEN],
+            hash: 0,
         };
-        let hash = hash_stored(&self.hasher, wanted);
+        match pack_id(id, &mut key.buf) {
+            Some(n) => {
+                key.packed = true;
+                key.stored_len = n as u8;
+            }
+            None => {
+                key.buf[..id.len()].copy_from_slice(id.as_bytes());
+                key.stored_len = id.len() as u8;
+            }
+        }
+        key.hash = hash_stored(&self.hasher, key.stored());
+        Some(key)
+    }
+    /// The position of the entry whose id `key` holds (made by this index's [`Self::key`]).
+    pub(crate) fn position_of(&self, key: &IdKey) -> Option<u32> {
+        let wanted = key.stored();
+        if let Some(lean) = self.lean.as_deref() {
+            return self
+                .by_id
+                .find(key.hash, |&p| {
+                    let e = &self.entries[p as usize];
+                    e.lean_fp() == key.fp
+                        && e.lean_span().0 == usize::from(key.id_len)
+                        && lean.confirms(p, e, wanted.1)
+                })
+                .copied();
+        }
         self.by_id
-            .find(hash, |&p| {
+            .find(key.hash, |&p| {
                 let e = &self.entries[p as usize];
-                e.id_len() == id.len() && stored_id(e, &self.id_arena, &self.packed_arena) == wanted
+                e.id_len() == usize::from(key.id_len)
+                    && stored_id(e, &self.id_arena, &self.packed_arena) == wanted
             })
             .copied()
     }

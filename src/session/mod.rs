@@ -35,9 +35,11 @@ pub mod validate;
 
 pub use diag::{Code, Diagnostic};
 pub use index::{EntryKind, IndexEntry, SessionIndex};
-pub use project::{LeafSelector, ProjectError, Projection, project, project_conversation};
+pub use project::{
+    LeafSelector, PositionSet, ProjectError, Projection, project, project_conversation,
+};
 pub use store::{Continuation, SessionHandle, Store, StoreError};
-pub use validate::{Scanner, scan_bytes, scan_path, scan_reader};
+pub use validate::{Scanner, scan_bytes, scan_file_lean, scan_path, scan_reader};
 
 use std::path::{Path, PathBuf};
 

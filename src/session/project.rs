@@ -111,7 +111,7 @@ pub fn project(index: &SessionIndex, leaf: &LeafSelector) -> Result<Projection, 
 pub fn project_conversation(
     index: &SessionIndex,
     leaf: &LeafSelector,
-) -> Result<(Option<u32>, Vec<u32>), ProjectError> {
+) -> Result<(Option<u32>, PositionSet), ProjectError> {
     if !index.is_authoritative() {
         return Err(ProjectError::NotAuthoritative);
     }
@@ -121,7 +121,7 @@ pub fn project_conversation(
         LeafSelector::Id(id) => Some(index.position(id).ok_or(ProjectError::LeafNotFound)?),
     };
     let mut removed = HashSet::new();
-    let mut conversation = Vec::new();
+    let mut conversation = PositionSet::new(index.len());
     let mut cursor = leaf;
     while let Some(pos) = cursor {
         let e = index.entry(pos);
@@ -130,10 +130,86 @@ pub fn project_conversation(
         } else if matches!(e.kind(), EntryKind::Message | EntryKind::CustomMessage)
             && !removed.contains(&pos)
         {
-            conversation.push(pos);
+            conversation.insert(pos);
         }
         cursor = e.parent();
     }
-    conversation.reverse();
     Ok((leaf, conversation))
 }
+
+/// A set of positions of one index, one bit per entry, iterated in ascending order. A path's
+/// positions ascend from the root to the leaf (a parent is always on an earlier line), so a
+/// conversation kept this way iterates in path order: 1 bit per entry of the file instead of
+/// 32 per entry of the conversation.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PositionSet {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl PositionSet {
+    /// An empty set for an index of `entries` entries.
+    pub fn new(entries: usize) -> PositionSet {
+        PositionSet {
+            words: vec![0; entries.div_ceil(64)],
+            len: 0,
+        }
+    }
+    /// Adds `pos` (which must be below the index's length).
+    pub fn insert(&mut self, pos: u32) {
+        let (w, bit) = (pos as usize / 64, 1u64 << (pos % 64));
+        if self.words.len() <= w {
+            self.words.resize(w + 1, 0);
+        }
+        if self.words[w] & bit == 0 {
+            self.words[w] |= bit;
+            self.len += 1;
+        }
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// The positions, ascending.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = u32> + '_ {
+        SetIter {
+            words: &self.words,
+            at: 0,
+            word: self.words.first().copied().unwrap_or(0),
+            left: self.len,
+        }
+    }
+    /// The positions, ascending, as a vector.
+    pub fn to_vec(&self) -> Vec<u32> {
+        self.iter().collect()
+    }
+}
+
+struct SetIter<'a> {
+    words: &'a [u64],
+    /// Index of the word `word` holds the unvisited bits of.
+    at: usize,
+    word: u64,
+    left: usize,
+}
+
+impl Iterator for SetIter<'_> {
+    type Item = u32;
+    fn next(&mut self) -> Option<u32> {
+        while self.word == 0 {
+            self.at += 1;
+            self.word = *self.words.get(self.at)?;
+        }
+        let bit = self.word.trailing_zeros();
+        self.word &= self.word - 1;
+        self.left -= 1;
+        Some((self.at * 64) as u32 + bit)
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for SetIter<'_> {}

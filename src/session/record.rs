@@ -1,9 +1,12 @@
 //! Record level: turning the bytes of one line into a JSON object, or a [`Code`].
 //!
 //! Invariants:
-//! - Size, UTF-8, nesting depth and surrogate checks run on the raw bytes *before* any tree
-//!   is built, so a hostile line can neither exhaust memory beyond [`MAX_RECORD_BYTES`] nor
-//!   recurse deeper than [`MAX_DEPTH`] containers.
+//! - A hostile line can neither exhaust memory beyond [`MAX_RECORD_BYTES`] nor recurse deeper
+//!   than [`MAX_DEPTH`] containers: the size is checked before anything is read, and the
+//!   parser refuses a container deeper than [`MAX_DEPTH`] before it descends into it.
+//! - A record is parsed once on the way in. Only a record that fails that parse is
+//!   classified by the byte-level checks ([`prescan`]: depth, lone surrogates) and the
+//!   classifying parse, so each rejection has the same code whichever path found it.
 //! - Objects never silently drop a repeated key: a duplicate is [`Code::RecordDuplicateKey`].
 //! - Nothing here allocates in proportion to anything but the record itself.
 
@@ -210,8 +213,24 @@ pub fn get<'v, 'a>(m: &'v Obj<'a>, key: &str) -> Option<&'v Json<'a>> {
     m.iter().find(|(k, _)| k == key).map(|(_, v)| v)
 }
 
-/// Parses one record into its top-level object's members after [`prescan`].
+/// Parses one record into its top-level object's members.
+///
+/// A record that is valid UTF-8 is parsed first with the depth bounded by the parser itself
+/// ([`StrictSeed`] refuses a container deeper than [`MAX_DEPTH`] before descending into it,
+/// and serde_json refuses lone surrogate escapes in every string it reads), so a record that
+/// parses there would have passed [`prescan`] too. Any failure, and any record that is not
+/// UTF-8, takes the full path: [`prescan`] first, then [`parse_strict`], so every rejection
+/// keeps exactly the code it had.
 pub fn parse_record(bytes: &[u8]) -> Result<Vec<(Cow<'_, str>, Json<'_>)>, Code> {
+    if bytes.len() <= MAX_RECORD_BYTES
+        && let Ok(text) = simdutf8::basic::from_utf8(bytes)
+        && let Ok(value) = parse_bounded(text)
+    {
+        return match value {
+            Json::Object(map) => Ok(map),
+            _ => Err(Code::RecordNotObject),
+        };
+    }
     prescan(bytes)?;
     if bytes.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
         return Err(Code::RecordBlankLine);
@@ -250,6 +269,22 @@ pub fn parse_strict(bytes: &[u8]) -> Result<Json<'_>, Code> {
     })
 }
 
+/// The fast path of [`parse_record`]: one parse with the depth bounded as it goes. Any error
+/// (syntax, a duplicate key, too deep, a lone surrogate) is only "not here": the caller
+/// classifies it on the full path.
+fn parse_bounded(text: &str) -> Result<Json<'_>, ()> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    de.disable_recursion_limit();
+    let duplicate = Cell::new(false);
+    StrictSeed {
+        duplicate: &duplicate,
+        depth: 1,
+    }
+    .deserialize(&mut de)
+    .and_then(|v| de.end().map(|()| v))
+    .map_err(|_| ())
+}
+
 fn parse_with<'de, R: serde_json::de::Read<'de>>(
     mut de: serde_json::Deserializer<R>,
     invalid_utf8: impl FnOnce() -> bool,
@@ -258,6 +293,7 @@ fn parse_with<'de, R: serde_json::de::Read<'de>>(
     de.disable_recursion_limit();
     let result = StrictSeed {
         duplicate: &duplicate,
+        depth: 1,
     }
     .deserialize(&mut de)
     .and_then(|v| de.end().map(|()| v));
@@ -272,6 +308,23 @@ fn parse_with<'de, R: serde_json::de::Read<'de>>(
 #[derive(Clone, Copy)]
 struct StrictSeed<'c> {
     duplicate: &'c Cell<bool>,
+    /// Nesting depth of the value this seed reads if it is a container (the record's own
+    /// object is 1); a container deeper than [`MAX_DEPTH`] is refused before its members are
+    /// read, so the parser's recursion stays bounded without serde_json's own limit.
+    depth: usize,
+}
+
+impl StrictSeed<'_> {
+    /// The seed for the members of the container this seed reads.
+    fn inner<E: de::Error>(self) -> Result<Self, E> {
+        if self.depth > MAX_DEPTH {
+            return Err(E::custom("too deep"));
+        }
+        Ok(StrictSeed {
+            depth: self.depth + 1,
+            ..self
+        })
+    }
 }
 
 impl<'de> DeserializeSeed<'de> for StrictSeed<'_> {
@@ -356,16 +409,18 @@ impl<'de> Visitor<'de> for StrictSeed<'_> {
         Ok(Json::Null)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json<'de>, A::Error> {
+        let inner = self.inner()?;
         let mut out = Vec::new();
-        while let Some(v) = seq.next_element_seed(self)? {
+        while let Some(v) = seq.next_element_seed(inner)? {
             out.push(v);
         }
         Ok(Json::Array(out))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'de>, A::Error> {
+        let inner = self.inner()?;
         let mut out = Vec::new();
         while let Some(key) = map.next_key_seed(KeySeed)? {
-            let v = map.next_value_seed(self)?;
+            let v = map.next_value_seed(inner)?;
             out.push((key, v));
         }
         if has_duplicate_keys(&out) {

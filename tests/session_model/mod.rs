@@ -181,7 +181,7 @@ impl<'a> Model<'a> {
 pub fn library_view(index: &SessionIndex, leaf: &LeafSelector) -> Result<View, ProjectError> {
     let p = project(index, leaf)?;
     assert_eq!(
-        persyk::session::project_conversation(index, leaf),
+        persyk::session::project_conversation(index, leaf).map(|(l, c)| (l, c.to_vec())),
         Ok((p.leaf, p.conversation.clone())),
         "project_conversation agrees with project"
     );
