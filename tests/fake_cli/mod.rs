@@ -14,13 +14,18 @@ pub struct FakeProvider {
 
 impl FakeProvider {
     pub fn start(scenario: &str) -> FakeProvider {
+        FakeProvider::start_file(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/scenarios")
+                .join(format!("{scenario}.json")),
+        )
+    }
+
+    /// The fake running the scenario file at `path`.
+    pub fn start_file(path: &Path) -> FakeProvider {
         let mut child = Command::new(env!("CARGO_BIN_EXE_persyk"))
             .args(["fake-provider", "--scenario"])
-            .arg(
-                Path::new(env!("CARGO_MANIFEST_DIR"))
-                    .join("tests/scenarios")
-                    .join(format!("{scenario}.json")),
-            )
+            .arg(path)
             .args(["--port", "0"])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
