@@ -2,6 +2,7 @@
 //! and a fixture with a temp root, the fake provider on loopback and the real backend.
 #![allow(dead_code)]
 
+pub mod shell;
 pub mod x11;
 
 use std::path::PathBuf;
@@ -123,6 +124,27 @@ pub fn fixture(
     mic_seconds: f64,
     edit: impl FnOnce(&mut Settings),
 ) -> Fixture {
+    let effects = Recorded::default();
+    let mut f = fixture_with_effects(
+        fake_scenario,
+        key,
+        mic_seconds,
+        Box::new(effects.clone()),
+        edit,
+    );
+    f.effects = effects;
+    f
+}
+
+/// [`fixture`] with `effects` (the clipboard, notifications, paste) in place of the
+/// recorder; the returned `Fixture::effects` then records nothing.
+pub fn fixture_with_effects(
+    fake_scenario: Option<Scenario>,
+    key: Option<&str>,
+    mic_seconds: f64,
+    effects: Box<dyn Effects>,
+    edit: impl FnOnce(&mut Settings),
+) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("sessions");
     std::fs::create_dir_all(&root).unwrap();
@@ -161,17 +183,10 @@ pub fn fixture(
         waker.clone(),
     )
     .unwrap();
-    let effects = Recorded::default();
-    let ui = PersykUi::new(
-        backend,
-        Box::new(effects.clone()),
-        waker,
-        settings,
-        key.is_some(),
-    );
+    let ui = PersykUi::new(backend, effects, waker, settings, key.is_some());
     Fixture {
         ui,
-        effects,
+        effects: Recorded::default(),
         keys,
         root,
         config,
