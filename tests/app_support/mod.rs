@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod shell;
+pub mod ui;
 pub mod x11;
 
 use std::path::PathBuf;
