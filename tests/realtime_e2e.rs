@@ -21,17 +21,17 @@
 //! Audio is PCM16 LE mono 24 kHz noise over a tone, different in every 100 ms chunk, so a
 //! media reference that points at the wrong range cannot match by accident.
 
+mod fake_cli;
 mod support;
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufRead as _, BufWriter};
-use std::net::SocketAddr;
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use fake_cli::{DumpingFake, scenario_path};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use persyk::capture::{self, FileOptions, Transcription};
@@ -107,12 +107,6 @@ fn write_wav(path: &Path, samples: &[i16]) {
 // ---------------------------------------------------------------------------------------------
 // Scenarios and runs
 // ---------------------------------------------------------------------------------------------
-
-fn scenario_path(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/scenarios")
-        .join(format!("{name}.json"))
-}
 
 fn scenario(name: &str) -> Scenario {
     Scenario::from_file(&scenario_path(name)).expect("scenario parses")
@@ -1705,33 +1699,8 @@ fn cli(name: &str, mode: &str, ms: u64) -> CliRun {
     let input = tmp.path().join("input.wav");
     let samples = audio(ms, 0x0c11_0c11);
     write_wav(&input, &samples);
-    let mut fake = Command::new(bin)
-        .args(["fake-provider", "--port", "0", "--scenario"])
-        .arg(scenario_path(name))
-        .arg("--dump")
-        .arg(&dump)
-        .arg("--full-audio")
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("run persyk fake-provider");
-    let stdout = fake.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        let mut lines = std::io::BufReader::new(stdout).lines();
-        let _ = tx.send(lines.next());
-        lines.map_while(Result::ok).collect::<Vec<_>>()
-    });
-    let first = rx
-        .recv_timeout(WAIT)
-        .expect("the fake announces its address")
-        .expect("a first line")
-        .expect("read stdout");
-    let addr: SocketAddr = first
-        .split("ws://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("no address in {first:?}"));
+    let fake = DumpingFake::start(&scenario_path(name), &dump, &["--full-audio"], WAIT);
+    let addr = fake.addr;
 
     let root = tmp.path().join("sessions");
     // The settings file's provider section applies to the CLI too (the flags win).
@@ -1752,18 +1721,7 @@ fn cli(name: &str, mode: &str, ms: u64) -> CliRun {
         .stdin(Stdio::null())
         .output()
         .expect("run persyk transcribe");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let fake_status = loop {
-        if let Some(status) = fake.try_wait().expect("wait for the fake") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = fake.kill();
-            panic!("persyk fake-provider did not exit");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let fake_lines = reader.join().expect("reader thread");
+    let (fake_status, fake_lines) = fake.finish(Duration::from_secs(10));
     assert!(fake_status.success(), "{fake_lines:?}");
     assert!(
         fake_lines.iter().all(|l| leak(l.as_bytes(), KEY).is_none()),
