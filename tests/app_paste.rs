@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use app_support::shell::{StateTray, TraySyncs, shell_harness};
 use app_support::x11::{Target, in_xvfb_child, press};
-use app_support::{Fixture, fixture_with_effects, one_utterance};
+use app_support::{Fixture, ToneMic, fixture_with, one_utterance};
 use eframe::egui::{ViewportCommand, ViewportId};
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
@@ -60,11 +60,11 @@ fn app(after: AfterDictationSettings) -> App {
 }
 
 fn app_with(after: AfterDictationSettings, effects: Box<dyn Effects>, no_hotkey: bool) -> App {
-    let Fixture { ui, dir, fake, .. } = fixture_with_effects(
+    let Fixture { ui, dir, fake, .. } = fixture_with(
         Some(one_utterance("paste", SAID)),
         Some("sk-test"),
-        30.0,
-        effects,
+        Arc::new(ToneMic { seconds: 30.0 }),
+        Some(effects),
         |s| s.after_dictation = after,
     );
     let syncs = TraySyncs::default();

@@ -125,25 +125,19 @@ pub fn fixture(
     mic_seconds: f64,
     edit: impl FnOnce(&mut Settings),
 ) -> Fixture {
-    let effects = Recorded::default();
-    let mut f = fixture_with_effects(
-        fake_scenario,
-        key,
-        mic_seconds,
-        Box::new(effects.clone()),
-        edit,
-    );
-    f.effects = effects;
-    f
+    let microphone = Arc::new(ToneMic {
+        seconds: mic_seconds,
+    });
+    fixture_with(fake_scenario, key, microphone, None, edit)
 }
 
-/// [`fixture`] with `effects` (the clipboard, notifications, paste) in place of the
-/// recorder; the returned `Fixture::effects` then records nothing.
-pub fn fixture_with_effects(
+/// [`fixture`] with `microphone`, and with `effects` (the clipboard, notifications, paste)
+/// in place of the recorder if given (the returned `Fixture::effects` then records nothing).
+pub fn fixture_with(
     fake_scenario: Option<Scenario>,
     key: Option<&str>,
-    mic_seconds: f64,
-    effects: Box<dyn Effects>,
+    microphone: Arc<dyn Microphone>,
+    effects: Option<Box<dyn Effects>>,
     edit: impl FnOnce(&mut Settings),
 ) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
@@ -174,9 +168,7 @@ pub fn fixture_with_effects(
         BackendConfig {
             settings_path: Some(config.clone()),
             dev: true,
-            microphone: Arc::new(ToneMic {
-                seconds: mic_seconds,
-            }),
+            microphone,
             keys: keys.clone(),
             replay_factor: 4.0,
         },
@@ -184,10 +176,12 @@ pub fn fixture_with_effects(
         waker.clone(),
     )
     .unwrap();
+    let recorded = Recorded::default();
+    let effects = effects.unwrap_or_else(|| Box::new(recorded.clone()));
     let ui = PersykUi::new(backend, effects, waker, settings, key.is_some());
     Fixture {
         ui,
-        effects: Recorded::default(),
+        effects: recorded,
         keys,
         root,
         config,

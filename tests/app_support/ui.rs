@@ -14,7 +14,7 @@ use persyk::realtime::fake::FakeServer;
 
 use super::{Fixture, MemKeys, Recorded};
 
-/// A guard against hangs only (never a performance threshold).
+/// A guard against hangs only (never a performance threshold): [`UiApp::wait`]'s default.
 pub const WAIT: Duration = Duration::from_secs(30);
 
 /// A [`Fixture`] with its UI in a harness.
@@ -26,6 +26,8 @@ pub struct UiApp {
     pub config: PathBuf,
     pub dir: tempfile::TempDir,
     pub fake: Option<(tokio::runtime::Runtime, FakeServer)>,
+    /// How long [`UiApp::wait_until`] waits before it fails.
+    pub wait: Duration,
 }
 
 impl UiApp {
@@ -42,6 +44,7 @@ impl UiApp {
             config: f.config,
             dir: f.dir,
             fake: f.fake,
+            wait: WAIT,
         }
     }
 
@@ -53,7 +56,7 @@ impl UiApp {
             if done(&self.harness) {
                 return;
             }
-            assert!(start.elapsed() < WAIT, "timed out waiting for {what}");
+            assert!(start.elapsed() < self.wait, "timed out waiting for {what}");
             std::thread::sleep(Duration::from_millis(15));
         }
     }
