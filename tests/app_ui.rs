@@ -33,7 +33,11 @@ fn app_sized(
     mic_seconds: f64,
     height: f32,
 ) -> App {
-    UiApp::new(fixture(fake_scenario, key, mic_seconds, |_| {}), 640.0, height)
+    UiApp::new(
+        fixture(fake_scenario, key, mic_seconds, |_| {}),
+        640.0,
+        height,
+    )
 }
 
 impl App {

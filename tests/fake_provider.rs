@@ -12,9 +12,9 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use fake_cli::{DumpingFake, scenario_path};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
+use fake_cli::{DumpingFake, scenario_path};
 use futures_util::{SinkExt as _, StreamExt as _};
 use persyk::realtime::fake::{
     self, ConnectionEnd, FakeLog, FakeServer, PCM_BYTES_PER_MS, Scenario,

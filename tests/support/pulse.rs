@@ -111,7 +111,9 @@ impl PulseServer {
 
     /// The server's runtime directory (`XDG_RUNTIME_DIR` for its clients).
     pub fn run_dir(&self) -> &Path {
-        self.socket.parent().expect("the socket is in the runtime directory")
+        self.socket
+            .parent()
+            .expect("the socket is in the runtime directory")
     }
 
     pub fn log_text(&self) -> String {
