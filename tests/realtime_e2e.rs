@@ -31,9 +31,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fake_cli::{DumpingFake, scenario_path};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
+use fake_cli::{DumpingFake, scenario_path};
 use persyk::capture::{self, FileOptions, Transcription};
 use persyk::realtime::engine::{
     self, AudioChunk, CaptureLink, EngineHandle, EngineReport, EngineState, EngineView,
@@ -88,20 +88,6 @@ fn pcm(samples: &[i16]) -> Vec<u8> {
 /// The bytes of each append the file pipeline makes of `samples`, in order.
 fn chunks(samples: &[i16]) -> Vec<Vec<u8>> {
     samples.chunks(CHUNK_SAMPLES).map(pcm).collect()
-}
-
-fn write_wav(path: &Path, samples: &[i16]) {
-    let spec = hound::WavSpec {
-        channels: 1,
-        sample_rate: RATE,
-        bits_per_sample: 16,
-        sample_format: hound::SampleFormat::Int,
-    };
-    let mut w = hound::WavWriter::create(path, spec).expect("create input wav");
-    for &s in samples {
-        w.write_sample(s).expect("write input wav");
-    }
-    w.finalize().expect("finalize input wav");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1698,7 +1684,7 @@ fn cli(name: &str, mode: &str, ms: u64) -> CliRun {
     let dump = tmp.path().join(format!("{name}.jsonl"));
     let input = tmp.path().join("input.wav");
     let samples = audio(ms, 0x0c11_0c11);
-    write_wav(&input, &samples);
+    support::write_wav_24k(&input, &samples);
     let fake = DumpingFake::start(&scenario_path(name), &dump, &["--full-audio"], WAIT);
     let addr = fake.addr;
 

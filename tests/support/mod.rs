@@ -90,6 +90,48 @@ pub fn espeak_as_recorded(dir: &Path, name: &str, text: &str) -> Vec<i16> {
     wav_as_recorded(&path)
 }
 
+/// Writes `samples` to `path` as Persyk records: a 24 kHz mono PCM16 WAV.
+pub fn write_wav_24k(path: &Path, samples: &[i16]) {
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: 24_000,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
+    };
+    let mut w = hound::WavWriter::create(path, spec)
+        .unwrap_or_else(|e| panic!("create {}: {e}", path.display()));
+    for &s in samples {
+        w.write_sample(s).expect("write a sample");
+    }
+    w.finalize().expect("finalize the WAV");
+}
+
+/// Every entry line of the `session.jsonl` in folder `session` after the header, parsed.
+pub fn entries(session: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(session.join("session.jsonl"))
+        .expect("read session.jsonl")
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).expect("entry is JSON"))
+        .collect()
+}
+
+/// Deterministic xorshift64* PRNG.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
 /// A path in the repository.
 pub fn repo(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
