@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
-use fake_cli::{DumpingFake, scenario_path};
+use fake_cli::{DumpingFake, scenario, scenario_path};
 use futures_util::{SinkExt as _, StreamExt as _};
 use persyk::realtime::fake::{
     self, ConnectionEnd, FakeLog, FakeServer, PCM_BYTES_PER_MS, Scenario,
@@ -57,10 +57,6 @@ const TESTED: &[&str] = &[
     // Driven through the real app by tests/app_journey.rs.
     "journey",
 ];
-
-fn scenario(name: &str) -> Scenario {
-    Scenario::from_file(&scenario_path(name)).expect("scenario parses")
-}
 
 async fn start(name: &str) -> FakeServer {
     fake::spawn(scenario(name)).await.expect("fake binds")

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
-use fake_cli::{DumpingFake, scenario_path};
+use fake_cli::{DumpingFake, scenario, scenario_path};
 use persyk::capture::{self, FileOptions, Transcription};
 use persyk::realtime::engine::{
     self, AudioChunk, CaptureLink, EngineHandle, EngineReport, EngineState, EngineView,
@@ -93,10 +93,6 @@ fn chunks(samples: &[i16]) -> Vec<Vec<u8>> {
 // ---------------------------------------------------------------------------------------------
 // Scenarios and runs
 // ---------------------------------------------------------------------------------------------
-
-fn scenario(name: &str) -> Scenario {
-    Scenario::from_file(&scenario_path(name)).expect("scenario parses")
-}
 
 fn inline(json: &str) -> Scenario {
     Scenario::from_json(json).expect("inline scenario parses")

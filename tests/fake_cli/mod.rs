@@ -10,11 +10,18 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use persyk::realtime::fake::Scenario;
+
 /// `tests/scenarios/<name>.json`.
 pub fn scenario_path(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/scenarios")
         .join(format!("{name}.json"))
+}
+
+/// `tests/scenarios/<name>.json`, parsed.
+pub fn scenario(name: &str) -> Scenario {
+    Scenario::from_file(&scenario_path(name)).expect("scenario parses")
 }
 
 /// The fake Realtime server running `tests/scenarios/<scenario>.json` on a free port;
