@@ -66,10 +66,11 @@ pub struct Desktop {
     pub bus: String,
     pub pulse: String,
     pub provider_url: String,
-    /// Xvfb and the session bus, killed in reverse order on drop (then the rest).
+    /// Xvfb and the session bus, killed in reverse order on drop.
     children: Vec<Child>,
-    pulse_server: PulseServer,
-    fake: FakeProvider,
+    /// Stopped on drop before the children, the fake first (as started, in reverse).
+    pulse_server: Option<PulseServer>,
+    fake: Option<FakeProvider>,
     watcher: Option<zbus::blocking::Connection>,
     items: Items,
     /// Tray registrations already returned by [`Desktop::wait_tray`].
@@ -172,8 +173,8 @@ impl Desktop {
             pulse,
             provider_url,
             children,
-            pulse_server,
-            fake,
+            pulse_server: Some(pulse_server),
+            fake: Some(fake),
             watcher: Some(watcher),
             items,
             items_seen: Mutex::new(0),
@@ -210,7 +211,10 @@ impl Desktop {
             .env("XDG_CONFIG_HOME", home.join(".config"))
             .env("XDG_DATA_HOME", home.join(".local/share"))
             .env("XDG_CACHE_HOME", home.join(".cache"))
-            .env("XDG_RUNTIME_DIR", self.pulse_server.run_dir())
+            .env(
+                "XDG_RUNTIME_DIR",
+                self.pulse_server.as_ref().expect("running").run_dir(),
+            )
             .env("PERSYK_CONFIG", &config)
             .env("OPENAI_API_KEY", "sk-test")
             .env("RUST_BACKTRACE", "1")
@@ -337,6 +341,8 @@ root.mainloop()
 impl Drop for Desktop {
     fn drop(&mut self) {
         self.watcher.take();
+        self.fake.take();
+        self.pulse_server.take();
         while let Some(mut c) = self.children.pop() {
             let _ = c.kill();
             let _ = c.wait();
