@@ -34,6 +34,8 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use fake_cli::{DumpingFake, scenario, scenario_path};
+// The scenarios script server-VAD turns: `gpt-transcribe` keeps them (see `live_*` tests
+// for the default, client turns).
 use persyk::capture::{self, FileOptions, Transcription};
 use persyk::realtime::engine::{
     self, AudioChunk, CaptureLink, EngineHandle, EngineReport, EngineState, EngineView,
@@ -43,9 +45,10 @@ use persyk::realtime::fake::{self, ConnectionEnd, FakeLog, FakeServer, Scenario}
 use persyk::realtime::protocol::{Mode, Settings};
 use persyk::session::assets::CaptureAsset;
 use persyk::session::format::{EntryBody, Outcome, RecordingFinished, RecordingStarted};
-use persyk::session::store::{Continuation, Roots, new_id};
-use persyk::session::{LeafSelector, SessionIndex, Store, project, scan_path};
+use persyk::session::store::{Continuation, new_id};
+use persyk::session::{LeafSelector, SessionIndex, project, scan_path};
 use serde_json::Value;
+use support::{fake_settings as settings, fresh_session};
 use tokio::sync::watch;
 use tokio::time::timeout;
 
@@ -96,30 +99,6 @@ fn chunks(samples: &[i16]) -> Vec<Vec<u8>> {
 
 fn inline(json: &str) -> Scenario {
     Scenario::from_json(json).expect("inline scenario parses")
-}
-
-/// These scenarios script server-VAD turns: `gpt-transcribe` keeps server VAD (the default
-/// `gpt-live-transcribe` takes client turns; see `live_*` tests).
-fn settings(server: &FakeServer, mode: Mode) -> Settings {
-    Settings {
-        base_url: format!("ws://{}/v1", server.addr),
-        mode,
-        transcription_model: "gpt-transcribe".into(),
-        ..Settings::default()
-    }
-}
-
-/// A fresh store in a temp dir and a new session in it.
-fn fresh_session() -> (tempfile::TempDir, PathBuf, Continuation) {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let roots = Roots::new(tmp.path().join("sessions"), Vec::new()).expect("roots");
-    let store = Store::new(roots);
-    let handle = store.create_session().expect("create session");
-    let dir = handle.dir().to_owned();
-    let continuation = handle
-        .continuation(&LeafSelector::Default)
-        .expect("continuation");
-    (tmp, dir, continuation)
 }
 
 /// One file-pipeline run.

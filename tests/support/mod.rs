@@ -8,6 +8,10 @@ pub mod pulse;
 use std::path::{Path, PathBuf};
 
 use persyk::capture::convert::Converter;
+use persyk::realtime::fake::FakeServer;
+use persyk::realtime::protocol::{Mode, Settings};
+use persyk::session::store::{Continuation, Roots};
+use persyk::session::{LeafSelector, Store};
 
 /// Where `scripts/fetch-test-model` keeps the tiny.en model and jfk.wav.
 pub fn test_model_dir() -> PathBuf {
@@ -129,6 +133,31 @@ impl Rng {
 
     pub fn below(&mut self, n: u64) -> u64 {
         self.next() % n
+    }
+}
+
+/// A fresh store in a temp dir (its `sessions` folder), a new session in it, the session's
+/// folder and a continuation at its default leaf. Keep the temp dir until the end.
+pub fn fresh_session() -> (tempfile::TempDir, PathBuf, Continuation) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = Store::new(Roots::new(tmp.path().join("sessions"), Vec::new()).expect("roots"));
+    let handle = store.create_session().expect("create session");
+    let dir = handle.dir().to_owned();
+    let continuation = handle
+        .continuation(&LeafSelector::Default)
+        .expect("continuation");
+    (tmp, dir, continuation)
+}
+
+/// Realtime settings for the fake provider at `server` in `mode`. The scenarios script
+/// server-VAD turns, which `gpt-transcribe` keeps (the default `gpt-live-transcribe` takes
+/// client turns).
+pub fn fake_settings(server: &FakeServer, mode: Mode) -> Settings {
+    Settings {
+        base_url: format!("ws://{}/v1", server.addr),
+        mode,
+        transcription_model: "gpt-transcribe".into(),
+        ..Settings::default()
     }
 }
 
