@@ -3,8 +3,6 @@
 //! The engine runs against the real fake provider (`persyk::realtime::fake`) over loopback
 //! websockets and writes a real session folder; the CLI tests run the real binary.
 
-#[path = "../fake_cli/mod.rs"]
-mod fake_cli;
 #[path = "../support/mod.rs"]
 mod support;
 
@@ -546,7 +544,8 @@ fn issue16_rejected_removal_is_not_an_unconfirmed_intent() {
     let rt = runtime();
     let (_tmp, _dir, continuation) = fresh_session();
     let handle = continuation.handle().clone();
-    let scenario = fake_cli::scenario("delete-reject");
+    let scenario = Scenario::from_file(&support::repo("tests/scenarios/delete-reject.json"))
+        .expect("scenario");
     let (outcome, report) = rt.block_on(async {
         let server = fake::spawn(scenario).await.expect("fake");
         let engine = engine::start(
@@ -693,7 +692,8 @@ fn issue16_removal_proof_survives_a_failed_message_removed() {
     let continuation = handle
         .continuation(&LeafSelector::Default)
         .expect("continuation");
-    let scenario = fake_cli::scenario("delete-ack");
+    let scenario =
+        Scenario::from_file(&support::repo("tests/scenarios/delete-ack.json")).expect("scenario");
     let (target, outcome) = rt.block_on(async {
         let server = fake::spawn(scenario).await.expect("fake");
         let engine = engine::start(
