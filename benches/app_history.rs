@@ -21,18 +21,15 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use eframe::egui;
 use eframe::egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
-use persyk::app::backend::{BackendConfig, BackendHandle};
-use persyk::app::model::Waker;
 use persyk::app::ui::PersykUi;
 use persyk::settings::Settings;
-use support::app::{BenchKeys, NoEffects, NoMic};
+use support::app::ui_with;
 
 const SCROLL_FRAMES: usize = 400;
 const SCROLL_POINTS: f32 = 600.0;
@@ -50,20 +47,7 @@ fn root_for(messages: u64) -> PathBuf {
 fn harness(root: &Path) -> Harness<'static, PersykUi> {
     let mut settings = Settings::default();
     settings.sessions.directory = Some(root.to_path_buf());
-    let waker = Waker::new();
-    let backend = BackendHandle::spawn(
-        BackendConfig {
-            settings_path: None,
-            dev: true,
-            microphone: Arc::new(NoMic),
-            keys: Arc::new(BenchKeys),
-            replay_factor: 0.0,
-        },
-        settings.clone(),
-        waker.clone(),
-    )
-    .expect("backend");
-    let ui = PersykUi::new(backend, Box::new(NoEffects), waker, settings, true);
+    let ui = ui_with(settings);
     // The generated text has emoji the test fonts lack: draw them as boxes, as a window
     // without an emoji font would.
     Harness::builder()

@@ -9,50 +9,22 @@
 //!   THEME: light | dark
 //! ```
 
+// The benches' stand-ins: no microphone, a key store with a fixed key, no clipboard.
+#[path = "../benches/support/app.rs"]
+mod stand_ins;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU32;
 
 use eframe::egui;
-use persyk::app::backend::{BackendConfig, BackendHandle, KeyStore, Microphone};
-use persyk::app::effects::Effects;
-use persyk::app::model::{AudioOrigin, Live, Update, Waker};
+use persyk::app::model::{AudioOrigin, Live, Update};
 use persyk::app::shell::{Shell, ShellOptions, TrayPort};
 use persyk::app::tray::TrayState;
-use persyk::app::ui::{Page, PersykUi};
-use persyk::capture::pipeline::SourceKind;
-use persyk::capture::source::AudioSource;
+use persyk::app::ui::Page;
 use persyk::realtime::engine::{EngineState, EngineView, PublishedMessage};
 use persyk::realtime::ordering::Speaker;
 use persyk::settings::Settings;
-
-struct NoMic;
-impl Microphone for NoMic {
-    fn open(&self, _: Option<&str>, _: u32) -> Result<(Box<dyn AudioSource>, SourceKind), String> {
-        Err("example.no-microphone".into())
-    }
-}
-
-struct SampleKey;
-impl KeyStore for SampleKey {
-    fn get(&self) -> Result<String, String> {
-        Ok("sk-sample".into())
-    }
-    fn set(&self, _: &str) -> Result<(), String> {
-        Ok(())
-    }
-    fn delete(&self) -> Result<(), String> {
-        Ok(())
-    }
-}
-
-struct NoEffects;
-impl Effects for NoEffects {
-    fn copy(&mut self, _: &str) -> Result<(), String> {
-        Ok(())
-    }
-    fn notify(&mut self, _: &str, _: &str) {}
-}
 
 /// A menu-bar icon that is not shown (the screenshot is of the window).
 struct NoTray;
@@ -150,20 +122,7 @@ fn main() {
     }
     let mut settings = Settings::default();
     settings.sessions.directory = Some(root.clone());
-    let waker = Waker::new();
-    let backend = BackendHandle::spawn(
-        BackendConfig {
-            settings_path: None,
-            dev: true,
-            microphone: Arc::new(NoMic),
-            keys: Arc::new(SampleKey),
-            replay_factor: 0.0,
-        },
-        settings.clone(),
-        waker.clone(),
-    )
-    .expect("backend");
-    let mut ui = PersykUi::new(backend, Box::new(NoEffects), waker, settings, true);
+    let mut ui = stand_ins::ui_with(settings);
 
     // Kept alive while the window runs: the live transcript's source.
     let mut live_source = None;

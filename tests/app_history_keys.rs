@@ -9,78 +9,28 @@
 mod app_support;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use app_support::{Recorded, fixture};
+use app_support::fixture;
+use app_support::ui::UiApp;
 use eframe::egui::accesskit::Role;
 use eframe::egui::{Event, Key, Modifiers};
-use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
-use persyk::app::ui::{Page, PersykUi};
+use persyk::app::ui::Page;
 use time::format_description::well_known::Rfc3339;
 use time::{Duration as TimeDuration, OffsetDateTime};
 
-struct App {
-    harness: Harness<'static, PersykUi>,
-    effects: Recorded,
-    root: PathBuf,
-    _dir: tempfile::TempDir,
-}
+type App = UiApp;
 
 /// A UI over the real backend whose root holds the sessions `write` puts there first.
 fn app(write: impl FnOnce(&Path)) -> App {
     let f = fixture(None, Some("sk-test-app"), 5.0, |s| {
         write(s.sessions.directory.as_deref().unwrap());
     });
-    let harness = Harness::builder()
-        .with_size(eframe::egui::vec2(640.0, 900.0))
-        .build_ui_state(|ui, state: &mut PersykUi| state.ui(ui), f.ui);
-    App {
-        harness,
-        effects: f.effects,
-        root: f.root,
-        _dir: f.dir,
-    }
+    UiApp::new(f, 640.0, 900.0)
 }
 
 impl App {
-    fn wait_until(&mut self, what: &str, done: impl Fn(&Harness<'static, PersykUi>) -> bool) {
-        let start = Instant::now();
-        loop {
-            self.harness.step();
-            if done(&self.harness) {
-                return;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "timed out waiting for {what}"
-            );
-            std::thread::sleep(Duration::from_millis(15));
-        }
-    }
-
-    fn wait_label(&mut self, text: &str) {
-        let t = text.to_owned();
-        self.wait_until(text, move |h| {
-            h.query_all_by_label_contains(&t).next().is_some()
-        });
-    }
-
-    fn has_label(&self, text: &str) -> bool {
-        self.harness
-            .query_all_by_label_contains(text)
-            .next()
-            .is_some()
-    }
-
-    fn click(&mut self, label: &str) {
-        self.harness
-            .get_by_role_and_label(Role::Button, label)
-            .click();
-        self.harness.step();
-        self.harness.step();
-    }
-
     fn key(&mut self, key: Key) {
         self.harness.key_press(key);
         self.harness.step();
@@ -104,10 +54,6 @@ impl App {
         self.harness.get_by_label("Search history").is_focused()
     }
 
-    fn copies(&self) -> Vec<String> {
-        self.effects.copies.lock().unwrap().clone()
-    }
-
     /// Waits until the copy count reaches `n` (copies of a row go through the backend).
     fn wait_copies(&mut self, n: usize) {
         let copies = self.effects.copies.clone();
@@ -116,10 +62,6 @@ impl App {
 
     fn y_of(&self, label: &str) -> f32 {
         self.harness.get_by_label(label).rect().min.y
-    }
-
-    fn shutdown(mut self) {
-        assert!(self.harness.state_mut().shutdown(Duration::from_secs(30)));
     }
 }
 
@@ -410,15 +352,7 @@ fn issue14_04_the_selected_row_is_scrolled_into_view() {
         }
     });
     let height = 400.0;
-    let harness = Harness::builder()
-        .with_size(eframe::egui::vec2(640.0, height))
-        .build_ui_state(|ui, state: &mut PersykUi| state.ui(ui), f.ui);
-    let mut app = App {
-        harness,
-        effects: f.effects,
-        root: f.root,
-        _dir: f.dir,
-    };
+    let mut app = UiApp::new(f, 640.0, height);
     app.harness.step();
     app.click("Search");
     app.wait_label("Row number 39");

@@ -7,15 +7,15 @@
 mod app_support;
 mod model_server;
 
+use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use app_support::fixture;
+use app_support::ui::UiApp;
 use eframe::egui::accesskit::Role;
-use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use model_server::{MODEL_LEN, Serve, Server, model_byte, serve, sha256_of};
-use persyk::app::ui::{Page, PersykUi};
+use persyk::app::ui::Page;
 use persyk::local::models::{CatalogModel, ModelStore};
 use persyk::settings::{RecognitionEngine, Settings};
 
@@ -41,12 +41,24 @@ fn test_catalog() -> &'static [CatalogModel] {
     )
 }
 
+/// The UI with a model store over the loopback server (see [`app`]).
 struct App {
-    harness: Harness<'static, PersykUi>,
-    config: PathBuf,
+    ui: UiApp,
     models: PathBuf,
-    _dir: tempfile::TempDir,
     _server: Server,
+}
+
+impl Deref for App {
+    type Target = UiApp;
+    fn deref(&self) -> &UiApp {
+        &self.ui
+    }
+}
+
+impl DerefMut for App {
+    fn deref_mut(&mut self) -> &mut UiApp {
+        &mut self.ui
+    }
 }
 
 fn app(key: Option<&str>, script: Vec<Serve>) -> App {
@@ -59,40 +71,14 @@ fn app(key: Option<&str>, script: Vec<Serve>) -> App {
             .with_base_url(&server.url())
             .unwrap(),
     );
-    let harness = Harness::builder()
-        .with_size(eframe::egui::vec2(700.0, 1400.0))
-        .build_ui_state(|ui, state: &mut PersykUi| state.ui(ui), f.ui);
     App {
-        harness,
-        config: f.config,
+        ui: UiApp::new(f, 700.0, 1400.0),
         models,
-        _dir: f.dir,
         _server: server,
     }
 }
 
-const WAIT: Duration = Duration::from_secs(30);
-
 impl App {
-    fn wait_until(&mut self, what: &str, done: impl Fn(&Harness<'static, PersykUi>) -> bool) {
-        let start = Instant::now();
-        loop {
-            self.harness.step();
-            if done(&self.harness) {
-                return;
-            }
-            assert!(start.elapsed() < WAIT, "timed out waiting for {what}");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    fn wait_label(&mut self, text: &str) {
-        let t = text.to_owned();
-        self.wait_until(text, move |h| {
-            h.query_all_by_label_contains(&t).next().is_some()
-        });
-    }
-
     fn wait_button(&mut self, label: &str) {
         let l = label.to_owned();
         self.wait_until(label, move |h| {
@@ -100,13 +86,6 @@ impl App {
                 .next()
                 .is_some()
         });
-    }
-
-    fn has_label(&self, text: &str) -> bool {
-        self.harness
-            .query_all_by_label_contains(text)
-            .next()
-            .is_some()
     }
 
     fn click_nth(&mut self, role: Role, label: &str, n: usize) {
@@ -133,8 +112,8 @@ impl App {
         self.models.join(format!("ggml-{name}.bin"))
     }
 
-    fn shutdown(mut self) {
-        assert!(self.harness.state_mut().shutdown(Duration::from_secs(30)));
+    fn shutdown(self) {
+        self.ui.shutdown();
     }
 }
 

@@ -21,24 +21,22 @@
 
 mod app_support;
 
-use std::sync::Arc;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use app_support::shell::{StateTray, TraySyncs, shell_harness};
 use app_support::x11::{Target, in_xvfb_child, press};
-use app_support::{MemKeys, ToneMic, scenario};
+use app_support::{Fixture, ToneMic, fixture_with, one_utterance};
 use eframe::egui::{ViewportCommand, ViewportId};
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
-use persyk::app::backend::{BackendConfig, BackendHandle};
 use persyk::app::effects::{Delivered, Effects, SystemEffects};
 use persyk::app::model::Waker;
 use persyk::app::paste::{self, PasteAvailability, PasteError, Paster, TextClipboard};
 use persyk::app::shell::{Shell, ShellEvent, ShellOptions, TrayPort};
 use persyk::app::tray::TrayState;
-use persyk::app::ui::PersykUi;
 use persyk::realtime::fake;
-use persyk::settings::{AfterAction, AfterDictationSettings, Settings};
+use persyk::settings::{AfterAction, AfterDictationSettings};
 
 /// A guard against hangs only (never a performance threshold).
 const WAIT: Duration = Duration::from_secs(30);
@@ -46,24 +44,13 @@ const SAID: &str = "Pasted where I was typing.";
 const PREVIOUS: &str = "what the clipboard held before";
 
 // ---------------------------------------------------------------------------------------------
-// Xvfb, the Tk target, the shell.
-
-struct NoTray(Arc<Mutex<Vec<TrayState>>>);
-
-impl TrayPort for NoTray {
-    fn sync(&mut self, state: TrayState, _recording: bool, _can_copy: bool) {
-        let mut v = self.0.lock().unwrap();
-        if v.last() != Some(&state) {
-            v.push(state);
-        }
-    }
-}
+// The shell.
 
 struct App {
     harness: Harness<'static, Shell>,
-    syncs: Arc<Mutex<Vec<TrayState>>>,
+    syncs: TraySyncs,
     _dir: tempfile::TempDir,
-    _fake: (tokio::runtime::Runtime, fake::FakeServer),
+    _fake: Option<(tokio::runtime::Runtime, fake::FakeServer)>,
 }
 
 /// The shell over the real backend, the fake provider (one utterance, `SAID`), a tone as
@@ -73,65 +60,28 @@ fn app(after: AfterDictationSettings) -> App {
 }
 
 fn app_with(after: AfterDictationSettings, effects: Box<dyn Effects>, no_hotkey: bool) -> App {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("sessions");
-    std::fs::create_dir_all(&root).unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let server = rt
-        .block_on(fake::spawn(scenario(&format!(
-            r#"{{"name": "paste", "connections": [{{"utterances": [{{"end_ms": 400,
-                "transcript": "{SAID}", "delay_ms": 50}}], "close_after_commit_ms": 200}}]}}"#
-        ))))
-        .unwrap();
-    let mut settings = Settings::default();
-    settings.sessions.directory = Some(root);
-    // The scenario scripts a server-VAD turn, which `gpt-transcribe` keeps.
-    settings.provider.transcription_model = Some("gpt-transcribe".into());
-    settings.provider.base_url = Some(format!("ws://{}/v1", server.addr));
-    settings.after_dictation = after;
-    let waker = Waker::new();
-    let backend = BackendHandle::spawn(
-        BackendConfig {
-            settings_path: Some(dir.path().join("settings.json")),
-            dev: true,
-            microphone: Arc::new(ToneMic { seconds: 30.0 }),
-            keys: Arc::new(MemKeys(Mutex::new(Some("sk-test".into())))),
-            replay_factor: 4.0,
-        },
-        settings.clone(),
-        waker.clone(),
-    )
-    .unwrap();
-    let ui = PersykUi::new(backend, effects, waker, settings, true);
-    let syncs: Arc<Mutex<Vec<TrayState>>> = Arc::default();
+    let Fixture { ui, dir, fake, .. } = fixture_with(
+        Some(one_utterance("paste", SAID)),
+        Some("sk-test"),
+        Arc::new(ToneMic { seconds: 30.0 }),
+        Some(effects),
+        |s| s.after_dictation = after,
+    );
+    let syncs = TraySyncs::default();
     let tray = syncs.clone();
-    let shell = Shell::with_tray(
-        &eframe::egui::Context::default(),
+    let harness = shell_harness(
         ui,
         ShellOptions {
             no_hotkey,
             ..ShellOptions::default()
         },
-        move |_| Ok(Box::new(NoTray(tray)) as Box<dyn TrayPort>),
+        move |_| Ok(Box::new(StateTray(tray)) as Box<dyn TrayPort>),
     );
-    let harness = Harness::builder()
-        .with_size(eframe::egui::vec2(640.0, 900.0))
-        .build_ui_state(
-            |ui, shell: &mut Shell| {
-                shell.tick(ui.ctx());
-                shell.draw(ui);
-            },
-            shell,
-        );
     App {
         harness,
         syncs,
         _dir: dir,
-        _fake: (rt, server),
+        _fake: fake,
     }
 }
 

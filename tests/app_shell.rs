@@ -11,6 +11,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use app_support::shell::shell_harness;
 use app_support::{Fixture, fixture, one_utterance};
 use eframe::egui::{ViewportCommand, ViewportEvent, ViewportId};
 use egui_kittest::Harness;
@@ -62,9 +63,7 @@ fn shell(f: Fixture, with_tray: bool) -> ShellApp {
     } = f;
     let tray_syncs = syncs.clone();
     let tray_recent = recent.clone();
-    // The shell's own wake-ups go to a context of their own; the test steps the harness.
-    let shell = Shell::with_tray(
-        &eframe::egui::Context::default(),
+    let harness = shell_harness(
         ui,
         ShellOptions {
             hidden: false,
@@ -79,17 +78,7 @@ fn shell(f: Fixture, with_tray: bool) -> ShellApp {
             }
         },
     );
-    let post = shell.poster();
-    // What eframe does each frame: `logic`, then `ui`.
-    let harness = Harness::builder()
-        .with_size(eframe::egui::vec2(640.0, 900.0))
-        .build_ui_state(
-            |ui, shell: &mut Shell| {
-                shell.tick(ui.ctx());
-                shell.draw(ui);
-            },
-            shell,
-        );
+    let post = harness.state().poster();
     ShellApp {
         harness,
         post,

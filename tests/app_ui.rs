@@ -8,29 +8,19 @@
 mod app_support;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use app_support::{MemKeys, Recorded, fixture, one_utterance, scenario};
+use app_support::ui::UiApp;
+use app_support::{fixture, one_utterance, scenario};
 use eframe::egui::accesskit::Role;
-use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
-use persyk::app::ui::{Page, PersykUi};
-use persyk::realtime::fake::{FakeServer, Scenario};
+use persyk::app::ui::Page;
+use persyk::realtime::fake::Scenario;
 use persyk::settings::Settings;
 
 // ---------------------------------------------------------------------------------------------
 // Fixture: a temp root, a fake provider, the UI in a harness.
 
-struct App {
-    harness: Harness<'static, PersykUi>,
-    effects: Recorded,
-    keys: Arc<MemKeys>,
-    root: PathBuf,
-    config: PathBuf,
-    _dir: tempfile::TempDir,
-    _fake: Option<(tokio::runtime::Runtime, FakeServer)>,
-}
+type App = UiApp;
 
 fn app(fake_scenario: Option<Scenario>, key: Option<&str>, mic_seconds: f64) -> App {
     app_sized(fake_scenario, key, mic_seconds, 900.0)
@@ -43,63 +33,18 @@ fn app_sized(
     mic_seconds: f64,
     height: f32,
 ) -> App {
-    let f = fixture(fake_scenario, key, mic_seconds, |_| {});
-    let harness = Harness::builder()
-        .with_size(eframe::egui::vec2(640.0, height))
-        .build_ui_state(|ui, state: &mut PersykUi| state.ui(ui), f.ui);
-    App {
-        harness,
-        effects: f.effects,
-        keys: f.keys,
-        root: f.root,
-        config: f.config,
-        _dir: f.dir,
-        _fake: f.fake,
-    }
+    UiApp::new(
+        fixture(fake_scenario, key, mic_seconds, |_| {}),
+        640.0,
+        height,
+    )
 }
 
-const WAIT: Duration = Duration::from_secs(30);
-
 impl App {
-    /// Steps the UI (other threads are working) until `done` holds.
-    fn wait_until(&mut self, what: &str, done: impl Fn(&Harness<'static, PersykUi>) -> bool) {
-        let start = Instant::now();
-        loop {
-            self.harness.step();
-            if done(&self.harness) {
-                return;
-            }
-            assert!(start.elapsed() < WAIT, "timed out waiting for {what}");
-            std::thread::sleep(Duration::from_millis(15));
-        }
-    }
-
-    fn wait_label(&mut self, text: &str) {
-        let t = text.to_owned();
-        self.wait_until(text, move |h| {
-            h.query_all_by_label_contains(&t).next().is_some()
-        });
-    }
-
-    fn has_label(&self, text: &str) -> bool {
-        self.harness
-            .query_all_by_label_contains(text)
-            .next()
-            .is_some()
-    }
-
     fn buttons(&self, label: &str) -> usize {
         self.harness
             .query_all_by_role_and_label(Role::Button, label)
             .count()
-    }
-
-    fn click(&mut self, label: &str) {
-        self.harness
-            .get_by_role_and_label(Role::Button, label)
-            .click();
-        self.harness.step();
-        self.harness.step();
     }
 
     fn click_nth(&mut self, label: &str, n: usize) {
@@ -131,14 +76,6 @@ impl App {
             .collect();
         v.sort();
         v
-    }
-
-    fn copies(&self) -> Vec<String> {
-        self.effects.copies.lock().unwrap().clone()
-    }
-
-    fn shutdown(mut self) {
-        assert!(self.harness.state_mut().shutdown(Duration::from_secs(30)));
     }
 }
 
@@ -676,18 +613,7 @@ fn legacy_model_warns_and_switches_and_bad_words_are_refused() {
     let f = fixture(None, Some("sk-stored"), 5.0, |s| {
         s.provider.transcription_model = Some("gpt-4o-transcribe".into());
     });
-    let harness = Harness::builder()
-        .with_size(eframe::egui::vec2(640.0, 1400.0))
-        .build_ui_state(|ui, state: &mut PersykUi| state.ui(ui), f.ui);
-    let mut app = App {
-        harness,
-        effects: f.effects,
-        keys: f.keys,
-        root: f.root,
-        config: f.config,
-        _dir: f.dir,
-        _fake: f.fake,
-    };
+    let mut app = UiApp::new(f, 640.0, 1400.0);
     app.harness.step();
     assert!(app.has_label("gpt-4o-transcribe stops working on 2027-02-26"));
     app.harness.state_mut().show_page(Page::Settings);

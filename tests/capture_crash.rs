@@ -2,6 +2,7 @@
 //! recovery fixes the WAV, and every sample up to the last fsync is there, byte for byte.
 
 mod fake_cli;
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -14,13 +15,6 @@ fn persyk() -> Command {
 }
 
 fn input_wav(path: &Path, seconds: u32) -> Vec<i16> {
-    let spec = hound::WavSpec {
-        channels: 1,
-        sample_rate: 24_000,
-        bits_per_sample: 16,
-        sample_format: hound::SampleFormat::Int,
-    };
-    let mut w = hound::WavWriter::create(path, spec).expect("create wav");
     let mut x: u32 = 0x1234_5678;
     let samples: Vec<i16> = (0..24_000 * seconds)
         .map(|_| {
@@ -30,10 +24,7 @@ fn input_wav(path: &Path, seconds: u32) -> Vec<i16> {
             (x >> 20) as i16 - 2048
         })
         .collect();
-    for &s in &samples {
-        w.write_sample(s).expect("write");
-    }
-    w.finalize().expect("finalize");
+    support::write_wav_24k(path, &samples);
     samples
 }
 

@@ -1,6 +1,8 @@
 //! Pre-roll: a warm input hands a recording the last ≤ 500 ms before it started, then the live
 //! frames, with no gap and no repeat.
 
+mod support;
+
 use std::sync::mpsc::sync_channel;
 use std::time::{Duration, Instant};
 
@@ -12,19 +14,9 @@ use persyk::capture::source::{AudioSource, FileSource, SourceEvent};
 fn recording_starts_with_the_last_half_second_and_stays_contiguous() {
     let tmp = tempfile::tempdir().expect("tmp");
     let path = tmp.path().join("ramp.wav");
-    let spec = hound::WavSpec {
-        channels: 1,
-        sample_rate: 24_000,
-        bits_per_sample: 16,
-        sample_format: hound::SampleFormat::Int,
-    };
-    let mut w = hound::WavWriter::create(&path, spec).expect("wav");
     // Each sample encodes its own position, so order and gaps are visible.
     let input: Vec<i16> = (0..24_000 * 4).map(|i| (i % 30_000) as i16).collect();
-    for &s in &input {
-        w.write_sample(s).expect("write");
-    }
-    w.finalize().expect("finalize");
+    support::write_wav_24k(&path, &input);
 
     let source = FileSource::open(&path, 1.0).expect("file source");
     let warm = WarmInput::start(Box::new(source), Duration::from_secs(2)).expect("warm");

@@ -5,16 +5,16 @@
 //! works, validates it with `scripts/validate-realtime-events.py` (install with
 //! `scripts/setup-python`); otherwise it prints a note and skips only that part.
 
+mod fake_cli;
 mod support;
 
-use std::io::BufRead as _;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
+use fake_cli::{DumpingFake, scenario, scenario_path};
 use futures_util::{SinkExt as _, StreamExt as _};
 use persyk::realtime::fake::{
     self, ConnectionEnd, FakeLog, FakeServer, PCM_BYTES_PER_MS, Scenario,
@@ -57,16 +57,6 @@ const TESTED: &[&str] = &[
     // Driven through the real app by tests/app_journey.rs.
     "journey",
 ];
-
-fn scenario_path(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/scenarios")
-        .join(format!("{name}.json"))
-}
-
-fn scenario(name: &str) -> Scenario {
-    Scenario::from_file(&scenario_path(name)).expect("scenario parses")
-}
 
 async fn start(name: &str) -> FakeServer {
     fake::spawn(scenario(name)).await.expect("fake binds")
@@ -920,34 +910,8 @@ async fn planted_secrets() {
 async fn cli_fake_provider() {
     let dir = tempfile::tempdir().expect("tempdir");
     let dump = dir.path().join("cli-normal-dictation.jsonl");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_persyk"))
-        .args(["fake-provider", "--port", "0", "--scenario"])
-        .arg(scenario_path("normal-dictation"))
-        .arg("--dump")
-        .arg(&dump)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("run persyk fake-provider");
-    let stdout = child.stdout.take().expect("stdout");
-    // Read stdout to the end on a thread: the first line announces the address.
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let reader = std::thread::spawn(move || {
-        let mut lines = std::io::BufReader::new(stdout).lines();
-        let _ = tx.send(lines.next());
-        lines.map_while(Result::ok).collect::<Vec<_>>()
-    });
-    let line = timeout(WAIT, rx)
-        .await
-        .expect("the fake announces its address in time")
-        .expect("reader thread")
-        .expect("a first line")
-        .expect("read stdout");
-    let addr: SocketAddr = line
-        .split("ws://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("no address in {line:?}"));
+    let fake = DumpingFake::start(&scenario_path("normal-dictation"), &dump, &[], WAIT);
+    let addr = fake.addr;
 
     let mut c = connect(addr, "intent=transcription", true, None)
         .await
@@ -959,18 +923,7 @@ async fn cli_fake_provider() {
     c.commit().await;
     c.until_closed().await;
 
-    let deadline = Instant::now() + FINISH;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for the fake") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("persyk fake-provider did not exit");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
-    let rest = reader.join().expect("reader thread");
+    let (status, rest) = fake.finish(FINISH);
     assert!(status.success(), "{rest:?}");
     assert!(
         rest.iter().any(|l| l.contains("connection 0: fake_closed")),

@@ -10,7 +10,7 @@
 #![cfg(all(feature = "local", feature = "app", target_os = "linux"))]
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -19,18 +19,9 @@ use serde_json::Value;
 mod support;
 
 use support::pulse::{PulseServer, missing_tools};
-use support::{JFK, test_model_dir, wer};
+use support::{JFK, entries, test_model_dir, wer};
 
 const BIN: &str = env!("CARGO_BIN_EXE_persyk");
-
-fn entries(session: &Path) -> Vec<Value> {
-    std::fs::read_to_string(session.join("session.jsonl"))
-        .expect("session.jsonl")
-        .lines()
-        .skip(1)
-        .map(|l| serde_json::from_str(l).expect("json line"))
-        .collect()
-}
 
 #[test]
 fn dictating_locally_from_the_default_input_gives_a_checked_session_with_the_speech() {

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 mod support;
 
-use support::{JFK, test_model_dir, wer};
+use support::{JFK, entries, test_model_dir, wer};
 
 const BIN: &str = env!("CARGO_BIN_EXE_persyk");
 const RATE: u32 = 24_000;
@@ -58,15 +58,6 @@ fn check(session: &Path) {
     );
 }
 
-fn entries(session: &Path) -> Vec<Value> {
-    std::fs::read_to_string(session.join("session.jsonl"))
-        .expect("session.jsonl")
-        .lines()
-        .skip(1)
-        .map(|l| serde_json::from_str(l).expect("json line"))
-        .collect()
-}
-
 fn messages(entries: &[Value]) -> Vec<&Value> {
     entries
         .iter()
@@ -96,20 +87,6 @@ fn finished(entries: &[Value]) -> &Value {
 /// 24 kHz mono PCM16 from a WAV of any format (the capture converter).
 fn read_24k(path: &Path) -> Vec<i16> {
     support::wav_as_recorded(path)
-}
-
-fn write_24k(path: &Path, samples: &[i16]) {
-    let spec = hound::WavSpec {
-        channels: 1,
-        sample_rate: RATE,
-        bits_per_sample: 16,
-        sample_format: hound::SampleFormat::Int,
-    };
-    let mut w = hound::WavWriter::create(path, spec).expect("create wav");
-    for &s in samples {
-        w.write_sample(s).expect("sample");
-    }
-    w.finalize().expect("finalize");
 }
 
 #[test]
@@ -202,7 +179,7 @@ fn phrases_separated_by_pauses_become_one_message_each_in_speech_order() {
         recording.extend(std::iter::repeat_n(0i16, RATE as usize * 3 / 2));
     }
     let wav = dir.path().join("phrases.wav");
-    write_24k(&wav, &recording);
+    support::write_wav_24k(&wav, &recording);
     let (out, session) = transcribe(dir.path(), &wav, &[]);
     assert_eq!(
         out.status.code(),
@@ -234,7 +211,7 @@ fn phrases_separated_by_pauses_become_one_message_each_in_speech_order() {
 fn a_silent_wav_gives_no_message_and_exit_0() {
     let dir = tempfile::tempdir().expect("tempdir");
     let wav = dir.path().join("silence.wav");
-    write_24k(&wav, &vec![0i16; RATE as usize * 5]);
+    support::write_wav_24k(&wav, &vec![0i16; RATE as usize * 5]);
     let (out, session) = transcribe(dir.path(), &wav, &[]);
     assert_eq!(
         out.status.code(),

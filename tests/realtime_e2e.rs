@@ -21,19 +21,21 @@
 //! Audio is PCM16 LE mono 24 kHz noise over a tone, different in every 100 ms chunk, so a
 //! media reference that points at the wrong range cannot match by accident.
 
+mod fake_cli;
 mod support;
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufRead as _, BufWriter};
-use std::net::SocketAddr;
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
+use fake_cli::{DumpingFake, scenario, scenario_path};
+// The scenarios script server-VAD turns: `gpt-transcribe` keeps them (see `live_*` tests
+// for the default, client turns).
 use persyk::capture::{self, FileOptions, Transcription};
 use persyk::realtime::engine::{
     self, AudioChunk, CaptureLink, EngineHandle, EngineReport, EngineState, EngineView,
@@ -43,9 +45,10 @@ use persyk::realtime::fake::{self, ConnectionEnd, FakeLog, FakeServer, Scenario}
 use persyk::realtime::protocol::{Mode, Settings};
 use persyk::session::assets::CaptureAsset;
 use persyk::session::format::{EntryBody, Outcome, RecordingFinished, RecordingStarted};
-use persyk::session::store::{Continuation, Roots, new_id};
-use persyk::session::{LeafSelector, SessionIndex, Store, project, scan_path};
+use persyk::session::store::{Continuation, new_id};
+use persyk::session::{LeafSelector, SessionIndex, project, scan_path};
 use serde_json::Value;
+use support::{fake_settings as settings, fresh_session};
 use tokio::sync::watch;
 use tokio::time::timeout;
 
@@ -90,60 +93,12 @@ fn chunks(samples: &[i16]) -> Vec<Vec<u8>> {
     samples.chunks(CHUNK_SAMPLES).map(pcm).collect()
 }
 
-fn write_wav(path: &Path, samples: &[i16]) {
-    let spec = hound::WavSpec {
-        channels: 1,
-        sample_rate: RATE,
-        bits_per_sample: 16,
-        sample_format: hound::SampleFormat::Int,
-    };
-    let mut w = hound::WavWriter::create(path, spec).expect("create input wav");
-    for &s in samples {
-        w.write_sample(s).expect("write input wav");
-    }
-    w.finalize().expect("finalize input wav");
-}
-
 // ---------------------------------------------------------------------------------------------
 // Scenarios and runs
 // ---------------------------------------------------------------------------------------------
 
-fn scenario_path(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/scenarios")
-        .join(format!("{name}.json"))
-}
-
-fn scenario(name: &str) -> Scenario {
-    Scenario::from_file(&scenario_path(name)).expect("scenario parses")
-}
-
 fn inline(json: &str) -> Scenario {
     Scenario::from_json(json).expect("inline scenario parses")
-}
-
-/// These scenarios script server-VAD turns: `gpt-transcribe` keeps server VAD (the default
-/// `gpt-live-transcribe` takes client turns; see `live_*` tests).
-fn settings(server: &FakeServer, mode: Mode) -> Settings {
-    Settings {
-        base_url: format!("ws://{}/v1", server.addr),
-        mode,
-        transcription_model: "gpt-transcribe".into(),
-        ..Settings::default()
-    }
-}
-
-/// A fresh store in a temp dir and a new session in it.
-fn fresh_session() -> (tempfile::TempDir, PathBuf, Continuation) {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let roots = Roots::new(tmp.path().join("sessions"), Vec::new()).expect("roots");
-    let store = Store::new(roots);
-    let handle = store.create_session().expect("create session");
-    let dir = handle.dir().to_owned();
-    let continuation = handle
-        .continuation(&LeafSelector::Default)
-        .expect("continuation");
-    (tmp, dir, continuation)
 }
 
 /// One file-pipeline run.
@@ -1704,34 +1659,9 @@ fn cli(name: &str, mode: &str, ms: u64) -> CliRun {
     let dump = tmp.path().join(format!("{name}.jsonl"));
     let input = tmp.path().join("input.wav");
     let samples = audio(ms, 0x0c11_0c11);
-    write_wav(&input, &samples);
-    let mut fake = Command::new(bin)
-        .args(["fake-provider", "--port", "0", "--scenario"])
-        .arg(scenario_path(name))
-        .arg("--dump")
-        .arg(&dump)
-        .arg("--full-audio")
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("run persyk fake-provider");
-    let stdout = fake.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        let mut lines = std::io::BufReader::new(stdout).lines();
-        let _ = tx.send(lines.next());
-        lines.map_while(Result::ok).collect::<Vec<_>>()
-    });
-    let first = rx
-        .recv_timeout(WAIT)
-        .expect("the fake announces its address")
-        .expect("a first line")
-        .expect("read stdout");
-    let addr: SocketAddr = first
-        .split("ws://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("no address in {first:?}"));
+    support::write_wav_24k(&input, &samples);
+    let fake = DumpingFake::start(&scenario_path(name), &dump, &["--full-audio"], WAIT);
+    let addr = fake.addr;
 
     let root = tmp.path().join("sessions");
     // The settings file's provider section applies to the CLI too (the flags win).
@@ -1752,18 +1682,7 @@ fn cli(name: &str, mode: &str, ms: u64) -> CliRun {
         .stdin(Stdio::null())
         .output()
         .expect("run persyk transcribe");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let fake_status = loop {
-        if let Some(status) = fake.try_wait().expect("wait for the fake") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = fake.kill();
-            panic!("persyk fake-provider did not exit");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let fake_lines = reader.join().expect("reader thread");
+    let (fake_status, fake_lines) = fake.finish(Duration::from_secs(10));
     assert!(fake_status.success(), "{fake_lines:?}");
     assert!(
         fake_lines.iter().all(|l| leak(l.as_bytes(), KEY).is_none()),

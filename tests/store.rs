@@ -6,6 +6,8 @@
 //! Contract: `session-format.md` ("Native writes, assets and recovery", "Branches and
 //! context") and `schema-v1.md`.
 
+mod support;
+
 use std::collections::HashSet;
 use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, Write};
@@ -24,6 +26,7 @@ use persyk::session::store::{AckStatus, AppendReport, MAX_PAGE, Roots, TRASH_DIR
 use persyk::session::{LeafSelector, SessionHandle, Store, StoreError, scan_path};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use support::Rng;
 use tempfile::TempDir;
 
 // ---------------------------------------------------------------------------------------------
@@ -106,20 +109,6 @@ fn assert_valid(path: &Path) -> persyk::session::SessionIndex {
         index.diagnostics()
     );
     index
-}
-
-/// Deterministic xorshift64* PRNG.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 /// Kills and reaps a helper process when dropped (also on panic).

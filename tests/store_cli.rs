@@ -10,6 +10,8 @@
 //! before any ack, killed mid-stream, or finished). `PERSYK_CRASH_SEED` changes the
 //! deterministic PRNG seed.
 
+mod support;
+
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -19,6 +21,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::{Rng, entries};
 use tempfile::TempDir;
 
 // ---------------------------------------------------------------------------------------------
@@ -80,16 +83,6 @@ fn assert_check_ok(session: &Path) {
     );
 }
 
-/// Every entry line of `session.jsonl` after the header.
-fn entries(session: &Path) -> Vec<Value> {
-    fs::read_to_string(session.join("session.jsonl"))
-        .expect("read session.jsonl")
-        .lines()
-        .skip(1)
-        .map(|l| serde_json::from_str(l).expect("entry is JSON"))
-        .collect()
-}
-
 /// Complete `{"id","status"}` ack lines (a line cut off by a kill is not an ack).
 fn parse_acks(out: &str) -> Vec<(String, String)> {
     let mut acks = Vec::new();
@@ -140,20 +133,6 @@ impl Drop for ChildGuard {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
-    }
-}
-
-/// Deterministic xorshift64* PRNG.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
     }
 }
 

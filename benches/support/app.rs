@@ -1,10 +1,16 @@
 //! The app benches' stand-ins: no microphone, a key store that always has a key, effects
-//! that do nothing. Everything else in those benches is the real app.
+//! that do nothing. Everything else in those benches is the real app. `examples/screenshots`
+//! uses them too (`#[path]`), so they depend on nothing else in `benches/support`.
 
-use persyk::app::backend::{KeyStore, Microphone};
+use std::sync::Arc;
+
+use persyk::app::backend::{BackendConfig, BackendHandle, KeyStore, Microphone};
 use persyk::app::effects::Effects;
+use persyk::app::model::Waker;
+use persyk::app::ui::PersykUi;
 use persyk::capture::pipeline::SourceKind;
 use persyk::capture::source::AudioSource;
+use persyk::settings::Settings;
 
 /// A microphone that cannot be opened (benches that never record).
 pub struct NoMic;
@@ -38,4 +44,23 @@ impl Effects for NoEffects {
         Ok(())
     }
     fn notify(&mut self, _: &str, _: &str) {}
+}
+
+/// A window over the real backend with `settings` and these stand-ins (no settings file, no
+/// faster-than-real-time replay), one waker shared by both.
+pub fn ui_with(settings: Settings) -> PersykUi {
+    let waker = Waker::new();
+    let backend = BackendHandle::spawn(
+        BackendConfig {
+            settings_path: None,
+            dev: true,
+            microphone: Arc::new(NoMic),
+            keys: Arc::new(BenchKeys),
+            replay_factor: 0.0,
+        },
+        settings.clone(),
+        waker.clone(),
+    )
+    .expect("backend");
+    PersykUi::new(backend, Box::new(NoEffects), waker, settings, true)
 }

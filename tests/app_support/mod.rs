@@ -2,6 +2,8 @@
 //! and a fixture with a temp root, the fake provider on loopback and the real backend.
 #![allow(dead_code)]
 
+pub mod shell;
+pub mod ui;
 pub mod x11;
 
 use std::path::PathBuf;
@@ -123,6 +125,21 @@ pub fn fixture(
     mic_seconds: f64,
     edit: impl FnOnce(&mut Settings),
 ) -> Fixture {
+    let microphone = Arc::new(ToneMic {
+        seconds: mic_seconds,
+    });
+    fixture_with(fake_scenario, key, microphone, None, edit)
+}
+
+/// [`fixture`] with `microphone`, and with `effects` (the clipboard, notifications, paste)
+/// in place of the recorder if given (the returned `Fixture::effects` then records nothing).
+pub fn fixture_with(
+    fake_scenario: Option<Scenario>,
+    key: Option<&str>,
+    microphone: Arc<dyn Microphone>,
+    effects: Option<Box<dyn Effects>>,
+    edit: impl FnOnce(&mut Settings),
+) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("sessions");
     std::fs::create_dir_all(&root).unwrap();
@@ -151,9 +168,7 @@ pub fn fixture(
         BackendConfig {
             settings_path: Some(config.clone()),
             dev: true,
-            microphone: Arc::new(ToneMic {
-                seconds: mic_seconds,
-            }),
+            microphone,
             keys: keys.clone(),
             replay_factor: 4.0,
         },
@@ -161,17 +176,12 @@ pub fn fixture(
         waker.clone(),
     )
     .unwrap();
-    let effects = Recorded::default();
-    let ui = PersykUi::new(
-        backend,
-        Box::new(effects.clone()),
-        waker,
-        settings,
-        key.is_some(),
-    );
+    let recorded = Recorded::default();
+    let effects = effects.unwrap_or_else(|| Box::new(recorded.clone()));
+    let ui = PersykUi::new(backend, effects, waker, settings, key.is_some());
     Fixture {
         ui,
-        effects,
+        effects: recorded,
         keys,
         root,
         config,

@@ -3,20 +3,24 @@
 //! The engine runs against the real fake provider (`persyk::realtime::fake`) over loopback
 //! websockets and writes a real session folder; the CLI tests run the real binary.
 
-use std::path::{Path, PathBuf};
+#[path = "../support/mod.rs"]
+mod support;
+
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::time::{Duration, Instant};
 
 use persyk::realtime::engine::{self, AudioChunk, EngineHandle, EngineReport, EngineState};
-use persyk::realtime::fake::{self, FakeLog, FakeServer, Scenario};
+use persyk::realtime::fake::{self, FakeLog, Scenario};
 use persyk::realtime::ordering::Speaker;
 use persyk::realtime::protocol::{Mode, Settings};
 use persyk::session::fsio::Storage;
-use persyk::session::store::{Continuation, Roots};
+use persyk::session::store::Roots;
 use persyk::session::{LeafSelector, Store, scan_path};
 use serde_json::{Value, json};
+use support::{fake_settings as settings, fresh_session};
 
 const KEY: &str = "sk-test-REGRESSION0123456789abcdef";
 
@@ -26,29 +30,6 @@ fn runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("runtime")
-}
-
-/// A fresh store in a temp dir, a new session in it, and the session's folder.
-fn fresh_session() -> (tempfile::TempDir, PathBuf, Continuation) {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let store = Store::new(Roots::new(tmp.path().join("sessions"), Vec::new()).expect("roots"));
-    let handle = store.create_session().expect("session");
-    let dir = handle.dir().to_owned();
-    let continuation = handle
-        .continuation(&LeafSelector::Default)
-        .expect("continuation");
-    (tmp, dir, continuation)
-}
-
-/// The scenarios script server-VAD turns, which `gpt-transcribe` keeps (the default
-/// `gpt-live-transcribe` takes client turns).
-fn settings(server: &FakeServer, mode: Mode) -> Settings {
-    Settings {
-        base_url: format!("ws://{}/v1", server.addr),
-        mode,
-        transcription_model: "gpt-transcribe".into(),
-        ..Settings::default()
-    }
 }
 
 /// `ms` of a 440 Hz tone as PCM16 LE mono 24 kHz (`seed` shifts the phase).
@@ -563,10 +544,8 @@ fn issue16_rejected_removal_is_not_an_unconfirmed_intent() {
     let rt = runtime();
     let (_tmp, _dir, continuation) = fresh_session();
     let handle = continuation.handle().clone();
-    let scenario = Scenario::from_file(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/delete-reject.json"),
-    )
-    .expect("scenario");
+    let scenario = Scenario::from_file(&support::repo("tests/scenarios/delete-reject.json"))
+        .expect("scenario");
     let (outcome, report) = rt.block_on(async {
         let server = fake::spawn(scenario).await.expect("fake");
         let engine = engine::start(
@@ -713,10 +692,8 @@ fn issue16_removal_proof_survives_a_failed_message_removed() {
     let continuation = handle
         .continuation(&LeafSelector::Default)
         .expect("continuation");
-    let scenario = Scenario::from_file(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/delete-ack.json"),
-    )
-    .expect("scenario");
+    let scenario =
+        Scenario::from_file(&support::repo("tests/scenarios/delete-ack.json")).expect("scenario");
     let (target, outcome) = rt.block_on(async {
         let server = fake::spawn(scenario).await.expect("fake");
         let engine = engine::start(

@@ -8,6 +8,10 @@ pub mod pulse;
 use std::path::{Path, PathBuf};
 
 use persyk::capture::convert::Converter;
+use persyk::realtime::fake::FakeServer;
+use persyk::realtime::protocol::{Mode, Settings};
+use persyk::session::store::{Continuation, Roots};
+use persyk::session::{LeafSelector, Store};
 
 /// Where `scripts/fetch-test-model` keeps the tiny.en model and jfk.wav.
 pub fn test_model_dir() -> PathBuf {
@@ -88,6 +92,73 @@ pub fn espeak_as_recorded(dir: &Path, name: &str, text: &str) -> Vec<i16> {
         .expect("espeak-ng missing: run scripts/setup (apt-get install -y espeak-ng)");
     assert!(status.success(), "espeak-ng failed");
     wav_as_recorded(&path)
+}
+
+/// Writes `samples` to `path` as Persyk records: a 24 kHz mono PCM16 WAV.
+pub fn write_wav_24k(path: &Path, samples: &[i16]) {
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: 24_000,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
+    };
+    let mut w = hound::WavWriter::create(path, spec)
+        .unwrap_or_else(|e| panic!("create {}: {e}", path.display()));
+    for &s in samples {
+        w.write_sample(s).expect("write a sample");
+    }
+    w.finalize().expect("finalize the WAV");
+}
+
+/// Every entry line of the `session.jsonl` in folder `session` after the header, parsed.
+pub fn entries(session: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(session.join("session.jsonl"))
+        .expect("read session.jsonl")
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).expect("entry is JSON"))
+        .collect()
+}
+
+/// Deterministic xorshift64* PRNG.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A fresh store in a temp dir (its `sessions` folder), a new session in it, the session's
+/// folder and a continuation at its default leaf. Keep the temp dir until the end.
+pub fn fresh_session() -> (tempfile::TempDir, PathBuf, Continuation) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = Store::new(Roots::new(tmp.path().join("sessions"), Vec::new()).expect("roots"));
+    let handle = store.create_session().expect("create session");
+    let dir = handle.dir().to_owned();
+    let continuation = handle
+        .continuation(&LeafSelector::Default)
+        .expect("continuation");
+    (tmp, dir, continuation)
+}
+
+/// Realtime settings for the fake provider at `server` in `mode`. The scenarios script
+/// server-VAD turns, which `gpt-transcribe` keeps (the default `gpt-live-transcribe` takes
+/// client turns).
+pub fn fake_settings(server: &FakeServer, mode: Mode) -> Settings {
+    Settings {
+        base_url: format!("ws://{}/v1", server.addr),
+        mode,
+        transcription_model: "gpt-transcribe".into(),
+        ..Settings::default()
+    }
 }
 
 /// A path in the repository.

@@ -1,6 +1,7 @@
 //! A private PulseAudio server for tests that capture real sound: its own runtime directory,
 //! anonymous auth, a null sink `vsink` whose monitor tests make the default source, so
-//! what `paplay --device=vsink` plays is what the microphone hears.
+//! what `paplay --device=vsink` plays is what the microphone hears; or, for tests that only
+//! need a live microphone ([`PulseServer::start_sine`]), a 440 Hz sine source as the default.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -17,7 +18,23 @@ pub struct PulseServer {
 }
 
 impl PulseServer {
+    /// A server with the null sink `vsink` (see the module doc), its files in `dir`.
     pub fn start(dir: &Path) -> PulseServer {
+        PulseServer::start_with(dir, "module-null-sink sink_name=vsink")
+    }
+
+    /// A server whose default source (the microphone) is `tone`, a 440 Hz sine.
+    pub fn start_sine(dir: &Path) -> PulseServer {
+        let server =
+            PulseServer::start_with(dir, "module-sine-source source_name=tone frequency=440");
+        server
+            .pactl(&["set-default-source", "tone"])
+            .unwrap_or_else(|e| panic!("no sine source: {e}"));
+        server
+    }
+
+    /// A server that loads `module` (a `-L` argument) besides its native protocol socket.
+    fn start_with(dir: &Path, module: &str) -> PulseServer {
         let run = dir.join("run");
         let home = dir.join("home");
         for d in [&run, &home] {
@@ -39,7 +56,7 @@ impl PulseServer {
                 "module-native-protocol-unix auth-anonymous=1 socket={}",
                 socket.display()
             ))
-            .args(["-L", "module-null-sink sink_name=vsink"])
+            .args(["-L", module])
             .env("HOME", &home)
             .env("XDG_RUNTIME_DIR", &run)
             .env("PULSE_RUNTIME_PATH", &run)
@@ -51,7 +68,8 @@ impl PulseServer {
             .spawn()
             .expect("pulseaudio could not be started");
         let mut server = PulseServer { child, socket, log };
-        let deadline = Instant::now() + Duration::from_secs(15);
+        // A guard against hangs only (never a performance threshold).
+        let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if server.socket.exists() && server.pactl(&["info"]).is_ok() {
                 return server;
@@ -89,6 +107,13 @@ impl PulseServer {
         } else {
             Err(String::from_utf8_lossy(&out.stderr).into_owned())
         }
+    }
+
+    /// The server's runtime directory (`XDG_RUNTIME_DIR` for its clients).
+    pub fn run_dir(&self) -> &Path {
+        self.socket
+            .parent()
+            .expect("the socket is in the runtime directory")
     }
 
     pub fn log_text(&self) -> String {

@@ -10,11 +10,19 @@
 //! missing otherwise.
 #![allow(dead_code)]
 
+#[path = "../fake_cli/mod.rs"]
+mod fake_cli;
+#[path = "../support/pulse.rs"]
+mod pulse;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use fake_cli::FakeProvider;
+use pulse::PulseServer;
 
 /// A guard against hangs only (never a performance threshold).
 pub const WAIT: Duration = Duration::from_secs(30);
@@ -58,8 +66,11 @@ pub struct Desktop {
     pub bus: String,
     pub pulse: String,
     pub provider_url: String,
-    /// Killed in reverse order on drop.
+    /// Xvfb and the session bus, killed in reverse order on drop.
     children: Vec<Child>,
+    /// Stopped on drop before the children, the fake first (as started, in reverse).
+    pulse_server: Option<PulseServer>,
+    fake: Option<FakeProvider>,
     watcher: Option<zbus::blocking::Connection>,
     items: Items,
     /// Tray registrations already returned by [`Desktop::wait_tray`].
@@ -147,66 +158,13 @@ impl Desktop {
             .build()
             .expect("the tray host stand-in on the private bus");
 
-        let run = dir.path().join("pulse");
-        std::fs::create_dir_all(&run).unwrap();
-        let socket = run.join("native");
-        children.push(
-            Command::new("pulseaudio")
-                .args([
-                    "-n",
-                    "--daemonize=no",
-                    "--system=false",
-                    "--exit-idle-time=-1",
-                    "--use-pid-file=no",
-                    "--log-target=stderr",
-                ])
-                .arg("-L")
-                .arg(format!(
-                    "module-native-protocol-unix auth-anonymous=1 socket={}",
-                    socket.display()
-                ))
-                .args(["-L", "module-sine-source source_name=tone frequency=440"])
-                .env("HOME", &run)
-                .env("XDG_RUNTIME_DIR", &run)
-                .env("PULSE_RUNTIME_PATH", &run)
-                .env("PULSE_STATE_PATH", run.join("state"))
-                .env("XDG_CONFIG_HOME", run.join("config"))
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("pulseaudio"),
-        );
-        let pulse = format!("unix:{}", socket.display());
-        let pactl = |args: &[&str]| {
-            Command::new("pactl")
-                .args(args)
-                .env("PULSE_SERVER", &pulse)
-                .output()
-                .is_ok_and(|o| o.status.success())
-        };
-        let start = Instant::now();
-        while !(socket.exists() && pactl(&["info"])) {
-            assert!(start.elapsed() < WAIT, "pulseaudio did not come up");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        assert!(pactl(&["set-default-source", "tone"]), "no sine source");
+        let pulse_server = PulseServer::start_sine(&dir.path().join("pulse"));
+        let pulse = pulse_server.server_env();
 
         let scenario_path = dir.path().join("scenario.json");
         std::fs::write(&scenario_path, scenario).unwrap();
-        let mut fake = Command::new(env!("CARGO_BIN_EXE_persyk"));
-        fake.args(["fake-provider", "--scenario"])
-            .arg(&scenario_path)
-            .args(["--port", "0"])
-            .stderr(Stdio::null());
-        let (child, line) = spawn_with_line(fake, "the fake provider");
-        children.push(child);
-        let provider_url = line
-            .split_whitespace()
-            .find(|w| w.starts_with("ws://"))
-            .expect("the fake's ws:// address")
-            .trim_end_matches("/realtime")
-            .to_owned();
+        let fake = FakeProvider::start_file(&scenario_path);
+        let provider_url = fake.url.clone();
 
         Some(Desktop {
             dir,
@@ -215,6 +173,8 @@ impl Desktop {
             pulse,
             provider_url,
             children,
+            pulse_server: Some(pulse_server),
+            fake: Some(fake),
             watcher: Some(watcher),
             items,
             items_seen: Mutex::new(0),
@@ -251,7 +211,10 @@ impl Desktop {
             .env("XDG_CONFIG_HOME", home.join(".config"))
             .env("XDG_DATA_HOME", home.join(".local/share"))
             .env("XDG_CACHE_HOME", home.join(".cache"))
-            .env("XDG_RUNTIME_DIR", self.dir.path().join("pulse"))
+            .env(
+                "XDG_RUNTIME_DIR",
+                self.pulse_server.as_ref().expect("running").run_dir(),
+            )
             .env("PERSYK_CONFIG", &config)
             .env("OPENAI_API_KEY", "sk-test")
             .env("RUST_BACKTRACE", "1")
@@ -378,6 +341,8 @@ root.mainloop()
 impl Drop for Desktop {
     fn drop(&mut self) {
         self.watcher.take();
+        self.fake.take();
+        self.pulse_server.take();
         while let Some(mut c) = self.children.pop() {
             let _ = c.kill();
             let _ = c.wait();

@@ -1,0 +1,96 @@
+//! The window's UI headless, as the app's page tests drive it: a [`Fixture`]'s `PersykUi` in
+//! an egui_kittest harness, stepped until what the test waits for holds; widgets found by role
+//! and label, as a screen reader would. Test files add their own methods in `impl UiApp`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use eframe::egui::accesskit::Role;
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+use persyk::app::ui::PersykUi;
+use persyk::realtime::fake::FakeServer;
+
+use super::{Fixture, MemKeys, Recorded};
+
+/// A guard against hangs only (never a performance threshold): [`UiApp::wait`]'s default.
+pub const WAIT: Duration = Duration::from_secs(30);
+
+/// A [`Fixture`] with its UI in a harness.
+pub struct UiApp {
+    pub harness: Harness<'static, PersykUi>,
+    pub effects: Recorded,
+    pub keys: Arc<MemKeys>,
+    pub root: PathBuf,
+    pub config: PathBuf,
+    pub dir: tempfile::TempDir,
+    pub fake: Option<(tokio::runtime::Runtime, FakeServer)>,
+    /// How long [`UiApp::wait_until`] waits before it fails.
+    pub wait: Duration,
+}
+
+impl UiApp {
+    /// `f`'s UI in a window `width` × `height` points.
+    pub fn new(f: Fixture, width: f32, height: f32) -> UiApp {
+        let harness = Harness::builder()
+            .with_size(eframe::egui::vec2(width, height))
+            .build_ui_state(|ui, state: &mut PersykUi| state.ui(ui), f.ui);
+        UiApp {
+            harness,
+            effects: f.effects,
+            keys: f.keys,
+            root: f.root,
+            config: f.config,
+            dir: f.dir,
+            fake: f.fake,
+            wait: WAIT,
+        }
+    }
+
+    /// Steps the UI (other threads are working) until `done` holds.
+    pub fn wait_until(&mut self, what: &str, done: impl Fn(&Harness<'static, PersykUi>) -> bool) {
+        let start = Instant::now();
+        loop {
+            self.harness.step();
+            if done(&self.harness) {
+                return;
+            }
+            assert!(start.elapsed() < self.wait, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(15));
+        }
+    }
+
+    /// Steps the UI until a widget's label contains `text`.
+    pub fn wait_label(&mut self, text: &str) {
+        let t = text.to_owned();
+        self.wait_until(text, move |h| {
+            h.query_all_by_label_contains(&t).next().is_some()
+        });
+    }
+
+    pub fn has_label(&self, text: &str) -> bool {
+        self.harness
+            .query_all_by_label_contains(text)
+            .next()
+            .is_some()
+    }
+
+    /// Clicks the button `label` and lets two frames pass.
+    pub fn click(&mut self, label: &str) {
+        self.harness
+            .get_by_role_and_label(Role::Button, label)
+            .click();
+        self.harness.step();
+        self.harness.step();
+    }
+
+    /// What the effects copied to the clipboard so far.
+    pub fn copies(&self) -> Vec<String> {
+        self.effects.copies.lock().unwrap().clone()
+    }
+
+    pub fn shutdown(mut self) {
+        assert!(self.harness.state_mut().shutdown(Duration::from_secs(30)));
+    }
+}
