@@ -1038,7 +1038,7 @@ pub fn feed_lines<R: Read>(scanner: &mut Scanner, reader: &mut R) -> io::Result<
 
 /// Scans an open session file from its current position into a *lean* index: one that
 /// keeps no id bytes and confirms and reads ids back from `file` (see
-/// [`SessionIndex::is_lean`]; about 37 % less memory per entry). Diagnostics and answers
+/// [`SessionIndex::is_lean`]; about a third less memory per entry). Diagnostics and answers
 /// are the same as [`scan_reader`]'s; a read that confirms an id failing is an I/O error.
 /// For a caller that reads the file again afterwards anyway (`persyk context`): a lean
 /// index answers with what the file holds when asked, so the caller must check that the
