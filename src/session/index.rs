@@ -18,7 +18,10 @@
 //!   and its offset in the line, and every fingerprint match is confirmed against the exact
 //!   id (a ring of the last 32 ids, else read back from the file). Answers are exactly a
 //!   kept index's; a collision costs a read. About 41 bytes per entry instead of ≈ 63.
-//! - Limits: 2^32 − 1 entries, offsets below 8 TiB.
+//! - Limits: 2^32 − 1 entries, offsets below 8 TiB. Past about 2^27 entries a lean index's
+//!   fingerprints collide often enough to slow lookups (each collision is a read); answers
+//!   stay exact. Fingerprints come from the per-process seeded hasher, so a file cannot be
+//!   crafted to collide.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
