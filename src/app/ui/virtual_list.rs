@@ -1,4 +1,11 @@
 //! A virtualized vertical list of rows of varying height.
+//!
+//! Only the rows in the viewport are laid out. Per frame the list costs the rows in view,
+//! never the number of rows: the total height is kept as rows are measured, and the first
+//! row in view is found from the last frame's. A list given a layout budget also bounds the
+//! new text laid out in one frame: a fast scroll brings a screenful of rows never laid out
+//! before, and shaping all of it at once was the slowest frame; rows over the budget keep
+//! their height as blank space for a frame (a repaint is asked) and are laid out next.
 
 use eframe::egui;
 
@@ -8,6 +15,61 @@ use eframe::egui;
 pub(super) struct RowHeights {
     width: f32,
     heights: Vec<f32>,
+    /// The sum of `heights` (kept as they change: summing 150,000 rows each frame cost more
+    /// than the frame's layout).
+    total: f64,
+    /// The first row laid out last frame and its top: where this frame's search starts.
+    anchor: (usize, f64),
+    /// The rows laid out last frame, with the cost they were laid out at (their text is in
+    /// egui's layout cache, so laying them out again is cheap).
+    laid: Vec<(usize, usize)>,
+    /// The viewport's top and height last frame (to scroll a row into view).
+    view: (f32, f32),
+}
+
+impl RowHeights {
+    fn set(&mut self, i: usize, h: f32) {
+        self.total += f64::from(h) - f64::from(self.heights[i]);
+        self.heights[i] = h;
+    }
+
+    fn resize(&mut self, count: usize, estimate: f32) {
+        if count < self.heights.len() {
+            self.total -= self.heights[count..]
+                .iter()
+                .map(|&h| f64::from(h))
+                .sum::<f64>();
+        } else {
+            self.total += f64::from(estimate) * (count - self.heights.len()) as f64;
+        }
+        self.heights.resize(count, estimate);
+        if self.anchor.0 > count {
+            self.anchor = (0, 0.0);
+        }
+    }
+
+    fn clear(&mut self) {
+        self.heights.clear();
+        self.total = 0.0;
+        self.anchor = (0, 0.0);
+        self.laid.clear();
+    }
+
+    /// The first row whose bottom is below `start`, and its top; walks from the last
+    /// frame's first row (heights change only from it on, so its top is still right).
+    fn first_at(&mut self, start: f64) -> (usize, f64) {
+        let count = self.heights.len();
+        let (mut first, mut y) = self.anchor;
+        while first > 0 && y > start {
+            first -= 1;
+            y -= f64::from(self.heights[first]);
+        }
+        while first < count && y + f64::from(self.heights[first]) <= start {
+            y += f64::from(self.heights[first]);
+            first += 1;
+        }
+        (first, y.max(0.0))
+    }
 }
 
 /// How a virtual list scrolls and sizes itself.
@@ -17,11 +79,17 @@ pub(super) struct ListOptions {
     pub stick_to_bottom: bool,
     /// As tall as its rows when they fit, instead of all the height there is.
     pub shrink_height: bool,
+    /// Scroll this row into view this frame (a keyboard selection).
+    pub scroll_to: Option<usize>,
+    /// At most this much new work (the row cost's unit, e.g. characters of text) is laid
+    /// out in one frame, but always one new row; `None`: no limit.
+    pub budget: Option<usize>,
 }
 
 /// A vertical list of `count` rows of varying height where only the rows in the visible
 /// viewport are laid out (and so exposed to accessibility); the others take their measured
-/// or estimated height.
+/// or estimated height. (The app's lists pass options: [`virtual_rows_with`].)
+#[cfg(test)]
 pub(super) fn virtual_rows(
     ui: &mut egui::Ui,
     count: usize,
@@ -38,57 +106,101 @@ pub(super) fn virtual_rows_with(
     count: usize,
     rows: &mut RowHeights,
     options: ListOptions,
+    row: impl FnMut(&mut egui::Ui, usize),
+) {
+    virtual_rows_budgeted(ui, count, rows, options, |_| 0, row);
+}
+
+/// [`virtual_rows_with`] where `cost(i)` is what laying out row `i` anew costs (bytes of
+/// text), counted against [`ListOptions::budget`]; a row laid out last frame at the same
+/// cost is free (its text is in egui's layout cache).
+pub(super) fn virtual_rows_budgeted(
+    ui: &mut egui::Ui,
+    count: usize,
+    rows: &mut RowHeights,
+    options: ListOptions,
+    cost: impl Fn(usize) -> usize,
     mut row: impl FnMut(&mut egui::Ui, usize),
 ) {
-    egui::ScrollArea::vertical()
+    let mut area = egui::ScrollArea::vertical()
         .stick_to_bottom(options.stick_to_bottom)
-        .auto_shrink([false, options.shrink_height])
-        .show_viewport(ui, |ui, viewport| {
-            let width = ui.available_width();
-            let estimate = ui.spacing().interact_size.y + ui.spacing().item_spacing.y;
-            if (rows.width - width).abs() > 0.5 {
-                rows.heights.clear();
-                rows.width = width;
-            }
-            rows.heights.resize(count, estimate);
-            // The window onto the rows. A scroll offset past the end (content shrank, or a
-            // list following its end saw it move) shows the last screenful instead of an
-            // empty view that would itself push the end further down.
-            let total: f32 = rows.heights.iter().sum();
-            let height = viewport.height();
-            let start = viewport.min.y.min(total - height).max(0.0);
-            let end = start + height;
-            let mut first = 0;
-            let mut y = 0.0;
-            while first < count && y + rows.heights[first] <= start {
-                y += rows.heights[first];
-                first += 1;
-            }
-            let top = ui.max_rect().top();
-            let visible = egui::Rect::from_min_size(
-                egui::pos2(ui.max_rect().left(), top + y),
-                egui::vec2(width, (end - y).max(0.0) + 1.0),
-            );
-            ui.scope_builder(egui::UiBuilder::new().max_rect(visible), |ui| {
-                let mut i = first;
-                while i < count && y < end {
+        .auto_shrink([false, options.shrink_height]);
+    if let Some(i) = options.scroll_to.filter(|&i| i < rows.heights.len()) {
+        let top: f32 = rows.heights[..i].iter().sum();
+        let bottom = top + rows.heights[i];
+        let (view_top, view_height) = rows.view;
+        if top < view_top {
+            area = area.vertical_scroll_offset(top);
+        } else if bottom > view_top + view_height {
+            area = area.vertical_scroll_offset((bottom - view_height).max(0.0));
+        }
+    }
+    area.show_viewport(ui, |ui, viewport| {
+        let width = ui.available_width();
+        let estimate = ui.spacing().interact_size.y + ui.spacing().item_spacing.y;
+        if (rows.width - width).abs() > 0.5 {
+            rows.clear();
+            rows.width = width;
+        }
+        rows.resize(count, estimate);
+        // The window onto the rows. A scroll offset past the end (content shrank, or a
+        // list following its end saw it move) shows the last screenful instead of an
+        // empty view that would itself push the end further down.
+        let height = viewport.height();
+        let start = f64::from(viewport.min.y)
+            .min(rows.total - f64::from(height))
+            .max(0.0);
+        let end = start + f64::from(height);
+        rows.view = (start as f32, height);
+        let (first, top_of_first) = rows.first_at(start);
+        rows.anchor = (first, top_of_first);
+        let mut y = top_of_first;
+        let top = ui.max_rect().top();
+        let visible = egui::Rect::from_min_size(
+            egui::pos2(ui.max_rect().left(), top + y as f32),
+            egui::vec2(width, (end - y).max(0.0) as f32 + 1.0),
+        );
+        let last_frame = std::mem::take(&mut rows.laid);
+        let mut spent = 0usize;
+        let mut deferred = false;
+        ui.scope_builder(egui::UiBuilder::new().max_rect(visible), |ui| {
+            let mut i = first;
+            while i < count && y < end {
+                let c = cost(i);
+                let cached = last_frame.binary_search(&(i, c)).is_ok();
+                let over = options
+                    .budget
+                    .is_some_and(|b| spent > 0 && spent.saturating_add(c) > b);
+                if !cached && over {
+                    // Laid out next frame; until then its space, so nothing moves.
+                    let gap = ui.spacing().item_spacing.y;
+                    ui.allocate_space(egui::vec2(width, (rows.heights[i] - gap).max(0.0)));
+                    deferred = true;
+                } else {
+                    if !cached {
+                        spent = spent.saturating_add(c);
+                    }
                     let before = ui.cursor().top();
                     ui.push_id(i, |ui| row(ui, i));
                     let h = (ui.cursor().top() - before).max(1.0);
-                    rows.heights[i] = h;
-                    y += h;
-                    i += 1;
+                    rows.set(i, h);
+                    rows.laid.push((i, c));
                 }
-            });
-            // The content is every row's height from the top, whatever was laid out. (Not
-            // `set_min_height`: that counts from the first widget placed, which is the first
-            // visible row, so the content grew by the scroll offset on every scroll.)
-            let total: f32 = rows.heights.iter().sum();
-            ui.expand_to_include_rect(egui::Rect::from_min_size(
-                egui::pos2(ui.max_rect().left(), top),
-                egui::vec2(width, total),
-            ));
+                y += f64::from(rows.heights[i]);
+                i += 1;
+            }
         });
+        if deferred {
+            ui.ctx().request_repaint();
+        }
+        // The content is every row's height from the top, whatever was laid out. (Not
+        // `set_min_height`: that counts from the first widget placed, which is the first
+        // visible row, so the content grew by the scroll offset on every scroll.)
+        ui.expand_to_include_rect(egui::Rect::from_min_size(
+            egui::pos2(ui.max_rect().left(), top),
+            egui::vec2(width, rows.total as f32),
+        ));
+    });
 }
 
 #[cfg(test)]
@@ -169,5 +281,9 @@ mod tests {
             "the last row is not shown at the end of the list"
         );
         assert!(harness.query_by_label_contains("row number 0 ").is_none());
+        // The kept total is the rows' heights summed.
+        let rows = rows.borrow();
+        let sum: f64 = rows.heights.iter().map(|&h| f64::from(h)).sum();
+        assert!((rows.total - sum).abs() < 0.01, "{} vs {sum}", rows.total);
     }
 }
