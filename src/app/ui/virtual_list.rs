@@ -183,6 +183,17 @@ pub(super) fn virtual_rows_budgeted(
                     let before = ui.cursor().top();
                     ui.push_id(i, |ui| row(ui, i));
                     let h = (ui.cursor().top() - before).max(1.0);
+                    if options.scroll_to == Some(i) {
+                        // Its measured height may differ from the one scrolled to.
+                        let left = ui.max_rect().left();
+                        ui.scroll_to_rect(
+                            egui::Rect::from_min_size(
+                                egui::pos2(left, before),
+                                egui::vec2(width, h),
+                            ),
+                            None,
+                        );
+                    }
                     rows.set(i, h);
                     rows.laid.push((i, c));
                 }
@@ -282,6 +293,73 @@ mod tests {
         );
         assert!(harness.query_by_label_contains("row number 0 ").is_none());
         // The kept total is the rows' heights summed.
+        let rows = rows.borrow();
+        let sum: f64 = rows.heights.iter().map(|&h| f64::from(h)).sum();
+        assert!((rows.total - sum).abs() < 0.01, "{} vs {sum}", rows.total);
+    }
+
+    /// Scrolling back up finds the first row in view from the last frame's (walking back),
+    /// not from the top: the first rows show again. And a list with a budget lays out one
+    /// row a frame when every row costs more than it, then fills the view.
+    #[test]
+    fn scrolling_back_up_and_a_layout_budget() {
+        use egui_kittest::Harness;
+        use egui_kittest::kittest::Queryable;
+        let rows = std::cell::RefCell::new(RowHeights::default());
+        let laid_out = std::cell::Cell::new(0usize);
+        let mut harness = Harness::builder()
+            .with_size(egui::vec2(400.0, 300.0))
+            .with_max_steps(100)
+            .build_ui(|ui| {
+                laid_out.set(0);
+                let options = ListOptions {
+                    budget: Some(10),
+                    ..ListOptions::default()
+                };
+                let mut rows = rows.borrow_mut();
+                virtual_rows_budgeted(
+                    ui,
+                    500,
+                    &mut rows,
+                    options,
+                    |_| 8,
+                    |ui, i| {
+                        laid_out.set(laid_out.get() + 1);
+                        ui.label(format!("row number {i} of the list"));
+                    },
+                );
+            });
+        // The rows of the frame before again (cheap), and one new row.
+        let mut before = laid_out.get();
+        for _ in 0..5 {
+            harness.step();
+            assert!(
+                laid_out.get() <= before + 1,
+                "{} after {before}",
+                laid_out.get()
+            );
+            before = laid_out.get();
+        }
+        harness.run();
+        assert!(harness.query_by_label_contains("row number 5 ").is_some());
+        let wheel = |harness: &mut Harness<'_>, dy: f32| {
+            for _ in 0..10 {
+                harness.hover_at(egui::pos2(200.0, 150.0));
+                harness.event(egui::Event::MouseWheel {
+                    unit: egui::MouseWheelUnit::Point,
+                    delta: egui::vec2(0.0, dy),
+                    phase: egui::TouchPhase::Move,
+                    source: egui::MouseWheelSource::Unknown,
+                    modifiers: egui::Modifiers::default(),
+                });
+                harness.step();
+            }
+            harness.run();
+        };
+        wheel(&mut harness, -1_000.0);
+        assert!(harness.query_by_label_contains("row number 0 ").is_none());
+        wheel(&mut harness, 2_000.0);
+        assert!(harness.query_by_label_contains("row number 0 ").is_some());
         let rows = rows.borrow();
         let sum: f64 = rows.heights.iter().map(|&h| f64::from(h)).sum();
         assert!((rows.total - sum).abs() < 0.01, "{} vs {sum}", rows.total);
