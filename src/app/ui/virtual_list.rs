@@ -5,7 +5,8 @@
 //! row in view is found from the last frame's. A list given a layout budget also bounds the
 //! new text laid out in one frame: a fast scroll brings a screenful of rows never laid out
 //! before, and shaping all of it at once was the slowest frame; rows over the budget keep
-//! their height as blank space for a frame (a repaint is asked) and are laid out next.
+//! their height (one never measured: the mean of the measured rows) as blank space for a
+//! frame (a repaint is asked) and are laid out next.
 
 use eframe::egui;
 
@@ -25,6 +26,11 @@ pub(super) struct RowHeights {
     laid: Vec<(usize, usize)>,
     /// The viewport's top and height last frame (to scroll a row into view).
     view: (f32, f32),
+    /// Which rows were measured, and their first heights' sum: a row left for a later
+    /// frame (over the budget) takes the mean, which is nearer than one line of text.
+    measured: Vec<bool>,
+    measured_sum: f64,
+    measured_count: usize,
 }
 
 impl RowHeights {
@@ -43,6 +49,7 @@ impl RowHeights {
             self.total += f64::from(estimate) * (count - self.heights.len()) as f64;
         }
         self.heights.resize(count, estimate);
+        self.measured.resize(count, false);
         if self.anchor.0 > count {
             self.anchor = (0, 0.0);
         }
@@ -53,6 +60,25 @@ impl RowHeights {
         self.total = 0.0;
         self.anchor = (0, 0.0);
         self.laid.clear();
+        self.measured.clear();
+        self.measured_sum = 0.0;
+        self.measured_count = 0;
+    }
+
+    fn measure(&mut self, i: usize, h: f32) {
+        self.set(i, h);
+        if !self.measured[i] {
+            self.measured[i] = true;
+            self.measured_sum += f64::from(h);
+            self.measured_count += 1;
+        }
+    }
+
+    /// A row not measured yet takes the mean height of the measured ones.
+    fn estimate_from_measured(&mut self, i: usize) {
+        if !self.measured[i] && self.measured_count > 0 {
+            self.set(i, (self.measured_sum / self.measured_count as f64) as f32);
+        }
     }
 
     /// The first row whose bottom is below `start`, and its top; walks from the last
@@ -173,6 +199,7 @@ pub(super) fn virtual_rows_budgeted(
                     .is_some_and(|b| spent > 0 && spent.saturating_add(c) > b);
                 if !cached && over {
                     // Laid out next frame; until then its space, so nothing moves.
+                    rows.estimate_from_measured(i);
                     let gap = ui.spacing().item_spacing.y;
                     ui.allocate_space(egui::vec2(width, (rows.heights[i] - gap).max(0.0)));
                     deferred = true;
@@ -194,7 +221,7 @@ pub(super) fn virtual_rows_budgeted(
                             None,
                         );
                     }
-                    rows.set(i, h);
+                    rows.measure(i, h);
                     rows.laid.push((i, c));
                 }
                 y += f64::from(rows.heights[i]);
