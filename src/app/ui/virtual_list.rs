@@ -26,8 +26,8 @@ pub(super) struct RowHeights {
     laid: Vec<(usize, usize)>,
     /// The viewport's top and height last frame (to scroll a row into view).
     view: (f32, f32),
-    /// Which rows were measured, and their first heights' sum: a row left for a later
-    /// frame (over the budget) takes the mean, which is nearer than one line of text.
+    /// Which rows were measured, and the sum of their heights: a row left for a later
+    /// frame (over the budget) takes their mean, which is nearer than one line of text.
     measured: Vec<bool>,
     measured_sum: f64,
     measured_count: usize,
@@ -35,16 +35,24 @@ pub(super) struct RowHeights {
 
 impl RowHeights {
     fn set(&mut self, i: usize, h: f32) {
-        self.total += f64::from(h) - f64::from(self.heights[i]);
+        let change = f64::from(h) - f64::from(self.heights[i]);
+        self.total += change;
+        if self.measured[i] {
+            self.measured_sum += change;
+        }
         self.heights[i] = h;
     }
 
     fn resize(&mut self, count: usize, estimate: f32) {
         if count < self.heights.len() {
-            self.total -= self.heights[count..]
-                .iter()
-                .map(|&h| f64::from(h))
-                .sum::<f64>();
+            for i in count..self.heights.len() {
+                let h = f64::from(self.heights[i]);
+                self.total -= h;
+                if self.measured[i] {
+                    self.measured_sum -= h;
+                    self.measured_count -= 1;
+                }
+            }
         } else {
             self.total += f64::from(estimate) * (count - self.heights.len()) as f64;
         }
@@ -66,12 +74,12 @@ impl RowHeights {
     }
 
     fn measure(&mut self, i: usize, h: f32) {
-        self.set(i, h);
         if !self.measured[i] {
             self.measured[i] = true;
-            self.measured_sum += f64::from(h);
+            self.measured_sum += f64::from(self.heights[i]);
             self.measured_count += 1;
         }
+        self.set(i, h);
     }
 
     /// A row not measured yet takes the mean height of the measured ones.
@@ -390,5 +398,12 @@ mod tests {
         let rows = rows.borrow();
         let sum: f64 = rows.heights.iter().map(|&h| f64::from(h)).sum();
         assert!((rows.total - sum).abs() < 0.01, "{} vs {sum}", rows.total);
+        let measured: Vec<f64> = (0..500)
+            .filter(|&i| rows.measured[i])
+            .map(|i| f64::from(rows.heights[i]))
+            .collect();
+        assert_eq!(measured.len(), rows.measured_count);
+        let sum: f64 = measured.iter().sum();
+        assert!((rows.measured_sum - sum).abs() < 0.01);
     }
 }
