@@ -11,7 +11,10 @@
 //! - frame time while scrolling: 400 frames, each with a 600-point wheel scroll (about a
 //!   screenful a frame, a fast fling); median and 95th percentile of the frame, which is a
 //!   full egui pass of `PersykUi::ui` plus the AccessKit update (egui_kittest's `step`), not
-//!   the GPU side.
+//!   the GPU side; also p99 and max, the max of the frames where a page of messages arrived
+//!   and of the others, and the five slowest frames with what happened in them (pages
+//!   arrived, rows laid out with text and waiting for theirs, text layouts cached, font
+//!   atlas fill).
 //!
 //! Targets (issue #15): 2k: < 16 MB above idle; 150k: first paint < 300 ms, < 64 MB above
 //! idle, frame < 2 ms while scrolling. Run: `cargo bench --bench app_history`
@@ -111,7 +114,7 @@ fn child(messages: u64) {
 
     h.event(egui::Event::PointerMoved(egui::pos2(260.0, 400.0)));
     h.step();
-    let mut times = Vec::with_capacity(SCROLL_FRAMES);
+    let mut frames = Vec::with_capacity(SCROLL_FRAMES);
     for _ in 0..SCROLL_FRAMES {
         h.event(egui::Event::MouseWheel {
             unit: egui::MouseWheelUnit::Point,
@@ -120,9 +123,19 @@ fn child(messages: u64) {
             source: egui::MouseWheelSource::Unknown,
             modifiers: egui::Modifiers::default(),
         });
+        let pages_before = h.state().pages_received();
         let t = Instant::now();
         h.step();
-        times.push(t.elapsed());
+        let elapsed = t.elapsed();
+        // What the frame did, looked at after it was timed.
+        frames.push(Frame {
+            elapsed,
+            pages: h.state().pages_received() - pages_before,
+            rows: h.query_all_by_role_and_label(Role::Button, "Copy").count(),
+            waiting_rows: h.query_all_by_label("…").count(),
+            galleys: h.ctx.fonts(|f| f.num_galleys_in_cache()),
+            atlas: h.ctx.fonts(|f| f.font_atlas_fill_ratio()),
+        });
     }
     // Let the last pages arrive, then one more look at memory.
     for _ in 0..20 {
@@ -134,10 +147,18 @@ fn child(messages: u64) {
     let still_at_top = has(&h, &first_words);
     eprintln!("scrolled: the first message still shown: {still_at_top}");
     let hwm_kib = support::vm_hwm_kib();
+    let mut times: Vec<Duration> = frames.iter().map(|f| f.elapsed).collect();
     times.sort();
     let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let max_where = |page: bool| {
+        frames
+            .iter()
+            .filter(|f| (f.pages > 0) == page)
+            .map(|f| us(f.elapsed))
+            .fold(0.0, f64::max)
+    };
     println!(
-        "RESULT {} {} {} {} {} {} {:.1} {:.1} {:.1}",
+        "RESULT {} {} {} {} {} {} {:.1} {:.1} {:.1} {:.1} {:.1} {:.1} {}",
         fresh_kib,
         idle_kib,
         open_kib,
@@ -146,8 +167,65 @@ fn child(messages: u64) {
         first_paint.as_micros(),
         us(times[times.len() / 2]),
         us(times[times.len() * 95 / 100]),
+        us(times[times.len() * 99 / 100]),
         us(times[times.len() - 1]),
+        max_where(false),
+        max_where(true),
+        frames.iter().filter(|f| f.pages > 0).count(),
     );
+    // Frame time by the number of rows laid out with their text.
+    let most = frames.iter().map(|f| f.rows).max().unwrap_or(0);
+    for rows in 0..=most {
+        let mut t: Vec<f64> = frames
+            .iter()
+            .filter(|f| f.rows == rows)
+            .map(|f| us(f.elapsed))
+            .collect();
+        if t.is_empty() {
+            continue;
+        }
+        t.sort_by(f64::total_cmp);
+        println!(
+            "SLOW   {} frames with {rows} rows of text: median {:.0} µs, max {:.0} µs",
+            t.len(),
+            t[t.len() / 2],
+            t[t.len() - 1]
+        );
+    }
+    // The slowest frames and what happened in them.
+    let mut slowest: Vec<(usize, &Frame)> = frames.iter().enumerate().collect();
+    slowest.sort_by_key(|(_, f)| std::cmp::Reverse(f.elapsed));
+    for (i, f) in slowest.iter().take(5) {
+        let before = i.checked_sub(1).map(|p| &frames[p]);
+        println!(
+            "SLOW frame {i}: {:.0} µs; pages arrived {}; rows with text {} (before {}), rows waiting {} (before {}); galleys in cache {} (before {}); font atlas {:.1}% (before {:.1}%)",
+            us(f.elapsed),
+            f.pages,
+            f.rows,
+            before.map_or(0, |b| b.rows),
+            f.waiting_rows,
+            before.map_or(0, |b| b.waiting_rows),
+            f.galleys,
+            before.map_or(0, |b| b.galleys),
+            f.atlas * 100.0,
+            before.map_or(0.0, |b| b.atlas * 100.0),
+        );
+    }
+}
+
+/// One scroll frame: its time and what it did.
+struct Frame {
+    elapsed: Duration,
+    /// Pages of messages that arrived from the backend in this frame.
+    pages: u64,
+    /// Rows laid out with their text (each has a Copy button).
+    rows: usize,
+    /// Rows laid out as "…" (their page not loaded yet).
+    waiting_rows: usize,
+    /// Text layouts in egui's cache after the frame (the last frame's and this one's).
+    galleys: usize,
+    /// How full the font atlas is (a full one is cleared and refilled).
+    atlas: f32,
 }
 
 fn main() {
@@ -203,11 +281,18 @@ fn main() {
             mib(hwm - idle),
         );
         println!(
-            "    first paint {:.1} ms; frame while scrolling: median {:.0} µs, p95 {:.0} µs, max {:.0} µs",
+            "    first paint {:.1} ms; frame while scrolling: median {:.0} µs, p95 {:.0} µs, p99 {:.0} µs, max {:.0} µs (max {:.0} µs in frames without a page arriving, {:.0} µs in the {} with)",
             v[5] / 1000.0,
             v[6],
             v[7],
-            v[8]
+            v[8],
+            v[9],
+            v[10],
+            v[11],
+            v[12]
         );
+        for slow in text.lines().filter(|l| l.starts_with("SLOW ")) {
+            println!("    {slow}");
+        }
     }
 }

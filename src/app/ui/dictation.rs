@@ -340,6 +340,7 @@ pub(super) fn transcript(
     let options = ListOptions {
         stick_to_bottom: true,
         shrink_height: true,
+        ..ListOptions::default()
     };
     virtual_rows_with(ui, lines.len(), rows, options, |ui, n| match lines[n] {
         Line::Gap => {

@@ -30,11 +30,14 @@
 //!   updates (the backend's waker repaints) and sends Download / Cancel / Delete. First run
 //!   (no key, online recognition) offers both a key and an offline download of the default
 //!   model.
-//! - An opened session's messages are a virtualized list ([`virtual_list::virtual_rows`]): only the rows in
+//! - An opened session's messages are a virtualized list ([`virtual_list::virtual_rows_budgeted`]): only the rows in
 //!   view are laid out and exposed to accessibility, others keep a measured or estimated
 //!   height. Messages come from the backend a page (≤ `MAX_PAGE`) at a time as rows come
 //!   into view; pages more than [`history::PAGES_KEPT`] away are dropped; "Copy all" asks the backend,
-//!   which reads page by page.
+//!   which reads page by page. A frame lays out at most [`history::NEW_TEXT_PER_FRAME`]
+//!   characters of messages it did not lay out the frame before (at least one message).
+//! - The Search page's result rows are a virtualized list as well (with "More results" as
+//!   its last row); ↑/↓ scroll the selected row into view from the measured heights.
 //! - The Dictation page's transcript (live or finished) is the same kind of list: a long
 //!   recording lays out only the rows in view, and the list follows its end while the end
 //!   is in view.
@@ -58,7 +61,7 @@ use std::time::{Duration, Instant};
 use eframe::egui::{self, Color32, RichText};
 
 use self::settings::describe_model_failure;
-use self::virtual_list::{ListOptions, RowHeights, virtual_rows, virtual_rows_with};
+use self::virtual_list::{ListOptions, RowHeights, virtual_rows_budgeted, virtual_rows_with};
 use self::widgets::field;
 use super::backend::{BackendHandle, ShutdownStatus};
 use super::effects::{Delivered, Effects, first_words};
@@ -162,10 +165,14 @@ struct SearchState {
     opened: Option<OpenedSession>,
     /// Measured row heights of the opened session's virtualized list.
     opened_rows: RowHeights,
+    /// Measured row heights of the results list (virtualized too).
+    result_rows: RowHeights,
     /// Loaded pages of the opened session, by first message; only those near the view.
     opened_pages: BTreeMap<usize, Vec<OpenedMessage>>,
     /// Pages asked of the backend and not answered yet.
     pages_asked: HashSet<usize>,
+    /// Pages of opened sessions received since the window opened (benches count them).
+    pages_received: u64,
     /// Counts opens: pages of an earlier open are dropped.
     open_generation: u64,
     opening: bool,
@@ -337,6 +344,13 @@ impl PersykUi {
 
     pub fn page(&self) -> Page {
         self.page
+    }
+
+    /// Pages of opened sessions received from the backend so far: a bench tells the frames
+    /// where a page arrived from the others.
+    #[doc(hidden)]
+    pub fn pages_received(&self) -> u64 {
+        self.search.pages_received
     }
 
     pub fn show_page(&mut self, page: Page) {
@@ -611,6 +625,7 @@ impl PersykUi {
                 start,
                 messages,
             } => {
+                self.search.pages_received += 1;
                 if generation == self.search.open_generation {
                     self.search.pages_asked.remove(&start);
                     match messages {
