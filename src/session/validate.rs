@@ -1192,7 +1192,7 @@ mod tests {
     }
 
     #[test]
-    fn issue15_13_a_lean_index_answers_like_one_that_keeps_its_ids() {
+    fn issue15_18_a_lean_index_answers_like_one_that_keeps_its_ids() {
         // 28 bits as `persyk context` uses them; 1 and 0 bits make every lookup collide, so
         // each answer rests on the confirming read.
         for (name, bytes) in lean_cases() {

@@ -1163,7 +1163,7 @@ fn long_messages_shown(harness: &Harness<'static, PersykUi>) -> std::collections
 /// the frames after. Counted, not timed: messages newly laid out per frame. Before: 2–3
 /// messages of 1,300 characters arrived in the same frame.
 #[test]
-fn issue15_11_a_fast_scroll_lays_out_a_bounded_amount_of_new_text_per_frame() {
+fn issue15_16_a_fast_scroll_lays_out_a_bounded_amount_of_new_text_per_frame() {
     let f = fixture(None, Some("sk-test"), 1.0, |_| {});
     long_message_session(&f.root, 600);
     let mut harness = Harness::builder()
@@ -1238,7 +1238,7 @@ fn issue15_11_a_fast_scroll_lays_out_a_bounded_amount_of_new_text_per_frame() {
 /// the rows in view are laid out and exposed to accessibility, with their day header, and
 /// ↓ brings a far row into view. Before: all 500 rows (500 Open buttons) were exposed.
 #[test]
-fn issue15_12_the_search_list_lays_out_only_the_rows_in_view() {
+fn issue15_17_the_search_list_lays_out_only_the_rows_in_view() {
     use persyk::app::model::{ResultRow, SearchResults, Update};
     let f = fixture(None, Some("sk-test"), 1.0, |_| {});
     let mut harness = Harness::builder()

@@ -298,7 +298,7 @@ mod tests {
     /// content by the offset (the height counted from the first visible row), so the view
     /// could be scrolled past the end into an empty list.
     #[test]
-    fn issue15_10_scrolling_to_the_end_shows_the_last_rows() {
+    fn issue15_15_scrolling_to_the_end_shows_the_last_rows() {
         use egui_kittest::Harness;
         use egui_kittest::kittest::Queryable;
         let rows = std::cell::RefCell::new(RowHeights::default());
