@@ -124,12 +124,21 @@ fn child(messages: u64) {
             modifiers: egui::Modifiers::default(),
         });
         let pages_before = h.state().pages_received();
-        let t = Instant::now();
+        let (t, cpu, sw) = (
+            Instant::now(),
+            support::thread_cpu(),
+            support::thread_switches(),
+        );
         h.step();
         let elapsed = t.elapsed();
+        let cpu = support::thread_cpu().saturating_sub(cpu);
+        let sw_after = support::thread_switches();
+        let switches = (sw_after.0 - sw.0, sw_after.1 - sw.1);
         // What the frame did, looked at after it was timed.
         frames.push(Frame {
             elapsed,
+            cpu,
+            switches,
             pages: h.state().pages_received() - pages_before,
             rows: h.query_all_by_role_and_label(Role::Button, "Copy").count(),
             waiting_rows: h.query_all_by_label("…").count(),
@@ -149,6 +158,8 @@ fn child(messages: u64) {
     let hwm_kib = support::vm_hwm_kib();
     let mut times: Vec<Duration> = frames.iter().map(|f| f.elapsed).collect();
     times.sort();
+    let mut cpus: Vec<Duration> = frames.iter().map(|f| f.cpu).collect();
+    cpus.sort();
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     let max_where = |page: bool| {
         frames
@@ -158,7 +169,7 @@ fn child(messages: u64) {
             .fold(0.0, f64::max)
     };
     println!(
-        "RESULT {} {} {} {} {} {} {:.1} {:.1} {:.1} {:.1} {:.1} {:.1} {}",
+        "RESULT {} {} {} {} {} {} {:.1} {:.1} {:.1} {:.1} {:.1} {:.1} {} {:.1} {:.1}",
         fresh_kib,
         idle_kib,
         open_kib,
@@ -172,6 +183,8 @@ fn child(messages: u64) {
         max_where(false),
         max_where(true),
         frames.iter().filter(|f| f.pages > 0).count(),
+        us(cpus[cpus.len() * 99 / 100]),
+        us(cpus[cpus.len() - 1]),
     );
     // Frame time by the number of rows laid out with their text.
     let most = frames.iter().map(|f| f.rows).max().unwrap_or(0);
@@ -198,8 +211,11 @@ fn child(messages: u64) {
     for (i, f) in slowest.iter().take(5) {
         let before = i.checked_sub(1).map(|p| &frames[p]);
         println!(
-            "SLOW frame {i}: {:.0} µs; pages arrived {}; rows with text {} (before {}), rows waiting {} (before {}); galleys in cache {} (before {}); font atlas {:.1}% (before {:.1}%)",
+            "SLOW frame {i}: {:.0} µs (CPU {:.0} µs; {} waits, {} preemptions); pages arrived {}; rows with text {} (before {}), rows waiting {} (before {}); galleys in cache {} (before {}); font atlas {:.1}% (before {:.1}%)",
             us(f.elapsed),
+            us(f.cpu),
+            f.switches.0,
+            f.switches.1,
             f.pages,
             f.rows,
             before.map_or(0, |b| b.rows),
@@ -216,6 +232,10 @@ fn child(messages: u64) {
 /// One scroll frame: its time and what it did.
 struct Frame {
     elapsed: Duration,
+    /// CPU time of the UI thread in the frame (wall time minus time spent waiting for a core).
+    cpu: Duration,
+    /// The UI thread's (voluntary: waited, involuntary: preempted) context switches.
+    switches: (i64, i64),
     /// Pages of messages that arrived from the backend in this frame.
     pages: u64,
     /// Rows laid out with their text (each has a Copy button).
@@ -290,6 +310,10 @@ fn main() {
             v[10],
             v[11],
             v[12]
+        );
+        println!(
+            "    UI thread CPU per frame (wall time less waiting for a core): p99 {:.0} µs, max {:.0} µs",
+            v[13], v[14]
         );
         for slow in text.lines().filter(|l| l.starts_with("SLOW ")) {
             println!("    {slow}");

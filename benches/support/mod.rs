@@ -663,3 +663,30 @@ pub fn vm_rss_kib() -> u64 {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0)
 }
+
+/// CPU time this thread has used so far: beside a frame's wall time, it tells work from time
+/// the thread spent waiting for a core (a 2-core machine preempts).
+pub fn thread_cpu() -> std::time::Duration {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid timespec for the call to fill.
+    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } == 0;
+    if !ok {
+        return std::time::Duration::ZERO;
+    }
+    std::time::Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+/// This thread's (voluntary, involuntary) context switches so far: a voluntary one is a wait
+/// (a lock, I/O), an involuntary one a preemption.
+pub fn thread_switches() -> (i64, i64) {
+    // SAFETY: an all-zero rusage is valid, and `getrusage` fills it.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid rusage for the call to fill.
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut u) } != 0 {
+        return (0, 0);
+    }
+    (u.ru_nvcsw, u.ru_nivcsw)
+}

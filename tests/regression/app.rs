@@ -4,13 +4,14 @@
 #[path = "../app_support/mod.rs"]
 mod app_support;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use app_support::shell::StateTray;
+use app_support::x11::{in_xvfb_child, press};
 use app_support::{MemKeys, Recorded, ToneMic, fixture, one_utterance, scenario};
 use eframe::egui::accesskit::Role;
 use eframe::egui::{ViewportCommand, ViewportId};
@@ -33,18 +34,7 @@ const WAIT: Duration = Duration::from_secs(30);
 // ---------------------------------------------------------------------------------------------
 // Helpers: a shell in a headless harness, an Xvfb display, a microphone that never opens.
 
-type Syncs = Arc<Mutex<Vec<TrayState>>>;
-
-struct FakeTray(Syncs);
-
-impl TrayPort for FakeTray {
-    fn sync(&mut self, state: TrayState, _recording: bool, _can_copy: bool) {
-        let mut v = self.0.lock().unwrap();
-        if v.last() != Some(&state) {
-            v.push(state);
-        }
-    }
-}
+type Syncs = app_support::shell::TraySyncs;
 
 struct ShellApp {
     harness: Harness<'static, Shell>,
@@ -55,26 +45,16 @@ struct ShellApp {
 fn shell_app(ui: PersykUi, no_hotkey: bool) -> ShellApp {
     let syncs: Syncs = Arc::default();
     let tray_syncs = syncs.clone();
-    let shell = Shell::with_tray(
-        &eframe::egui::Context::default(),
+    let harness = app_support::shell::shell_harness(
         ui,
         ShellOptions {
             hidden: false,
             no_hotkey,
             ..ShellOptions::default()
         },
-        move |_post| Ok(Box::new(FakeTray(tray_syncs)) as Box<dyn TrayPort>),
+        move |_post| Ok(Box::new(StateTray(tray_syncs)) as Box<dyn TrayPort>),
     );
-    let post = shell.poster();
-    let harness = Harness::builder()
-        .with_size(eframe::egui::vec2(640.0, 900.0))
-        .build_ui_state(
-            |ui, shell: &mut Shell| {
-                shell.tick(ui.ctx());
-                shell.draw(ui);
-            },
-            shell,
-        );
+    let post = harness.state().poster();
     ShellApp {
         harness,
         post,
@@ -149,94 +129,6 @@ impl ShellApp {
         // One more frame: the shell re-registers the hotkey in `tick`.
         self.harness.step();
     }
-}
-
-/// A throw-away X server; killed on drop.
-struct Xvfb {
-    child: Child,
-    display: String,
-}
-
-impl Xvfb {
-    /// `None` (and a note on stderr) when Xvfb is not installed.
-    fn start() -> Option<Xvfb> {
-        let mut child = match Command::new("Xvfb")
-            .args([
-                "-displayfd",
-                "1",
-                "-screen",
-                "0",
-                "1024x768x24",
-                "-nolisten",
-                "tcp",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-        {
-            Ok(c) => c,
-            Err(_) => {
-                eprintln!("SKIPPED: Xvfb is not installed (apt-get install xvfb xdotool)");
-                return None;
-            }
-        };
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("piped stdout"))
-            .read_line(&mut line)
-            .expect("Xvfb reports its display");
-        let n: u32 = line.trim().parse().expect("a display number");
-        Some(Xvfb {
-            child,
-            display: format!(":{n}"),
-        })
-    }
-}
-
-impl Drop for Xvfb {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Runs this binary's test `name` again in a child process on a fresh Xvfb display (the
-/// hotkey library reads `DISPLAY` from the environment, which a test must not change in its
-/// own multi-threaded process). Returns `true` in the child, where the caller runs the body.
-fn in_xvfb_child(name: &str) -> bool {
-    if std::env::var_os("PERSYK_TEST_XVFB_CHILD").is_some() {
-        return true;
-    }
-    if Command::new("xdotool").arg("version").output().is_err() {
-        eprintln!("SKIPPED: xdotool is not installed (apt-get install xvfb xdotool)");
-        return false;
-    }
-    let Some(x) = Xvfb::start() else {
-        return false;
-    };
-    let out = Command::new(std::env::current_exe().expect("test binary"))
-        .args([name, "--exact", "--nocapture", "--test-threads=1"])
-        .env("PERSYK_TEST_XVFB_CHILD", "1")
-        .env("DISPLAY", &x.display)
-        .env_remove("WAYLAND_DISPLAY")
-        .output()
-        .expect("run the test in a child");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "the test failed on Xvfb:\n{text}");
-    assert!(text.contains("1 passed"), "the child ran no test:\n{text}");
-    false
-}
-
-/// Presses a key combination on the X server of `DISPLAY` (as a user would).
-fn press(keys: &str) {
-    let status = Command::new("xdotool")
-        .args(["key", keys])
-        .status()
-        .expect("xdotool");
-    assert!(status.success(), "xdotool key {keys}");
 }
 
 // ---------------------------------------------------------------------------------------------
