@@ -21,7 +21,7 @@
 mod support;
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use support::{repo, show};
@@ -365,7 +365,10 @@ fn bundle_signs_for_distribution_with_runtime_timestamp_and_entitlements() {
 
     // A dry run builds, copies and signs nothing.
     #[cfg(not(target_os = "macos"))]
-    assert!(!Path::new(&app).exists(), "a dry run must not create {app}");
+    assert!(
+        !std::path::Path::new(&app).exists(),
+        "a dry run must not create {app}"
+    );
 }
 
 #[test]

@@ -680,7 +680,15 @@ pub fn thread_cpu() -> std::time::Duration {
 }
 
 /// This thread's (voluntary, involuntary) context switches so far: a voluntary one is a wait
-/// (a lock, I/O), an involuntary one a preemption.
+/// (a lock, I/O), an involuntary one a preemption. Linux only (macOS has no per-thread
+/// `getrusage`): elsewhere (0, 0).
+#[cfg(not(target_os = "linux"))]
+pub fn thread_switches() -> (i64, i64) {
+    (0, 0)
+}
+
+/// See the other `thread_switches`.
+#[cfg(target_os = "linux")]
 pub fn thread_switches() -> (i64, i64) {
     // SAFETY: an all-zero rusage is valid, and `getrusage` fills it.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };

@@ -4,7 +4,6 @@
 #[path = "../app_support/mod.rs"]
 mod app_support;
 
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
@@ -604,7 +603,7 @@ fn in_dbus_child(name: &str) -> bool {
         return true;
     }
     let exe = std::env::current_exe().expect("test binary");
-    let out = match Command::new("dbus-run-session")
+    let out = match std::process::Command::new("dbus-run-session")
         .arg("--")
         .arg(exe)
         .args([name, "--exact", "--nocapture", "--test-threads=1"])
