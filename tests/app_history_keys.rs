@@ -15,7 +15,7 @@ use app_support::fixture;
 use app_support::ui::UiApp;
 use eframe::egui::accesskit::Role;
 use eframe::egui::{Event, Key, Modifiers};
-use egui_kittest::kittest::Queryable;
+use egui_kittest::kittest::{NodeT, Queryable};
 use persyk::app::ui::Page;
 use time::format_description::well_known::Rfc3339;
 use time::{Duration as TimeDuration, OffsetDateTime};
@@ -180,6 +180,35 @@ fn issue14_04_arrows_move_a_selection_and_enter_opens_it() {
     app.wait_label("Oldest note");
     assert!(!app.has_label("read-only, at leaf"));
     assert!(app.query_focused());
+    app.shutdown();
+}
+
+/// The selected row was shown by a highlight only: a screen reader (and AccessKit) saw no
+/// selection. Each row is a list item, and the selected one says so.
+#[test]
+fn issue14_04_the_selected_row_is_announced_as_selected() {
+    let mut app = app(three_sessions);
+    app.harness.step();
+    app.click("Search");
+    app.wait_label("Oldest note");
+    let selected = |app: &UiApp| -> Vec<String> {
+        app.harness
+            .query_all_by_role(Role::ListItem)
+            .filter(|n| n.accesskit_node().is_selected() == Some(true))
+            .map(|n| {
+                ["Oldest note", "Middle note", "Newest note"]
+                    .into_iter()
+                    .filter(|l| n.query_by_label(l).is_some())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect()
+    };
+    assert_eq!(app.harness.query_all_by_role(Role::ListItem).count(), 3);
+    assert!(selected(&app).is_empty(), "nothing selected yet");
+    app.key(Key::ArrowDown);
+    app.key(Key::ArrowDown);
+    assert_eq!(selected(&app), vec!["Middle note".to_owned()]);
     app.shutdown();
 }
 

@@ -254,6 +254,12 @@ impl PersykUi {
                     Color32::TRANSPARENT
                 });
             frame.show(ui, |ui| {
+                // A list item that says whether it is the selected one, so a screen reader
+                // announces the selection the highlight shows (its widgets are its children).
+                ui.ctx().accesskit_node_builder(ui.unique_id(), |node| {
+                    node.set_role(egui::accesskit::Role::ListItem);
+                    node.set_selected(is_selected);
+                });
                 ui.set_width(ui.available_width());
                 result_row(ui, row, time, &query, &mut actions);
             });
