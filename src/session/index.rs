@@ -666,7 +666,8 @@ impl SessionIndex {
         self.hasher.hash_one(id) & mask
     }
     /// Bytes held for ids: the arenas and, in a lean index, the escaped ids.
-    pub fn id_bytes(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn id_bytes(&self) -> usize {
         self.id_arena.len()
             + self.packed_arena.len()
             + self
@@ -698,36 +699,27 @@ impl SessionIndex {
         if id.is_empty() || id.len() > MAX_ID_LEN {
             return None;
         }
-        if self.lean.is_some() {
-            let mut key = IdKey {
-                fp: self.lean_fp_of(id.as_bytes()),
-                packed: false,
-                id_len: id.len() as u8,
-                stored_len: id.len() as u8,
-                buf: [0u8; MAX_ID_LEN],
-                hash: 0,
-            };
-            key.buf[..id.len()].copy_from_slice(id.as_bytes());
-            key.hash = lean_hash(key.fp);
-            return Some(key);
-        }
         let mut key = IdKey {
             fp: 0,
             packed: false,
             id_len: id.len() as u8,
-            stored_len: 0,
+            stored_len: id.len() as u8,
             buf: [0u8; MAX_ID_LEN],
             hash: 0,
         };
+        if self.lean.is_some() {
+            // Not packed: a lean index compares with the id's text in the file.
+            key.buf[..id.len()].copy_from_slice(id.as_bytes());
+            key.fp = self.lean_fp_of(id.as_bytes());
+            key.hash = lean_hash(key.fp);
+            return Some(key);
+        }
         match pack_id(id, &mut key.buf) {
             Some(n) => {
                 key.packed = true;
                 key.stored_len = n as u8;
             }
-            None => {
-                key.buf[..id.len()].copy_from_slice(id.as_bytes());
-                key.stored_len = id.len() as u8;
-            }
+            None => key.buf[..id.len()].copy_from_slice(id.as_bytes()),
         }
         key.hash = hash_stored(&self.hasher, key.stored());
         Some(key)

@@ -222,9 +222,10 @@ pub fn get<'v, 'a>(m: &'v Obj<'a>, key: &str) -> Option<&'v Json<'a>> {
 /// UTF-8, takes the full path: [`prescan`] first, then [`parse_strict`], so every rejection
 /// keeps exactly the code it had.
 pub fn parse_record(bytes: &[u8]) -> Result<Vec<(Cow<'_, str>, Json<'_>)>, Code> {
+    // The fast path: any error is only "not here"; the full path below classifies it.
     if bytes.len() <= MAX_RECORD_BYTES
         && let Ok(text) = simdutf8::basic::from_utf8(bytes)
-        && let Ok(value) = parse_bounded(text)
+        && let Ok(value) = parse_with(serde_json::Deserializer::from_str(text), || false)
     {
         return match value {
             Json::Object(map) => Ok(map),
@@ -267,22 +268,6 @@ pub fn parse_strict(bytes: &[u8]) -> Result<Json<'_>, Code> {
     parse_with(serde_json::Deserializer::from_slice(bytes), || {
         std::str::from_utf8(bytes).is_err()
     })
-}
-
-/// The fast path of [`parse_record`]: one parse with the depth bounded as it goes. Any error
-/// (syntax, a duplicate key, too deep, a lone surrogate) is only "not here": the caller
-/// classifies it on the full path.
-fn parse_bounded(text: &str) -> Result<Json<'_>, ()> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    de.disable_recursion_limit();
-    let duplicate = Cell::new(false);
-    StrictSeed {
-        duplicate: &duplicate,
-        depth: 1,
-    }
-    .deserialize(&mut de)
-    .and_then(|v| de.end().map(|()| v))
-    .map_err(|_| ())
 }
 
 fn parse_with<'de, R: serde_json::de::Read<'de>>(

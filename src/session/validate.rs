@@ -976,8 +976,12 @@ pub fn is_credential_free_url(url: &str) -> bool {
 }
 
 /// Scans a whole stream. I/O errors are returned; content problems become diagnostics.
-pub fn scan_reader<R: Read>(mut reader: R) -> io::Result<SessionIndex> {
-    let mut scanner = Scanner::new();
+pub fn scan_reader<R: Read>(reader: R) -> io::Result<SessionIndex> {
+    scan_into(Scanner::new(), reader)
+}
+
+/// Feeds all of `reader` to `scanner`, records the incomplete tail and ends the scan.
+fn scan_into<R: Read>(mut scanner: Scanner, mut reader: R) -> io::Result<SessionIndex> {
     let tail = feed_lines(&mut scanner, &mut reader)?;
     if tail > 0 {
         scanner.push_tail(tail);
@@ -1048,15 +1052,11 @@ pub fn scan_file_lean(file: &File) -> io::Result<SessionIndex> {
 }
 
 fn scan_lean(file: &File, fp_bits: u32) -> io::Result<SessionIndex> {
-    let mut scanner = Scanner {
+    let scanner = Scanner {
         index: SessionIndex::lean(file.try_clone()?, fp_bits),
         ..Scanner::default()
     };
-    let tail = feed_lines(&mut scanner, &mut &*file)?;
-    if tail > 0 {
-        scanner.push_tail(tail);
-    }
-    let index = scanner.finish();
+    let index = scan_into(scanner, file)?;
     if index.lean_failed() {
         return Err(io::Error::other("an id could not be read back"));
     }
