@@ -30,8 +30,8 @@ use egui_kittest::kittest::Queryable;
 use persyk::app::backend::{BackendConfig, BackendHandle};
 use persyk::app::model::{AudioOrigin, Live, Update, Waker};
 use persyk::app::ui::{Page, PersykUi, style};
-use persyk::realtime::engine::{EngineState, EngineView, PublishedMessage};
-use persyk::realtime::ordering::Speaker;
+use persyk::recognize::Speaker;
+use persyk::recognize::{EngineState, EngineView, PublishedMessage};
 use persyk::settings::Settings;
 use support::app::{BenchKeys, NoEffects, NoMic};
 

@@ -28,13 +28,14 @@ use std::time::{Duration, Instant};
 
 use eframe::egui;
 use persyk::app::backend::{BackendConfig, BackendHandle, Microphone};
+use persyk::app::event::{Post, ShellEvent};
 use persyk::app::model::Waker;
-use persyk::app::shell::{Post, Shell, ShellEvent, ShellOptions};
+use persyk::app::shell::{Shell, ShellOptions};
 use persyk::app::sounds::{self, Cue, Sounds};
 use persyk::app::tray::TrayError;
 use persyk::app::ui::PersykUi;
-use persyk::capture::pipeline::SourceKind;
 use persyk::capture::source::{AudioSource, SourceError, SourceEvent, SourceFormat};
+use persyk::pipeline::SourceKind;
 use persyk::realtime::fake::{self, FakeServer, Scenario};
 use persyk::settings::Settings;
 use support::app::{BenchKeys, NoEffects};

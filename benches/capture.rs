@@ -23,9 +23,9 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
-use persyk::capture::convert::{Converter, OUTPUT_RATE_HZ, ResamplerKind, extend_pcm16_le};
+use persyk::audio::convert::{Converter, OUTPUT_RATE_HZ, ResamplerKind, extend_pcm16_le};
 
-/// Samples per provider chunk (100 ms at 24 kHz), as `capture::CHUNK_SAMPLES`.
+/// Samples per provider chunk (100 ms at 24 kHz), as `pipeline::CHUNK_SAMPLES`.
 const CHUNK_SAMPLES: usize = OUTPUT_RATE_HZ as usize / 10;
 /// WAV flush cadence in output samples (250 ms).
 const FLUSH_SAMPLES: usize = OUTPUT_RATE_HZ as usize / 4;
@@ -133,7 +133,7 @@ impl WavSink {
     }
 
     fn write(&mut self, samples: &[i16]) {
-        // Per sample, as `capture::transcribe_samples` writes.
+        // Per sample, as `pipeline::transcribe_samples` writes.
         for &s in samples {
             self.wav.write_sample(s).unwrap();
         }

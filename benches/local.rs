@@ -42,12 +42,10 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU32;
 use std::time::{Duration, Instant};
 
-use persyk::capture::pipeline::{
-    self, LiveTap, Recognition, RecordOptions, SamplesSource, SourceKind,
-};
 use persyk::capture::source::FileSource;
 use persyk::local::whisper::{self, LocalModel};
 use persyk::local::{LocalOptions, dictation, options_for, to_whisper_rate};
+use persyk::pipeline::{self, LiveTap, Recognition, RecordOptions, SamplesSource, SourceKind};
 use persyk::session::{LeafSelector, Store, store::Roots};
 use whisper_rs::{FullParams, SamplingStrategy, WhisperContext, WhisperContextParameters};
 
@@ -281,7 +279,7 @@ fn main() {
     );
     {
         // How long jfk.wav goes on after its last voiced frame (the `at end` stop's pause).
-        use persyk::capture::segment::{Segmenter, SegmenterConfig};
+        use persyk::audio::segment::{Segmenter, SegmenterConfig};
         let mut segmenter = Segmenter::new(SegmenterConfig::for_rate(RATE as u32));
         let mut events = Vec::new();
         segmenter.push(&jfk, &mut events);

@@ -17,8 +17,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
-use persyk::realtime::engine::{self, EngineState};
+use persyk::realtime::engine::{self};
 use persyk::realtime::protocol::Settings;
+use persyk::recognize::EngineState;
 use persyk::session::format::{Custom, EntryBody};
 use persyk::session::store::Roots;
 use persyk::session::{LeafSelector, SESSION_FILE, Store};

@@ -18,12 +18,12 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU32;
 
 use eframe::egui;
+use persyk::app::event::TrayState;
 use persyk::app::model::{AudioOrigin, Live, Update};
 use persyk::app::shell::{Shell, ShellOptions, TrayPort};
-use persyk::app::tray::TrayState;
 use persyk::app::ui::Page;
-use persyk::realtime::engine::{EngineState, EngineView, PublishedMessage};
-use persyk::realtime::ordering::Speaker;
+use persyk::recognize::Speaker;
+use persyk::recognize::{EngineState, EngineView, PublishedMessage};
 use persyk::settings::Settings;
 
 /// A menu-bar icon that is not shown (the screenshot is of the window).

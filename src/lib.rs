@@ -3,7 +3,8 @@
 //! This library is everything but the shell: the session file format v1 ([`session`]) —
 //! validation, projection, the durable store, discovery and search ([`session`]), the
 //! realtime engine ([`realtime`]), capture ([`capture`]), on-device recognition ([`local`],
-//! whisper.cpp with the `local` feature) and, with the `app` feature, the
+//! whisper.cpp with the `local` feature), the seam both engines implement ([`recognize`]),
+//! the dictation pipeline above them ([`pipeline`]) and, with the `app` feature, the
 //! desktop shell (`app`). The core modules never import `app`; the binary (`src/main.rs`)
 //! adds the CLI and launches the app.
 //!
@@ -21,11 +22,20 @@
 //! assert_eq!(projection.conversation.len(), 1);
 //! ```
 
+// The rooms, floor by floor (a room imports only rooms on floors below it; see
+// ARCHITECTURE.md and `scripts/layers`):
+// session · audio, endpoint, dirs · recognize · realtime, local, capture · settings,
+// credentials · pipeline · app.
 #[cfg(feature = "app")]
 pub mod app;
+pub mod audio;
 pub mod capture;
 pub mod credentials;
+pub mod dirs;
+pub mod endpoint;
 pub mod local;
+pub mod pipeline;
 pub mod realtime;
+pub mod recognize;
 pub mod session;
 pub mod settings;

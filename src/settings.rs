@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::local::models::{DEFAULT_LOCAL_MODEL, LocalModelChoice};
 use crate::session::fsio::{PRIVATE_FILE_MODE, create_private_dir_all};
 use crate::session::store::{Roots, StoreError};
 
@@ -170,18 +171,6 @@ pub struct RecognitionSettings {
     /// Inference threads; `None` = the available cores, at most 8.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub local_threads: Option<u32>,
-}
-
-/// The catalog model used on the device when the settings name none.
-pub const DEFAULT_LOCAL_MODEL: &str = "base.en";
-
-/// What the `recognition.localModel` setting names.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LocalModelChoice {
-    /// A model of the catalog, by name.
-    Catalog(String),
-    /// A model file the user pointed to.
-    File(PathBuf),
 }
 
 impl RecognitionSettings {
@@ -354,12 +343,6 @@ pub fn is_dev() -> bool {
     cfg!(debug_assertions) || std::env::var_os("PERSYK_DEV").is_some_and(|v| v == "1")
 }
 
-/// The `directories::ProjectDirs` qualifier, organization and application. macOS names the
-/// settings folder after all three joined with dots, `app.persyk.Persyk`: the same string as
-/// the bundle id and the keychain service (`credentials::SERVICE`). Linux uses the application
-/// alone, lowercased (`persyk`).
-pub const PROJECT_ID: [&str; 3] = ["app", "persyk", "Persyk"];
-
 /// The settings file: `$PERSYK_CONFIG` if set, else `settings.json` in the platform config
 /// directory (`~/Library/Application Support/app.persyk.Persyk` on macOS,
 /// `~/.config/persyk` on Linux).
@@ -367,9 +350,7 @@ pub fn settings_path() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("PERSYK_CONFIG") {
         return Some(PathBuf::from(p));
     }
-    let [qualifier, organization, application] = PROJECT_ID;
-    directories::ProjectDirs::from(qualifier, organization, application)
-        .map(|d| d.config_dir().join("settings.json"))
+    crate::dirs::project_dirs().map(|d| d.config_dir().join("settings.json"))
 }
 
 /// The default write root: `Documents/persyk/sessions`, or `Documents/persyk-dev/sessions`
@@ -444,10 +425,8 @@ impl Settings {
                 .replacen("https://", "wss://", 1)
                 .replacen("http://", "ws://", 1);
             // The key goes in the upgrade request: never unencrypted to a remote host.
-            crate::realtime::endpoint::check_provider_url(&out.base_url).map_err(|e| match e {
-                crate::realtime::endpoint::EndpointError::Insecure => {
-                    SettingsError::InsecureProviderUrl
-                }
+            crate::endpoint::check_provider_url(&out.base_url).map_err(|e| match e {
+                crate::endpoint::EndpointError::Insecure => SettingsError::InsecureProviderUrl,
                 _ => SettingsError::BadProviderUrl,
             })?;
         }
@@ -552,6 +531,20 @@ mod tests {
         Settings {
             provider: p,
             ..Settings::default()
+        }
+    }
+
+    #[test]
+    fn every_catalog_model_name_is_a_catalog_choice() {
+        for m in crate::local::models::CATALOG {
+            let s = RecognitionSettings {
+                local_model: Some(m.name.into()),
+                ..Default::default()
+            };
+            assert_eq!(
+                s.local_model().unwrap(),
+                LocalModelChoice::Catalog(m.name.into())
+            );
         }
     }
 

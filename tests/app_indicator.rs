@@ -23,8 +23,9 @@ use eframe::egui::accesskit::Role;
 use eframe::egui::{ViewportCommand, ViewportId, ViewportInfo};
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
-use persyk::app::shell::{Post, Shell, ShellEvent, ShellOptions, TrayPort};
-use persyk::app::tray::TrayState;
+use persyk::app::event::TrayState;
+use persyk::app::event::{Post, ShellEvent};
+use persyk::app::shell::{Shell, ShellOptions, TrayPort};
 use persyk::app::ui::indicator::TITLE;
 use persyk::settings::Settings;
 #[cfg(target_os = "linux")]

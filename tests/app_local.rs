@@ -15,8 +15,8 @@ use app_support::ui::UiApp;
 use eframe::egui::accesskit::Role;
 use egui_kittest::kittest::Queryable;
 use persyk::app::backend::Microphone;
-use persyk::capture::pipeline::{SamplesSource, SourceKind};
 use persyk::capture::source::AudioSource;
+use persyk::pipeline::{SamplesSource, SourceKind};
 use persyk::settings::RecognitionEngine;
 
 /// jfk.wav (converted to 24 kHz) after a second of silence and before a minute of it, at twice

@@ -31,10 +31,11 @@ use eframe::egui::{ViewportCommand, ViewportId};
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use persyk::app::effects::{Delivered, Effects, SystemEffects};
+use persyk::app::event::ShellEvent;
+use persyk::app::event::TrayState;
 use persyk::app::model::Waker;
 use persyk::app::paste::{self, PasteAvailability, PasteError, Paster, TextClipboard};
-use persyk::app::shell::{Shell, ShellEvent, ShellOptions, TrayPort};
-use persyk::app::tray::TrayState;
+use persyk::app::shell::{Shell, ShellOptions, TrayPort};
 use persyk::realtime::fake;
 use persyk::settings::{AfterAction, AfterDictationSettings};
 

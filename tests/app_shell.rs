@@ -16,9 +16,11 @@ use app_support::{Fixture, fixture, one_utterance};
 use eframe::egui::{ViewportCommand, ViewportEvent, ViewportId};
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
-use persyk::app::shell::{MenuAction, Post, Shell, ShellEvent, ShellOptions, TrayPort};
+use persyk::app::event::TrayState;
+use persyk::app::event::{MenuAction, Post, ShellEvent};
+use persyk::app::shell::{Shell, ShellOptions, TrayPort};
 use persyk::app::sounds::{Cue, Sounds};
-use persyk::app::tray::{TrayError, TrayState};
+use persyk::app::tray::TrayError;
 use persyk::app::ui::Page;
 use persyk::settings::HotkeyMode;
 

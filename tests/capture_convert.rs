@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::mpsc::{Receiver, sync_channel};
 use std::time::{Duration, Instant};
 
-use persyk::capture::convert::{
+use persyk::audio::convert::{
     ConvertError, Converter, OUTPUT_RATE_HZ, ResamplerKind, extend_pcm16_le, f32_to_i16,
     i16_to_f32, i32_to_f32, int_to_f32, u16_to_f32,
 };

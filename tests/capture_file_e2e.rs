@@ -8,7 +8,7 @@ mod fake_cli;
 use std::process::Command;
 
 use fake_cli::FakeProvider;
-use persyk::capture::convert::Converter;
+use persyk::audio::convert::Converter;
 use serde_json::Value;
 
 fn persyk() -> Command {

@@ -3,7 +3,7 @@
 //! `capture.silent-input`; the session is saved, valid and marked incomplete, and the WAV
 //! holds what was captured until the halt.
 
-use persyk::capture::pipeline::{self, SamplesSource, SourceKind};
+use persyk::pipeline::{self, SamplesSource, SourceKind};
 use persyk::realtime::fake::{self, Scenario};
 use persyk::realtime::protocol::Settings;
 use persyk::session::store::Roots;

@@ -6,7 +6,7 @@ mod support;
 use std::sync::mpsc::sync_channel;
 use std::time::{Duration, Instant};
 
-use persyk::capture::convert::f32_to_i16;
+use persyk::audio::convert::f32_to_i16;
 use persyk::capture::preroll::{MAX_PRE_ROLL, WarmInput};
 use persyk::capture::source::{AudioSource, FileSource, SourceEvent};
 

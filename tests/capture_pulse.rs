@@ -26,7 +26,7 @@ use std::sync::mpsc::{RecvTimeoutError, sync_channel};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use persyk::capture::convert::{Converter, OUTPUT_RATE_HZ, i16_to_f32, i32_to_f32, u16_to_f32};
+use persyk::audio::convert::{Converter, OUTPUT_RATE_HZ, i16_to_f32, i32_to_f32, u16_to_f32};
 use persyk::capture::source::{
     AudioSource, CpalSource, EVENT_QUEUE_DEPTH, FileSource, Silence, SilenceDetector, SourceEvent,
     input_devices,
@@ -292,7 +292,7 @@ fn captures_what_pulseaudio_plays() {
 
 #[test]
 fn live_turns_from_real_speech() {
-    use persyk::capture::pipeline::{self, SourceKind};
+    use persyk::pipeline::{self, SourceKind};
     use persyk::realtime::fake::{self, Scenario};
     use persyk::session::store::Roots;
     use persyk::session::{LeafSelector, Store};

@@ -6,7 +6,7 @@
 
 mod support;
 
-use persyk::capture::segment::{EndReason, SegmentEvent, Segmenter, SegmenterConfig, Utterance};
+use persyk::audio::segment::{EndReason, SegmentEvent, Segmenter, SegmenterConfig, Utterance};
 
 const RATE: u32 = 24_000;
 

@@ -260,11 +260,11 @@ fn a_failing_recognizer_records_a_gap_and_exits_1() {
 /// as a canonical message, which a removal takes out by appending `message.removed`.
 #[test]
 fn live_local_dictation_shows_provisional_then_canonical_and_removes_without_a_provider() {
-    use persyk::capture::pipeline::{
+    use persyk::local::whisper::{self, LocalModel};
+    use persyk::pipeline::{
         self, LiveTap, Recognition, RecordOptions, RemovalRequest, SamplesSource, SourceKind,
     };
-    use persyk::local::whisper::{self, LocalModel};
-    use persyk::realtime::engine::RemovalOutcome;
+    use persyk::recognize::RemovalOutcome;
     use persyk::session::{LeafSelector, Store, store::Roots};
     use std::sync::Arc;
     use std::sync::atomic::AtomicU32;
@@ -365,9 +365,9 @@ fn live_local_dictation_shows_provisional_then_canonical_and_removes_without_a_p
 /// `local.deadline` gap, the recording is incomplete, and the late result is never written.
 #[test]
 fn utterances_left_at_the_stop_deadline_are_gaps_and_nothing_is_written_after_stop() {
-    use persyk::capture::pipeline::{self, Recognition, RecordOptions, SamplesSource, SourceKind};
     use persyk::local::dictation::{LocalSetup, Provenance, Recognize};
     use persyk::local::{LocalError, Verdict};
+    use persyk::pipeline::{self, Recognition, RecordOptions, SamplesSource, SourceKind};
     use persyk::session::{LeafSelector, Store, store::Roots};
     use std::time::Duration;
 
@@ -450,10 +450,10 @@ enum CaptureFault {
 /// samples, and the session still passes `persyk check`.
 #[test]
 fn a_wav_range_that_is_not_durable_or_not_equal_falls_back_to_an_asset_of_its_own() {
-    use persyk::capture::WAV_HEADER_BYTES;
+    use persyk::audio::WAV_HEADER_BYTES;
     use persyk::local::dictation::{self, LocalSetup, Provenance, Recognize};
     use persyk::local::{LocalError, Verdict};
-    use persyk::realtime::engine::{AudioChunk, CaptureLink, WavRange};
+    use persyk::recognize::{AudioChunk, CaptureLink, WavRange};
     use persyk::session::format::{EntryBody, Outcome, RecordingFinished, RecordingStarted};
     use persyk::session::store::new_id;
     use persyk::session::{LeafSelector, Store, store::Roots};

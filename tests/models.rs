@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use model_server::{MODEL_LEN, Serve, Server, model_byte, not_a_model_byte, serve, sha256_of};
 use persyk::local::GGML_MAGIC;
+use persyk::local::models::LocalModelChoice;
 use persyk::local::models::{self, CatalogModel, ModelState, ModelStore, Phase, Progress};
-use persyk::settings::LocalModelChoice;
 
 fn test_model(sha256: &'static str) -> &'static CatalogModel {
     Box::leak(Box::new(CatalogModel {

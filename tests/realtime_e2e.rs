@@ -3,7 +3,7 @@
 //! (`session-format.md`, "Realtime retention and ordered publication").
 //!
 //! Every scenario in `tests/scenarios/` runs through the file pipeline
-//! (`capture::transcribe_samples`) or, for removals, through the engine directly with a live
+//! (`pipeline::transcribe_samples`) or, for removals, through the engine directly with a live
 //! capture built here; three runs go through the binaries (`persyk fake-provider` +
 //! `persyk transcribe` + `persyk check`). Extra scenarios that the stock ones cannot express
 //! are inline JSON (not files: `tests/fake_provider.rs` requires every scenario file to be one
@@ -36,13 +36,14 @@ use base64::engine::general_purpose::STANDARD as B64;
 use fake_cli::{DumpingFake, scenario, scenario_path};
 // The scenarios script server-VAD turns: `gpt-transcribe` keeps them (see `live_*` tests
 // for the default, client turns).
-use persyk::capture::{self, FileOptions, Transcription};
-use persyk::realtime::engine::{
-    self, AudioChunk, CaptureLink, EngineHandle, EngineReport, EngineState, EngineView,
-    RemovalOutcome, WavRange,
-};
+use persyk::pipeline;
+use persyk::pipeline::{FileOptions, Transcription};
+use persyk::realtime::engine::{self, EngineHandle};
 use persyk::realtime::fake::{self, ConnectionEnd, FakeLog, FakeServer, Scenario};
 use persyk::realtime::protocol::{Mode, Settings};
+use persyk::recognize::{
+    AudioChunk, CaptureLink, EngineReport, EngineState, EngineView, RemovalOutcome, WavRange,
+};
 use persyk::session::assets::CaptureAsset;
 use persyk::session::format::{EntryBody, Outcome, RecordingFinished, RecordingStarted};
 use persyk::session::store::{Continuation, new_id};
@@ -129,7 +130,7 @@ async fn pipeline_with(
     let (tmp, dir, continuation) = fresh_session();
     let transcription = timeout(
         RUN,
-        capture::transcribe_samples(
+        pipeline::transcribe_samples(
             continuation,
             settings(&server),
             KEY.to_owned(),

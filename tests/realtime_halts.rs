@@ -9,9 +9,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use persyk::realtime::engine::{self, AudioChunk, EngineState};
+use persyk::realtime::engine::{self};
 use persyk::realtime::fake::{self, Scenario};
 use persyk::realtime::protocol::Settings;
+use persyk::recognize::{AudioChunk, EngineState};
 use persyk::session::fsio::Storage;
 use persyk::session::store::Roots;
 use persyk::session::{LeafSelector, Store, scan_path};

@@ -8,8 +8,8 @@ use persyk::app::backend::{BackendConfig, BackendHandle, KeyStore, Microphone};
 use persyk::app::effects::Effects;
 use persyk::app::model::Waker;
 use persyk::app::ui::PersykUi;
-use persyk::capture::pipeline::SourceKind;
 use persyk::capture::source::AudioSource;
+use persyk::pipeline::SourceKind;
 use persyk::settings::Settings;
 
 /// A microphone that cannot be opened (benches that never record).

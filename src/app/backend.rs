@@ -45,11 +45,9 @@ use super::model::{
     ResultRow, SearchResults, Update, Waker,
 };
 use super::permission::{self, MicrophonePermission};
-use crate::capture::pipeline::{
-    self, LiveTap, Recognition, RecordOptions, RemovalRequest, SourceKind,
-};
 use crate::capture::preroll::WarmInput;
 use crate::capture::source::{AudioSource, FileSource};
+use crate::pipeline::{self, LiveTap, Recognition, RecordOptions, RemovalRequest, SourceKind};
 use crate::session::discover::{RootSpec, discover};
 use crate::session::format::{Entry, EntryBody, Role, display_text};
 use crate::session::history::MAX_PAGE;
@@ -845,7 +843,7 @@ impl Backend {
             return failed(e.code());
         }
         // A model file the user pointed to must be one whisper.cpp can load.
-        if let Ok(crate::settings::LocalModelChoice::File(path)) =
+        if let Ok(crate::local::models::LocalModelChoice::File(path)) =
             settings.recognition.local_model()
         {
             match tokio::task::spawn_blocking(move || crate::local::check_model_file(&path)).await {
@@ -953,7 +951,7 @@ fn download_model(
 
 fn finished_from(
     session: PathBuf,
-    result: Result<crate::capture::Transcription, crate::capture::CaptureError>,
+    result: Result<crate::pipeline::Transcription, crate::pipeline::CaptureError>,
 ) -> Finished {
     match result {
         Ok(t) => Finished {

@@ -25,12 +25,12 @@
 
 pub mod backend;
 pub mod effects;
+pub mod event;
 pub mod hotkey;
-#[cfg(target_os = "macos")]
-mod macos;
 pub mod model;
 pub mod paste;
 pub mod permission;
+mod platform;
 pub mod shell;
 pub mod sounds;
 pub mod tray;
@@ -136,9 +136,9 @@ pub fn run(options: ShellOptions) -> Result<(), AppError> {
         Box::new(move |cc| {
             #[cfg(target_os = "macos")]
             {
-                macos::set_accessory_policy();
-                macos::install_notification_delegate();
-                ui.set_microphone_note(macos::microphone_note());
+                platform::macos::set_accessory_policy();
+                effects::macos::install_notification_delegate();
+                ui.set_microphone_note(permission::macos::microphone_note());
             }
             Ok(Box::new(Shell::new(&cc.egui_ctx, ui, options)))
         }),

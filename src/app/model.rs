@@ -16,7 +16,7 @@ use eframe::egui;
 use tokio::sync::watch;
 
 use crate::local::models::{ModelInfo, ModelStore, Progress};
-use crate::realtime::engine::{EngineView, RemovalOutcome};
+use crate::recognize::{EngineView, RemovalOutcome};
 use crate::session::search::Cursor;
 use crate::settings::Settings;
 

@@ -33,40 +33,13 @@ use std::time::Duration;
 use eframe::egui;
 
 use super::backend::{SHUTDOWN_DEADLINE, ShutdownStatus};
+use super::event::{MenuAction, Post, ShellEvent, TrayState};
 use super::hotkey;
 use super::sounds::{self, Cue, Sounds};
-use super::tray::{Tray, TrayError, TrayState, recent_labels};
+use super::tray::{Tray, TrayError, recent_labels};
 use super::ui::indicator::{self, IndicatorAction, IndicatorModel};
 use super::ui::{Page, PersykUi};
 use crate::settings::HotkeyMode;
-
-/// A tray menu entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MenuAction {
-    Toggle,
-    CopyLast,
-    /// A "Recent" entry, by its place (0: the newest).
-    Recent(usize),
-    Open,
-    Search,
-    Settings,
-    Quit,
-}
-
-/// Something the OS told us, queued for the UI thread.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ShellEvent {
-    Menu(MenuAction),
-    /// A plain left click on the icon (toggles dictation).
-    TrayClick,
-    /// A ctrl-click on the icon: open its menu, as a right click does (macOS).
-    TrayMenu,
-    /// The global hotkey was pressed (`true`) or released.
-    Hotkey(bool),
-}
-
-/// A function that queues a [`ShellEvent`] and wakes the window (safe from any thread).
-pub type Post = Arc<dyn Fn(ShellEvent) + Send + Sync>;
 
 /// What the shell needs from a tray icon: the real one, or a test double.
 pub trait TrayPort {
@@ -300,7 +273,7 @@ impl Shell {
         ctx.send_viewport_cmd(egui::ViewportCommand::Focus);
         // An Accessory app stays behind the frontmost app unless it activates itself.
         #[cfg(target_os = "macos")]
-        super::macos::activate();
+        super::platform::macos::activate();
     }
 
     /// Shortens how long quitting waits for a running recording (tests).
@@ -505,7 +478,7 @@ impl Shell {
         self.indicator_stop();
         #[cfg(target_os = "macos")]
         if !self.indicator_panel {
-            self.indicator_panel = super::macos::make_indicator_panel(indicator::TITLE);
+            self.indicator_panel = super::platform::macos::make_indicator_panel(indicator::TITLE);
         }
     }
 

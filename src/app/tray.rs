@@ -16,8 +16,8 @@ use std::sync::Arc;
 use tray_icon::menu::{Menu, MenuEvent, MenuId, MenuItem, PredefinedMenuItem, Submenu};
 use tray_icon::{Icon, MouseButton, MouseButtonState, TrayIcon, TrayIconBuilder, TrayIconEvent};
 
+use super::event::{MenuAction, ShellEvent, TrayState};
 use super::model::RECENT_LEN;
-use super::shell::{MenuAction, ShellEvent};
 
 /// Words of a transcription shown as its "Recent" label.
 pub const RECENT_LABEL_WORDS: usize = 8;
@@ -29,47 +29,6 @@ pub fn recent_labels<'a>(texts: impl IntoIterator<Item = &'a str>) -> Vec<String
         .take(RECENT_LEN)
         .map(|t| super::effects::first_words(t, RECENT_LABEL_WORDS))
         .collect()
-}
-
-/// What the icon shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TrayState {
-    Idle,
-    Connecting,
-    Recording,
-    Finishing,
-    Error,
-}
-
-impl TrayState {
-    pub const ALL: [TrayState; 5] = [
-        TrayState::Idle,
-        TrayState::Connecting,
-        TrayState::Recording,
-        TrayState::Finishing,
-        TrayState::Error,
-    ];
-
-    /// The template PNG (44×44, black on transparent) drawn for the menu bar.
-    pub fn png(self) -> &'static [u8] {
-        match self {
-            TrayState::Idle => include_bytes!("../../assets/tray/idle.png"),
-            TrayState::Connecting => include_bytes!("../../assets/tray/connecting.png"),
-            TrayState::Recording => include_bytes!("../../assets/tray/recording.png"),
-            TrayState::Finishing => include_bytes!("../../assets/tray/finishing.png"),
-            TrayState::Error => include_bytes!("../../assets/tray/error.png"),
-        }
-    }
-
-    pub fn tooltip(self) -> &'static str {
-        match self {
-            TrayState::Idle => "Persyk — ready",
-            TrayState::Connecting => "Persyk — connecting…",
-            TrayState::Recording => "Persyk — recording",
-            TrayState::Finishing => "Persyk — finishing…",
-            TrayState::Error => "Persyk — the last recording had a problem",
-        }
-    }
 }
 
 /// Why there is no tray icon.
@@ -297,7 +256,7 @@ impl Drop for Tray {
 
 #[cfg(target_os = "macos")]
 fn control_held() -> bool {
-    super::macos::control_held()
+    super::platform::macos::control_held()
 }
 
 #[cfg(not(target_os = "macos"))]

@@ -8,7 +8,7 @@
 //!
 //! An [`AudioSource`] announces its [`SourceFormat`] before it starts, then delivers
 //! interleaved `f32` frames in that format through a bounded channel the pipeline owns. The
-//! pipeline builds a [`super::convert::Converter`] from the format, feeds the frames through
+//! pipeline builds a [`crate::audio::convert::Converter`] from the format, feeds the frames through
 //! it, and watches the result with a [`SilenceDetector`].
 //!
 //! Invariants:
@@ -47,7 +47,7 @@ use std::sync::mpsc::{SyncSender, TrySendError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::convert::{OUTPUT_RATE_HZ, int_to_f32};
+use crate::audio::convert::{OUTPUT_RATE_HZ, int_to_f32};
 
 /// A sensible bound for the event channel: at the 20 ms callback period `CpalSource` asks
 /// for, about 5 s of audio.

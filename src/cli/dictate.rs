@@ -7,10 +7,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use persyk::app::permission;
-use persyk::capture::pipeline::{self, Recognition, SourceKind};
 use persyk::capture::preroll::{MAX_PRE_ROLL, WarmInput};
 use persyk::capture::source::{AudioSource, CpalSource, input_devices};
 use persyk::local::dictation;
+use persyk::pipeline::{self, Recognition, SourceKind};
 use persyk::realtime::protocol::Mode;
 use persyk::session::{LeafSelector, Store};
 use persyk::settings::{self, RecognitionEngine, Settings as UserSettings};
@@ -37,7 +37,7 @@ fn validate(args: &Args<'_>) -> Result<(), u8> {
     if let Some(s) = args.seconds
         && !SECONDS_RANGE.contains(&s)
     {
-        return Err(super::transcribe::refuse(
+        return Err(super::recording::refuse(
             "--seconds",
             "between 0.1 and 86400",
         ));
@@ -46,7 +46,7 @@ fn validate(args: &Args<'_>) -> Result<(), u8> {
         .pre_roll_ms
         .is_some_and(|ms| Duration::from_millis(u64::from(ms)) > MAX_PRE_ROLL)
     {
-        return Err(super::transcribe::refuse(
+        return Err(super::recording::refuse(
             "--pre-roll-ms",
             "between 0 (off) and 500",
         ));
@@ -64,19 +64,19 @@ pub fn run(args: Args<'_>) -> u8 {
         }
         return 0;
     }
-    let engine = match super::local_cmd::engine(args.provider) {
+    let engine = match super::recording::engine(args.provider) {
         Ok(e) => e,
         Err(code) => return code,
     };
     let recognition = if engine == RecognitionEngine::Local {
         // On the device: no key, no network; the model loads before the microphone opens.
-        match super::local_cmd::setup(args.model, dictation::DRAIN_DEADLINE) {
+        match super::recording::setup(args.model, dictation::DRAIN_DEADLINE) {
             Ok(r) => r,
             Err(code) => return code,
         }
     } else {
         // Before the microphone opens or a session exists: an insecure provider URL stops here.
-        let settings = match super::transcribe::provider_settings(args.mode, args.provider_url) {
+        let settings = match super::recording::provider_settings(args.mode, args.provider_url) {
             Ok(p) => p,
             Err(e) => {
                 eprintln!("persyk: {e}");
@@ -112,7 +112,7 @@ pub fn run(args: Args<'_>) -> u8 {
             return EXIT_CANNOT_RUN;
         }
     };
-    let roots = match super::transcribe::roots(args.root) {
+    let roots = match super::recording::roots(args.root) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("persyk: {e}");
@@ -131,7 +131,7 @@ pub fn run(args: Args<'_>) -> u8 {
         }
     };
     eprintln!("persyk: session {}", continuation.handle().dir().display());
-    let runtime = match super::transcribe::runtime() {
+    let runtime = match super::recording::runtime() {
         Ok(rt) => rt,
         Err(code) => return code,
     };
@@ -190,7 +190,7 @@ pub fn run(args: Args<'_>) -> u8 {
         pipeline::RecordOptions::default(),
     ));
     let code = match result {
-        result if engine == RecognitionEngine::Local => super::local_cmd::report(result),
+        result if engine == RecognitionEngine::Local => super::recording::report(result),
         Ok(t) => {
             for line in t.report.transcript() {
                 println!("{line}");

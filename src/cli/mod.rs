@@ -13,8 +13,8 @@ mod context;
 #[cfg(feature = "app")]
 mod dictate;
 mod fake_cmd;
-mod local_cmd;
 mod models;
+mod recording;
 mod search_cmds;
 mod store_cmds;
 mod transcribe;

@@ -50,14 +50,12 @@ use serde_json::{Map, json};
 use tokio::sync::{oneshot, watch};
 
 use super::{LocalError, Verdict};
-use crate::capture::WAV_HEADER_BYTES;
-use crate::capture::segment::{SegmentEvent, Segmenter, SegmenterConfig};
-use crate::realtime::engine::{
-    AudioChunk, CAPTURE_DURABLE_WAIT, CaptureLink, EngineReport, EngineState, EngineView,
-    PublishedMessage, RemovalOutcome, SendError,
+use crate::audio::segment::{SegmentEvent, Segmenter, SegmenterConfig, Utterance};
+use crate::audio::{PCM_RATE_HZ, WAV_HEADER_BYTES};
+use crate::recognize::{
+    AudioChunk, AudioSink, CAPTURE_DURABLE_WAIT, CaptureLink, EngineFuture, EngineReport,
+    EngineState, EngineView, PublishedMessage, Recognizer, RemovalOutcome, SendError, Speaker,
 };
-use crate::realtime::ordering::Speaker;
-use crate::realtime::protocol::PCM_RATE_HZ;
 use crate::session::format::{
     AssetRef, Block, ByteRange, EntryBody, Gap, Message, MessageRemoved, ModelChange, MsRange, Role,
 };
@@ -83,13 +81,6 @@ pub const PROVIDER: &str = "local";
 /// fails on purpose).
 pub trait Recognize: Send {
     fn transcribe(&mut self, pcm_24k: &[i16]) -> Result<Verdict, LocalError>;
-}
-
-#[cfg(feature = "local")]
-impl Recognize for super::whisper::Recognizer {
-    fn transcribe(&mut self, pcm_24k: &[i16]) -> Result<Verdict, LocalError> {
-        super::whisper::Recognizer::transcribe(self, pcm_24k)
-    }
 }
 
 /// Where the text comes from, for `model_change` and the messages.
@@ -405,6 +396,34 @@ impl LocalEngine {
     }
 }
 
+impl AudioSink for LocalSender {
+    fn try_send(&self, chunk: AudioChunk) -> Result<(), SendError> {
+        LocalSender::try_send(self, chunk)
+    }
+
+    fn blocking_send(&self, chunk: AudioChunk) -> Result<(), SendError> {
+        LocalSender::blocking_send(self, chunk)
+    }
+}
+
+impl Recognizer for LocalEngine {
+    fn view(&self) -> watch::Receiver<EngineView> {
+        LocalEngine::view(self)
+    }
+
+    fn sink(&self) -> Option<Box<dyn AudioSink>> {
+        self.sender().map(|s| Box::new(s) as Box<dyn AudioSink>)
+    }
+
+    fn remove<'a>(&'a self, entry_id: &'a str) -> EngineFuture<'a, RemovalOutcome> {
+        Box::pin(LocalEngine::remove(self, entry_id))
+    }
+
+    fn stop(self: Box<Self>) -> EngineFuture<'static, EngineReport> {
+        Box::pin(LocalEngine::stop(*self))
+    }
+}
+
 /// The intake thread: segments the chunks and hands each ended utterance's samples over.
 fn intake(chunks: Receiver<AudioChunk>, jobs: SyncSender<Job>, shared: &Shared) {
     let mut segmenter = Segmenter::new(SegmenterConfig::for_rate(PCM_RATE_HZ));
@@ -419,36 +438,35 @@ fn intake(chunks: Receiver<AudioChunk>, jobs: SyncSender<Job>, shared: &Shared) 
     // The last range guessed at: each pause is guessed at once.
     let mut guessed: Option<(u64, u64)> = None;
     let speculate_after = u64::from(PCM_RATE_HZ) * SPECULATE_AFTER_MS / 1000;
-    let ended =
-        |u: crate::capture::segment::Utterance, buf: &[i16], base: u64, index: &mut u64| -> bool {
-            let (from, to) = (
-                (u.start_sample.max(base) - base) as usize,
-                (u.end_sample.saturating_sub(base) as usize).min(buf.len()),
-            );
-            if from >= to {
-                return true;
-            }
-            let job = Job {
-                index: Some(*index),
-                start_sample: base + from as u64,
-                pcm: buf[from..to].to_vec(),
-            };
-            {
-                let mut w = shared.lock();
-                if w.closed {
-                    return false;
-                }
-                let end = base + to as u64;
-                w.pending.push_back((
-                    *index,
-                    ms(job.start_sample),
-                    ms(end).max(ms(job.start_sample) + 1),
-                ));
-                shared.publish(&w);
-            }
-            *index += 1;
-            jobs.send(job).is_ok()
+    let ended = |u: Utterance, buf: &[i16], base: u64, index: &mut u64| -> bool {
+        let (from, to) = (
+            (u.start_sample.max(base) - base) as usize,
+            (u.end_sample.saturating_sub(base) as usize).min(buf.len()),
+        );
+        if from >= to {
+            return true;
+        }
+        let job = Job {
+            index: Some(*index),
+            start_sample: base + from as u64,
+            pcm: buf[from..to].to_vec(),
         };
+        {
+            let mut w = shared.lock();
+            if w.closed {
+                return false;
+            }
+            let end = base + to as u64;
+            w.pending.push_back((
+                *index,
+                ms(job.start_sample),
+                ms(end).max(ms(job.start_sample) + 1),
+            ));
+            shared.publish(&w);
+        }
+        *index += 1;
+        jobs.send(job).is_ok()
+    };
     let mut alive = true;
     while alive {
         let chunk = chunks.recv();
@@ -644,7 +662,7 @@ fn audio_block(
     end_ms: u64,
 ) -> Result<Block, String> {
     let mut bytes = Vec::with_capacity(job.pcm.len() * 2);
-    crate::capture::convert::extend_pcm16_le(&job.pcm, &mut bytes);
+    crate::audio::convert::extend_pcm16_le(&job.pcm, &mut bytes);
     let start = WAV_HEADER_BYTES + job.start_sample * 2;
     let asset = if wav_range_matches(capture, start, &bytes) {
         AssetRef::Available {

@@ -93,9 +93,7 @@ impl LocalError {
 /// The model file a choice names, checked before whisper.cpp sees it: a path as given (a
 /// ggml file), a catalog name through the models folder ([`models::ModelStore::resolve`]:
 /// downloaded, complete, a ggml file).
-pub fn model_path(
-    choice: &crate::settings::LocalModelChoice,
-) -> Result<PathBuf, models::ModelError> {
+pub fn model_path(choice: &models::LocalModelChoice) -> Result<PathBuf, models::ModelError> {
     models::ModelStore::from_env()?.resolve(choice)
 }
 
@@ -190,7 +188,7 @@ pub fn worth_recognizing(voiced_ms: u64) -> bool {
 /// The voiced audio in `pcm_24k` by the segmenter's rule (the energy gate for audio that did
 /// not come through a live segmenter, and a second look at audio that did).
 pub fn voiced_ms(pcm_24k: &[i16]) -> u64 {
-    use crate::capture::segment::{SegmentEvent, Segmenter, SegmenterConfig};
+    use crate::audio::segment::{SegmentEvent, Segmenter, SegmenterConfig};
     let mut segmenter = Segmenter::new(SegmenterConfig::for_rate(24_000));
     let mut events = Vec::new();
     segmenter.push(pcm_24k, &mut events);
@@ -247,7 +245,7 @@ pub fn to_whisper_rate(pcm_24k: &[i16]) -> Result<Vec<f32>, LocalError> {
     }
     let input: Vec<f32> = pcm_24k
         .iter()
-        .map(|&s| crate::capture::convert::i16_to_f32(s))
+        .map(|&s| crate::audio::convert::i16_to_f32(s))
         .collect();
     let mut fft = Fft::<f32>::new(24_000, WHISPER_RATE_HZ as usize, 2_400, 1, FixedSync::Both)
         .map_err(|_| LocalError::ResampleFailed)?;

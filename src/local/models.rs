@@ -20,7 +20,7 @@
 //!   hash, not a ggml file), so a bad part is never resumed twice.
 //! - Only `https://` URLs leave the machine; plain `http://` is accepted for a loopback host
 //!   only (tests), by the same host rule as the provider URL
-//!   ([`crate::realtime::endpoint::is_loopback_host`]). Redirects from an `https` base stay
+//!   ([`crate::endpoint::is_loopback_host`]). Redirects from an `https` base stay
 //!   `https`.
 //! - One download per model at a time: the `.part` is held with an exclusive file lock, so
 //!   the app and the CLI never write the same part (`models.busy`).
@@ -39,7 +39,6 @@ use sha2::{Digest, Sha256};
 
 use super::{LocalError, check_model_file};
 use crate::session::fsio::{PRIVATE_FILE_MODE, create_private_dir_all, sync_dir};
-use crate::settings::LocalModelChoice;
 
 /// One model of the catalog.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,6 +123,18 @@ pub fn file_name(name: &str) -> String {
     format!("ggml-{name}.bin")
 }
 
+/// The catalog model used on the device when the settings name none.
+pub const DEFAULT_LOCAL_MODEL: &str = "base.en";
+
+/// What the `recognition.localModel` setting names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LocalModelChoice {
+    /// A model of the catalog, by name.
+    Catalog(String),
+    /// A model file the user pointed to.
+    File(PathBuf),
+}
+
 /// The models folder: `$PERSYK_MODELS_DIR` if set, else `models/` in the platform data
 /// directory (`~/Library/Application Support/app.persyk.Persyk/models` on macOS,
 /// `~/.local/share/persyk/models` on Linux).
@@ -131,9 +142,7 @@ pub fn default_dir() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os(MODELS_DIR_ENV).filter(|p| !p.is_empty()) {
         return Some(PathBuf::from(p));
     }
-    let [qualifier, organization, application] = crate::settings::PROJECT_ID;
-    directories::ProjectDirs::from(qualifier, organization, application)
-        .map(|d| d.data_dir().join("models"))
+    crate::dirs::project_dirs().map(|d| d.data_dir().join("models"))
 }
 
 /// The file of the catalog model `name` in the default models folder, checked like
@@ -254,7 +263,7 @@ pub fn check_url(url: &str) -> Result<(), ModelError> {
         .ok_or(ModelError::BadUrl)?;
     match uri.scheme_str().map(str::to_ascii_lowercase).as_deref() {
         Some("https") => Ok(()),
-        Some("http") if crate::realtime::endpoint::is_loopback_host(host) => Ok(()),
+        Some("http") if crate::endpoint::is_loopback_host(host) => Ok(()),
         Some("http") => Err(ModelError::InsecureUrl),
         _ => Err(ModelError::BadUrl),
     }
@@ -710,7 +719,7 @@ mod tests {
 
     #[test]
     fn the_catalog_is_well_formed() {
-        assert!(find(crate::settings::DEFAULT_LOCAL_MODEL).is_some());
+        assert!(find(DEFAULT_LOCAL_MODEL).is_some());
         for name in ["tiny.en", "base.en", "small.en", "large-v3-turbo-q5_0"] {
             assert!(find(name).is_some(), "{name}");
         }
@@ -722,15 +731,6 @@ mod tests {
                     .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
             );
             assert!(m.bytes > 1_000_000);
-            // Every name is one the settings accept as a catalog name.
-            let s = crate::settings::RecognitionSettings {
-                local_model: Some(m.name.into()),
-                ..Default::default()
-            };
-            assert_eq!(
-                s.local_model().unwrap(),
-                LocalModelChoice::Catalog(m.name.into())
-            );
         }
         assert!(DEFAULT_BASE_URL.starts_with("https://"));
         assert!(check_url(DEFAULT_BASE_URL).is_ok());

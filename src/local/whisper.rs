@@ -149,6 +149,12 @@ impl Recognizer {
     }
 }
 
+impl super::dictation::Recognize for Recognizer {
+    fn transcribe(&mut self, pcm_24k: &[i16]) -> Result<Verdict, LocalError> {
+        Recognizer::transcribe(self, pcm_24k)
+    }
+}
+
 /// The setup of a local recording with `model`: a fresh recognizer and the provenance
 /// (`model_change` with the model id and this build's whisper.cpp version).
 pub fn setup(

@@ -31,7 +31,7 @@
 //! - In conversation mode, stop awaits requested responses (one per server-VAD turn until its
 //!   `response.created`) and streaming ones (until `response.done`) within the drain
 //!   deadline; past it each is a gap and the outcome is incomplete.
-//! - Provider URLs pass [`super::endpoint::check_provider_url`] before anything is recorded
+//! - Provider URLs pass [`crate::endpoint::check_provider_url`] before anything is recorded
 //!   or connected: no API key goes unencrypted to a remote host.
 //! - An outgoing audio append references the capture WAV range only after that range is
 //!   durable and byte-for-byte equal to what was sent; otherwise its bytes go to an exclusive
@@ -47,7 +47,6 @@
 //!   not settle in time is left behind (its thread ends when its store call returns) and the
 //!   engine reports `Halted`; [`EngineHandle::stop`] returns either way.
 
-use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex};
@@ -63,10 +62,15 @@ use tokio_tungstenite::tungstenite::Message as WsMessage;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 
-use super::ordering::{Ordering, Published, ResponseStatus, Speaker};
+use super::ordering::{Ordering, Published, ResponseStatus};
 use super::protocol::{self, Mode, ServerEvent, Settings, Turns};
 use super::sanitize;
 use super::turns::{ClientTurns, Turn, TurnAudio};
+use crate::recognize::{
+    AudioChunk, AudioSink, CAPTURE_DURABLE_WAIT, CaptureLink, EngineFuture, EngineReport,
+    EngineState, EngineView, PublishedMessage, Recognizer, RemovalOutcome, SendError, Speaker,
+    WavRange,
+};
 use crate::session::format::{
     ApiConnection, AssetRef, Block, ByteRange, Direction, Entry, EntryBody, Gap, MediaRef, Message,
     MessageRemoved, Observation as ObservationKind, RealtimeEvent, Role, StopReason,
@@ -85,8 +89,6 @@ pub const REMOVAL_TIMEOUT: Duration = Duration::from_secs(5);
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// WebSocket keep-alive pings.
 pub const PING_INTERVAL: Duration = Duration::from_secs(15);
-/// How long the writer waits for the capture to make a referenced WAV range durable.
-pub const CAPTURE_DURABLE_WAIT: Duration = Duration::from_secs(3);
 /// Deadline of one websocket write (events and pings).
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 /// Deadline of the websocket close handshake.
@@ -103,104 +105,6 @@ pub const ORDERING_LIMIT: &str = super::ordering::LIMIT_REASON;
 /// Gap reasons of conversation responses that did not finish before the drain deadline.
 pub const RESPONSE_UNFINISHED: &str = "response not finished before the stop deadline";
 pub const RESPONSE_NOT_CREATED: &str = "requested response not created before the stop deadline";
-
-/// Where a chunk of sent audio lives in the capture WAV.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WavRange {
-    /// File name under `assets/`.
-    pub asset: String,
-    /// Byte offset of the chunk in the WAV file.
-    pub offset: u64,
-}
-
-/// One chunk of PCM16 LE mono 24 kHz audio for the provider.
-#[derive(Debug, Clone)]
-pub struct AudioChunk {
-    pub pcm: Vec<u8>,
-    pub wav: Option<WavRange>,
-}
-
-/// The capture WAV as the writer sees it: its open file (for verification) and how many of
-/// its bytes are durable.
-#[derive(Debug, Clone)]
-pub struct CaptureLink {
-    pub asset: String,
-    pub file: Arc<File>,
-    pub durable: watch::Receiver<u64>,
-}
-
-/// What the engine is doing.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum EngineState {
-    #[default]
-    Connecting,
-    Streaming,
-    Finishing,
-    /// Capture must stop: persistence failed, the queue overflowed, or the connection broke.
-    Halted(String),
-    Finished,
-}
-
-/// A canonical message as published (for the UI and the transcript).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PublishedMessage {
-    pub entry_id: String,
-    pub item_id: String,
-    pub speaker: Speaker,
-    pub text: String,
-    pub removed: bool,
-}
-
-/// What the UI renders: never read back into persistence.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct EngineView {
-    pub state: EngineState,
-    /// Unresolved items' provisional text, in provider order ("not yet saved").
-    pub provisional: Vec<(String, String)>,
-    pub messages: Vec<PublishedMessage>,
-    pub gaps: usize,
-    /// For each gap, in order: how many messages were published before it (where a
-    /// "[not transcribed]" marker belongs).
-    pub gap_at: Vec<usize>,
-}
-
-/// How a removal ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RemovalOutcome {
-    Removed,
-    /// The provider refused (its error code); nothing changed.
-    Rejected(Option<String>),
-    /// No acknowledgement in time, or the transport failed: the connection was closed.
-    TimedOut,
-    /// The provider deleted the item but the local `message.removed` could not be written;
-    /// the retained intent is applied by [`super::removal::reconcile`] later.
-    PendingLocal,
-    /// The message is not a completed canonical message of this engine.
-    NotRemovable,
-}
-
-/// The end of an engine run.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EngineReport {
-    pub complete: bool,
-    pub gaps: Vec<Gap>,
-    pub messages: Vec<PublishedMessage>,
-    pub halted: Option<String>,
-    pub connection_id: String,
-    /// The last entry the engine appended: continue the session from here.
-    pub leaf: Option<String>,
-}
-
-impl EngineReport {
-    /// The surviving canonical user text, in order.
-    pub fn transcript(&self) -> Vec<&str> {
-        self.messages
-            .iter()
-            .filter(|m| m.speaker == Speaker::User && !m.removed)
-            .map(|m| m.text.as_str())
-            .collect()
-    }
-}
 
 enum Command {
     Audio(AudioChunk),
@@ -244,15 +148,6 @@ impl AudioSender {
             .blocking_send(Command::Audio(chunk))
             .map_err(|_| SendError::Stopped)
     }
-}
-
-/// Why audio could not be handed to the engine.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SendError {
-    #[error("engine.backpressure: the engine is not keeping up; capture halts")]
-    Backpressure,
-    #[error("engine.stopped: the engine has stopped")]
-    Stopped,
 }
 
 impl EngineHandle {
@@ -315,6 +210,34 @@ impl EngineHandle {
                 leaf: None,
             },
         }
+    }
+}
+
+impl AudioSink for AudioSender {
+    fn try_send(&self, chunk: AudioChunk) -> Result<(), SendError> {
+        AudioSender::try_send(self, chunk)
+    }
+
+    fn blocking_send(&self, chunk: AudioChunk) -> Result<(), SendError> {
+        AudioSender::blocking_send(self, chunk)
+    }
+}
+
+impl Recognizer for EngineHandle {
+    fn view(&self) -> watch::Receiver<EngineView> {
+        EngineHandle::view(self)
+    }
+
+    fn sink(&self) -> Option<Box<dyn AudioSink>> {
+        Some(Box::new(self.audio_sender()))
+    }
+
+    fn remove<'a>(&'a self, entry_id: &'a str) -> EngineFuture<'a, RemovalOutcome> {
+        Box::pin(EngineHandle::remove(self, entry_id))
+    }
+
+    fn stop(self: Box<Self>) -> EngineFuture<'static, EngineReport> {
+        Box::pin(EngineHandle::stop(*self))
     }
 }
 
@@ -833,7 +756,7 @@ async fn run(
     };
     // No key goes unencrypted to a remote host: refuse before recording or connecting.
     // Nor settings the provider would refuse (checked before anything is sent).
-    let refused = super::endpoint::check_provider_url(&settings.url())
+    let refused = crate::endpoint::check_provider_url(&settings.url())
         .err()
         .map(|e| e.code().to_owned())
         .or_else(|| settings.check().err().map(|e| e.code().to_owned()));

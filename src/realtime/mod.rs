@@ -4,14 +4,14 @@
 //!
 //! Modules:
 //! - [`sanitize`] — credentials out of payloads, URLs and headers before persistence or logs.
-//! - [`endpoint`] — which provider URLs may be used (no unencrypted key to a remote host).
 //! - [`ordering`] — provider predecessor order → canonical user/assistant messages and gaps.
 //! - [`fake`] — a loopback fake of the Realtime API that the client is tested against.
 //! - [`turns`] — client-side turns: when to commit for models without server VAD.
 //!
-//! Nothing here touches the UI; the session core never imports this module.
+//! It implements the [`crate::recognize::Recognizer`] seam; it imports `session`, `audio`,
+//! `endpoint` and `recognize`, never `local`, `capture` or the pipeline. Nothing here touches
+//! the UI; the session core never imports this module.
 
-pub mod endpoint;
 pub mod engine;
 pub mod fake;
 pub mod ordering;

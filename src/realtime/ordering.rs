@@ -28,6 +28,8 @@
 
 use std::collections::HashMap;
 
+use crate::recognize::Speaker;
+
 /// Most unpublished items held in order.
 pub const MAX_ORDERED_ITEMS: usize = 256;
 /// Most bytes of text (provisional and final) held for unpublished items.
@@ -37,13 +39,6 @@ pub const MAX_ORDERED_TEXT: usize = 4 << 20;
 pub const MAX_OVERFLOW_ITEMS: usize = 1024;
 /// The gap reason of items that did not fit the ordering bounds.
 pub const LIMIT_REASON: &str = "ordering.limit";
-
-/// Who speaks in a slot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Speaker {
-    User,
-    Assistant,
-}
 
 /// How an assistant response ended (`response.done` status).
 #[derive(Debug, Clone, PartialEq, Eq)]

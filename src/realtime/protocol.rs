@@ -17,6 +17,8 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::audio::PCM_RATE_HZ;
+
 /// How a transcription model's turns end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Turns {
@@ -235,9 +237,6 @@ impl Default for Settings {
         }
     }
 }
-
-/// Sample rate of `audio/pcm` both ways.
-pub const PCM_RATE_HZ: u32 = 24_000;
 
 impl Settings {
     /// The websocket URL to connect to.

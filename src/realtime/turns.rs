@@ -2,7 +2,7 @@
 //! turn detection ([`super::protocol::Turns::Client`]).
 //!
 //! The engine feeds every chunk it appended to the provider, in order, to [`ClientTurns`],
-//! which runs the one voice-activity rule of the project ([`crate::capture::segment`]) over
+//! which runs the one voice-activity rule of the project ([`crate::audio::segment`]) over
 //! the same samples. The rule:
 //! - When the segmenter reports the end of an utterance (a pause, or the length limit), the
 //!   engine commits: everything appended since the previous commit becomes one provider item.
@@ -17,9 +17,9 @@
 //! the capture WAV: sample `n` is at byte `44 + 2n`), when the chunks named their WAV range;
 //! the engine keeps it with the provider item the commit produced.
 
-use crate::capture::segment::{SegmentEvent, Segmenter, SegmenterConfig};
+use crate::audio::segment::{SegmentEvent, Segmenter, SegmenterConfig};
 
-use super::protocol::PCM_RATE_HZ;
+use crate::audio::PCM_RATE_HZ;
 
 /// Least audio in one commit.
 pub const MIN_COMMIT_MS: u64 = 100;

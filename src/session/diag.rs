@@ -11,6 +11,9 @@
 
 use std::fmt;
 
+/// Diagnostics kept per scan; the rest are only counted (`SessionIndex::diagnostics_total`).
+pub const MAX_KEPT_DIAGNOSTICS: usize = 10_000;
+
 macro_rules! codes {
     ($( $(#[$doc:meta])* $variant:ident = $code:literal, $message:literal; )*) => {
         /// A stable diagnostic code. `as_str` is the dotted form (`entry.parent-missing`).

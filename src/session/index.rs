@@ -34,8 +34,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use hashbrown::HashTable;
 use std::sync::Arc;
 
-use super::diag::Diagnostic;
-use super::validate::MAX_KEPT_DIAGNOSTICS;
+use super::diag::{Diagnostic, MAX_KEPT_DIAGNOSTICS};
 
 /// The `type` of an entry line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

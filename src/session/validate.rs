@@ -21,9 +21,6 @@ use super::diag::{Code, Diagnostic};
 use super::index::{EntryKind, FastMap, HeaderInfo, IdKey, NewEntry, SessionIndex, TailInfo};
 use super::record::{self, Json, MAX_RECORD_BYTES, Obj, get};
 
-/// Diagnostics kept per scan; the rest are only counted (`SessionIndex::diagnostics_total`).
-pub const MAX_KEPT_DIAGNOSTICS: usize = 10_000;
-
 const ENVELOPE: &[&str] = &["type", "id", "parentId", "timestamp"];
 
 /// Whether `s` matches `^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$` (IDs and asset NAMEs).

@@ -13,8 +13,8 @@ use persyk::app::backend::{BackendConfig, BackendHandle, KeyStore, Microphone};
 use persyk::app::effects::Effects;
 use persyk::app::model::Waker;
 use persyk::app::ui::PersykUi;
-use persyk::capture::pipeline::{SamplesSource, SourceKind};
 use persyk::capture::source::AudioSource;
+use persyk::pipeline::{SamplesSource, SourceKind};
 use persyk::realtime::fake::{self, FakeServer, Scenario};
 use persyk::settings::Settings;
 

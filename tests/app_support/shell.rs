@@ -5,8 +5,10 @@
 use std::sync::{Arc, Mutex};
 
 use egui_kittest::Harness;
-use persyk::app::shell::{Post, Shell, ShellOptions, TrayPort};
-use persyk::app::tray::{TrayError, TrayState};
+use persyk::app::event::Post;
+use persyk::app::event::TrayState;
+use persyk::app::shell::{Shell, ShellOptions, TrayPort};
+use persyk::app::tray::TrayError;
 use persyk::app::ui::PersykUi;
 
 /// The states a [`StateTray`] was shown, once per change.

@@ -18,13 +18,14 @@ use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use persyk::app::backend::{BackendConfig, BackendHandle, Microphone};
 use persyk::app::effects::Effects;
+use persyk::app::event::TrayState;
+use persyk::app::event::{MenuAction, Post, ShellEvent};
 use persyk::app::model::Waker;
 use persyk::app::permission::{Access, MicrophonePermission, PRIVACY_MICROPHONE_URL};
-use persyk::app::shell::{MenuAction, Post, Shell, ShellEvent, ShellOptions, TrayPort};
-use persyk::app::tray::TrayState;
+use persyk::app::shell::{Shell, ShellOptions, TrayPort};
 use persyk::app::ui::PersykUi;
-use persyk::capture::pipeline::SourceKind;
 use persyk::capture::source::AudioSource;
+use persyk::pipeline::SourceKind;
 use persyk::settings::Settings;
 
 /// A guard against hangs only (never a performance threshold).
@@ -921,8 +922,8 @@ fn issue14_05_settings_fields_stay_inside_the_default_520_point_window() {
 #[test]
 fn issue15_09_a_long_live_transcript_lays_out_only_the_rows_in_view() {
     use persyk::app::model::{AudioOrigin, Live, Update};
-    use persyk::realtime::engine::{EngineState, EngineView, PublishedMessage};
-    use persyk::realtime::ordering::Speaker;
+    use persyk::recognize::Speaker;
+    use persyk::recognize::{EngineState, EngineView, PublishedMessage};
     use std::sync::atomic::AtomicU32;
 
     let f = fixture(None, Some("sk-test"), 1.0, |_| {});

@@ -75,7 +75,7 @@ fn issue11_07_one_identifier_for_bundle_keychain_and_settings() {
     );
     assert_eq!(persyk::credentials::SERVICE, ID, "keychain service");
     assert_eq!(
-        persyk::settings::PROJECT_ID.join("."),
+        persyk::dirs::PROJECT_ID.join("."),
         ID,
         "the macOS settings folder (directories: qualifier.organization.application)"
     );

@@ -10,10 +10,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{RecvTimeoutError, SyncSender, sync_channel};
 use std::time::{Duration, Instant};
 
-use persyk::capture::Transcription;
-use persyk::capture::pipeline::{self, RecordOptions, SamplesSource, SourceKind};
 use persyk::capture::preroll::WarmInput;
 use persyk::capture::source::{AudioSource, FileSource, SourceError, SourceEvent, SourceFormat};
+use persyk::pipeline::Transcription;
+use persyk::pipeline::{self, RecordOptions, SamplesSource, SourceKind};
 use persyk::realtime::fake::{self, FakeServer, Scenario};
 use persyk::realtime::protocol::Settings;
 use persyk::session::store::Roots;

@@ -5,10 +5,10 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use persyk::capture::pipeline::{self, Recognition, RecordOptions, SourceKind};
 use persyk::capture::source::{AudioSource, SourceError, SourceEvent, SourceFormat};
 use persyk::local::dictation::{LocalSetup, Provenance, Recognize};
 use persyk::local::{LocalError, Verdict};
+use persyk::pipeline::{self, Recognition, RecordOptions, SourceKind};
 use persyk::session::store::Roots;
 use persyk::session::{LeafSelector, Store};
 

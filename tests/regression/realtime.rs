@@ -12,10 +12,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::time::{Duration, Instant};
 
-use persyk::realtime::engine::{self, AudioChunk, EngineHandle, EngineReport, EngineState};
+use persyk::realtime::engine::{self, EngineHandle};
 use persyk::realtime::fake::{self, FakeLog, Scenario};
-use persyk::realtime::ordering::Speaker;
 use persyk::realtime::protocol::{Mode, Settings};
+use persyk::recognize::Speaker;
+use persyk::recognize::{AudioChunk, EngineReport, EngineState};
 use persyk::session::fsio::Storage;
 use persyk::session::store::Roots;
 use persyk::session::{LeafSelector, Store, scan_path};
@@ -57,7 +58,11 @@ async fn stream(engine: &EngineHandle, n: usize, ms: u64, pause: Duration) {
 }
 
 /// Waits (≤ 20 s) until `pred` holds for the engine's view.
-async fn wait_view(engine: &EngineHandle, what: &str, pred: impl Fn(&engine::EngineView) -> bool) {
+async fn wait_view(
+    engine: &EngineHandle,
+    what: &str,
+    pred: impl Fn(&persyk::recognize::EngineView) -> bool,
+) {
     let mut view = engine.view();
     let deadline = Instant::now() + Duration::from_secs(20);
     while !pred(&view.borrow_and_update()) {
@@ -92,7 +97,7 @@ fn run_engine(
     scenario: Scenario,
     mode: Mode,
     chunks: (usize, u64, Duration),
-    ready: impl Fn(&engine::EngineView) -> bool,
+    ready: impl Fn(&persyk::recognize::EngineView) -> bool,
 ) -> (EngineReport, FakeLog, Vec<Value>) {
     let rt = runtime();
     let (_tmp, dir, continuation) = fresh_session();
@@ -351,7 +356,7 @@ fn issue16_04_writer_splits_batches_by_bytes() {
 /// `http://` base URL in the settings was rewritten to `ws://`.
 #[test]
 fn issue16_07_insecure_provider_urls_are_refused() {
-    use persyk::realtime::endpoint::{check_provider_url, is_loopback_host};
+    use persyk::endpoint::{check_provider_url, is_loopback_host};
     for ok in [
         "wss://api.openai.com/v1/realtime?intent=transcription",
         "ws://127.0.0.1:9/v1/realtime",
@@ -539,8 +544,8 @@ fn issue16_waiting_completion_stays_visible_as_provisional() {
 /// reported as "never confirmed", as if the remote outcome were unknown.
 #[test]
 fn issue16_rejected_removal_is_not_an_unconfirmed_intent() {
-    use persyk::realtime::engine::RemovalOutcome;
     use persyk::realtime::removal::pending_intents;
+    use persyk::recognize::RemovalOutcome;
     let rt = runtime();
     let (_tmp, _dir, continuation) = fresh_session();
     let handle = continuation.handle().clone();
@@ -673,8 +678,8 @@ impl Storage for FailRemoved {
 /// proof went with it and the removal could never be applied locally.
 #[test]
 fn issue16_removal_proof_survives_a_failed_message_removed() {
-    use persyk::realtime::engine::RemovalOutcome;
     use persyk::realtime::removal::{Reconciled, pending_intents, reconcile};
+    use persyk::recognize::RemovalOutcome;
     let rt = runtime();
     let tmp = tempfile::tempdir().expect("tmp");
     let root = tmp.path().canonicalize().expect("root");

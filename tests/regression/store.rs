@@ -414,7 +414,7 @@ fn issue16_11_delete_racing_open_of_the_same_session_never_deadlocks() {
 /// the request and ends, and the deletion goes through.
 #[test]
 fn issue16_14_deleting_a_recording_session_stops_its_capture() {
-    use persyk::capture::pipeline::{self, SamplesSource, SourceKind};
+    use persyk::pipeline::{self, SamplesSource, SourceKind};
     use persyk::realtime::fake::{self, Scenario};
     use persyk::realtime::protocol::Settings as Provider;
     use persyk::session::LeafSelector;

@@ -10,9 +10,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use persyk::session::diag::MAX_KEPT_DIAGNOSTICS;
 use persyk::session::format::{Entry, EntryBody};
 use persyk::session::record::MAX_RECORD_BYTES;
-use persyk::session::validate::MAX_KEPT_DIAGNOSTICS;
 use persyk::session::{Code, LeafSelector, ProjectError, SessionIndex, project};
 
 /// What one leaf resolves to, by id.

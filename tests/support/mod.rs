@@ -7,7 +7,7 @@ pub mod pulse;
 
 use std::path::{Path, PathBuf};
 
-use persyk::capture::convert::Converter;
+use persyk::audio::convert::Converter;
 use persyk::realtime::fake::FakeServer;
 use persyk::realtime::protocol::{Mode, Settings};
 use persyk::session::store::{Continuation, Roots};

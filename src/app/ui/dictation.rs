@@ -351,7 +351,7 @@ pub(super) fn transcript(
             ui.push_id(&m.entry_id, |ui| {
                 ui.horizontal_wrapped(|ui| {
                     let who = match m.speaker {
-                        crate::realtime::ordering::Speaker::User => "",
+                        crate::recognize::Speaker::User => "",
                         _ => "Assistant: ",
                     };
                     if m.removed {
@@ -410,8 +410,8 @@ pub(super) fn transcript(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::realtime::engine::{EngineState, PublishedMessage};
-    use crate::realtime::ordering::Speaker;
+    use crate::recognize::Speaker;
+    use crate::recognize::{EngineState, PublishedMessage};
 
     fn view(messages: usize, gap_at: Vec<usize>, provisional: usize) -> EngineView {
         EngineView {

@@ -65,20 +65,21 @@ use self::virtual_list::{ListOptions, RowHeights, virtual_rows_budgeted, virtual
 use self::widgets::field;
 use super::backend::{BackendHandle, ShutdownStatus};
 use super::effects::{Delivered, Effects, first_words};
+use super::event::TrayState;
 use super::hotkey;
 use super::model::{
     AudioOrigin, Command, Finished, Live, OpenedMessage, OpenedSession, RECENT_LEN, RecentItem,
     ResultRow, SearchResults, Update, Waker,
 };
 use super::paste::{Delivery, PasteAvailability, PasteError};
-use super::tray::TrayState;
+use crate::local::models::DEFAULT_LOCAL_MODEL;
 use crate::local::models::{ModelInfo, ModelState, ModelStore, Phase, Progress};
-use crate::realtime::engine::{EngineState, EngineView, RemovalOutcome};
 use crate::realtime::protocol::{
     DEFAULT_TRANSCRIPTION_MODEL, DELAYS, TRANSCRIPTION_MODELS, model_caps, retires_on,
 };
+use crate::recognize::{EngineState, EngineView, RemovalOutcome};
 use crate::session::history::MAX_PAGE;
-use crate::settings::{DEFAULT_LOCAL_MODEL, HotkeyMode, RecognitionEngine, Settings};
+use crate::settings::{HotkeyMode, RecognitionEngine, Settings};
 
 /// Quiet time after typing before a search runs.
 pub const SEARCH_DEBOUNCE: Duration = Duration::from_millis(250);

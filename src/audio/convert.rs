@@ -29,7 +29,7 @@ use rubato::{
     SincInterpolationType, WindowFunction,
 };
 
-use crate::realtime::protocol::PCM_RATE_HZ;
+use crate::audio::PCM_RATE_HZ;
 
 /// The converter's output rate: what the WAV asset and the provider carry.
 pub const OUTPUT_RATE_HZ: u32 = PCM_RATE_HZ;

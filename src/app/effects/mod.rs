@@ -16,6 +16,9 @@
 //!   clipboard, which waits for the app that owns it; the keystroke) runs on a thread of
 //!   its own and reports through [`Effects::delivered`], so the UI thread never waits.
 
+#[cfg(target_os = "macos")]
+pub mod macos;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -379,7 +382,7 @@ fn show_notification(title: &str, body: &str) -> Result<(), String> {
 #[cfg(target_os = "macos")]
 fn show_notification(title: &str, body: &str) -> Result<(), String> {
     static ASKED: AtomicBool = AtomicBool::new(false);
-    let center = super::macos::user_notifications()?;
+    let center = macos::user_notifications()?;
     deliver(&center, &ASKED, title, body)
 }
 

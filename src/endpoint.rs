@@ -1,5 +1,6 @@
 //! Where the provider may be reached: the one rule for provider URLs, shared by the CLI, the
-//! app's settings validation and the engine's connect path.
+//! app's settings validation, the engine's connect path and the model downloads
+//! ([`is_loopback_host`]).
 //!
 //! Invariants:
 //! - The API key travels in the `Authorization` header of the websocket upgrade, so an

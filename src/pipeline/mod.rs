@@ -1,4 +1,5 @@
-//! The recording pipeline every audio source goes through: microphone, WAV file or samples.
+//! The dictation pipeline: a source in, a durable WAV asset and a recognizer out. Every
+//! recording goes through it, from the microphone, a WAV file or samples in memory.
 //!
 //! ```text
 //!  AudioSource ──events──► capture thread ──► Converter (24 kHz mono i16)
@@ -9,8 +10,9 @@
 //! ```
 //!
 //! The engine is the Realtime provider's ([`crate::realtime::engine`]) or the on-device one
-//! ([`crate::local::dictation`]), chosen per recording ([`Recognition`]); the capture side
-//! is the same for both.
+//! ([`crate::local::dictation`]), chosen per recording ([`Recognition`]) and driven only
+//! through the [`Recognizer`] seam; the capture side is the same for both. This room sits
+//! above the engines and capture: it is the one place that knows both.
 //!
 //! Invariants:
 //! - `recording.started` is durable before the source starts; `recording.finished` follows
@@ -37,24 +39,95 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::convert::{Converter, extend_pcm16_le, i16_to_f32};
-use super::source::{
+use crate::audio::convert::{Converter, extend_pcm16_le, i16_to_f32};
+use crate::audio::{PCM_RATE_HZ, WAV_HEADER_BYTES};
+use crate::capture::source::{
     AudioSource, EVENT_QUEUE_DEPTH, Silence, SilenceDetector, SourceError, SourceEvent,
     SourceFormat, pace,
 };
-use super::{
-    CHUNK_SAMPLES, CaptureError, FSYNC_INTERVAL, MAX_WAV_DATA_BYTES, Transcription,
-    WAV_HEADER_BYTES,
+use crate::local::{self, dictation::LocalSetup};
+use crate::realtime::{self, protocol::Settings};
+use crate::recognize::{
+    AudioChunk, AudioSink, CaptureLink, EngineReport, EngineState, EngineView, Recognizer,
+    RemovalOutcome, SendError, WavRange,
 };
-use crate::local::dictation::{self, LocalEngine, LocalSender, LocalSetup};
-use crate::realtime::engine::{
-    self, AudioChunk, AudioSender, CaptureLink, EngineHandle, EngineReport, EngineState,
-    EngineView, RemovalOutcome, SendError, WavRange,
-};
-use crate::realtime::protocol::{PCM_RATE_HZ, Settings};
 use crate::session::assets::CaptureAsset;
 use crate::session::format::{EntryBody, Gap, Outcome, RecordingFinished, RecordingStarted};
-use crate::session::store::{Continuation, new_id};
+use crate::session::store::{Continuation, StoreError, new_id};
+
+/// Samples per chunk sent to the provider (100 ms).
+pub const CHUNK_SAMPLES: usize = (PCM_RATE_HZ / 10) as usize;
+/// The most WAV data one recording writes: the RIFF size field (data + 36 header bytes) is
+/// 32-bit, so the data chunk may hold at most `u32::MAX - 36` bytes; rounded down to whole
+/// 16-bit samples, that is 2,147,483,629 samples, about 24 h 51 min at 24 kHz. A recording
+/// that reaches it ends cleanly as `capture.max-length` (see docs/format.md).
+pub const MAX_WAV_DATA_BYTES: u64 = (u32::MAX as u64 - 36) / 2 * 2;
+/// Default fsync cadence of the WAV asset.
+pub const FSYNC_INTERVAL: Duration = Duration::from_millis(250);
+
+/// Why a capture could not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CaptureError {
+    #[error("capture.unsupported-input: the input's sample rate or channel count is not supported")]
+    UnsupportedInput,
+    #[error("capture.wav-write: writing the recording failed")]
+    WavWrite,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl CaptureError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            CaptureError::UnsupportedInput => "capture.unsupported-input",
+            CaptureError::WavWrite => "capture.wav-write",
+            CaptureError::Store(e) => e.code(),
+        }
+    }
+}
+
+/// How to stream a file.
+#[derive(Debug, Clone, Copy)]
+pub struct FileOptions {
+    /// 1.0 = real time, 4.0 = four times faster, 0 = as fast as the engine takes it.
+    pub realtime_factor: f64,
+}
+
+/// The end of a recording.
+#[derive(Debug)]
+pub struct Transcription {
+    pub recording_id: String,
+    pub duration_ms: u64,
+    pub report: EngineReport,
+    /// Why capture stopped early (a stable code or the engine's reason), if it did.
+    pub halted: Option<String>,
+    /// Input overloads the device reported (`capture.input-overload`) that lost no frame in
+    /// Persyk's pipeline: counted, not a halt.
+    pub input_overloads: u64,
+}
+
+/// Streams 24 kHz mono `samples` through [`record`] into the session of
+/// `continuation`, paced by `options.realtime_factor`.
+pub async fn transcribe_samples(
+    continuation: Continuation,
+    settings: Settings,
+    api_key: String,
+    samples: &[i16],
+    options: FileOptions,
+) -> Result<Transcription, CaptureError> {
+    let source = SamplesSource::new(samples.to_vec(), options.realtime_factor);
+    let (_stop_tx, stop_rx) = watch::channel(false);
+    record(
+        continuation,
+        settings,
+        api_key,
+        Box::new(source),
+        SourceKind::Replay,
+        stop_rx,
+    )
+    .await
+}
 
 /// Which recognizer a recording feeds: the Realtime provider or the on-device engine
 /// ([`crate::local::dictation`]). Everything else (the WAV asset, its cadence, the halts) is
@@ -62,67 +135,6 @@ use crate::session::store::{Continuation, new_id};
 pub enum Recognition {
     Realtime { settings: Settings, api_key: String },
     Local(LocalSetup),
-}
-
-/// The running recognizer.
-enum Engine {
-    Realtime(EngineHandle),
-    Local(LocalEngine),
-}
-
-impl Engine {
-    fn view(&self) -> watch::Receiver<EngineView> {
-        match self {
-            Engine::Realtime(e) => e.view(),
-            Engine::Local(e) => e.view(),
-        }
-    }
-
-    fn sink(&self) -> Sink {
-        match self {
-            Engine::Realtime(e) => Sink::Realtime(e.audio_sender()),
-            Engine::Local(e) => e.sender().map_or(Sink::Stopped, Sink::Local),
-        }
-    }
-
-    async fn remove(&self, entry_id: &str) -> RemovalOutcome {
-        match self {
-            Engine::Realtime(e) => e.remove(entry_id).await,
-            Engine::Local(e) => e.remove(entry_id).await,
-        }
-    }
-
-    async fn stop(self) -> EngineReport {
-        match self {
-            Engine::Realtime(e) => e.stop().await,
-            Engine::Local(e) => e.stop().await,
-        }
-    }
-}
-
-/// Where the capture thread hands its chunks.
-enum Sink {
-    Realtime(AudioSender),
-    Local(LocalSender),
-    Stopped,
-}
-
-impl Sink {
-    fn try_send(&self, chunk: AudioChunk) -> Result<(), SendError> {
-        match self {
-            Sink::Realtime(s) => s.try_send(chunk),
-            Sink::Local(s) => s.try_send(chunk),
-            Sink::Stopped => Err(SendError::Stopped),
-        }
-    }
-
-    fn blocking_send(&self, chunk: AudioChunk) -> Result<(), SendError> {
-        match self {
-            Sink::Realtime(s) => s.blocking_send(chunk),
-            Sink::Local(s) => s.blocking_send(chunk),
-            Sink::Stopped => Err(SendError::Stopped),
-        }
-    }
 }
 
 /// How the pipeline treats its source.
@@ -350,14 +362,14 @@ pub async fn record_to(
         file: verify_file,
         durable: durable_rx,
     };
-    let engine = match recognition {
-        Recognition::Realtime { settings, api_key } => Engine::Realtime(engine::start(
+    let engine: Box<dyn Recognizer> = match recognition {
+        Recognition::Realtime { settings, api_key } => Box::new(realtime::engine::start(
             settings,
             api_key,
             continuation.clone(),
             Some(link),
         )),
-        Recognition::Local(setup) => Engine::Local(dictation::start(
+        Recognition::Local(setup) => Box::new(local::dictation::start(
             setup,
             continuation.clone(),
             &recording_id,
@@ -510,8 +522,8 @@ struct CaptureLoop<'a> {
     wav: hound::WavWriter<BufWriter<File>>,
     capture: &'a CaptureAsset,
     durable: watch::Sender<u64>,
-    audio: Sink,
-    view: watch::Receiver<engine::EngineView>,
+    audio: Option<Box<dyn AudioSink>>,
+    view: watch::Receiver<EngineView>,
     stop: Arc<AtomicBool>,
     asset: String,
     kind: SourceKind,
@@ -662,9 +674,10 @@ fn deliver(
         pcm,
         wav: Some(range),
     };
-    let sent = match c.kind {
-        SourceKind::Live => c.audio.try_send(chunk),
-        SourceKind::Replay => c.audio.blocking_send(chunk),
+    let sent = match (&c.audio, c.kind) {
+        (Some(audio), SourceKind::Live) => audio.try_send(chunk),
+        (Some(audio), SourceKind::Replay) => audio.blocking_send(chunk),
+        (None, _) => Err(SendError::Stopped),
     };
     match sent {
         Ok(()) => Ok(()),

@@ -14,6 +14,9 @@
 //! - The platform sits behind [`MicrophonePermission`], so the flow is tested with a fake
 //!   everywhere. Outside macOS the system implementation always answers "granted".
 
+#[cfg(target_os = "macos")]
+pub mod macos;
+
 use std::sync::Arc;
 
 /// The System Settings pane where the microphone permission is changed (macOS).
@@ -113,7 +116,7 @@ impl MicrophonePermission for SystemPermission {
     fn status(&self) -> Access {
         #[cfg(target_os = "macos")]
         {
-            super::macos::microphone_access()
+            macos::microphone_access()
         }
         #[cfg(not(target_os = "macos"))]
         {
@@ -124,7 +127,7 @@ impl MicrophonePermission for SystemPermission {
     fn request(&self, answer: Box<dyn FnOnce(bool) + Send>) {
         #[cfg(target_os = "macos")]
         {
-            super::macos::request_microphone_access(answer);
+            macos::request_microphone_access(answer);
         }
         #[cfg(not(target_os = "macos"))]
         {

@@ -1,0 +1,78 @@
+//! The shell's events and the icon's state: the types the shell, the tray and the UI share,
+//! one floor below all three so none of them imports another for a type.
+//!
+//! Invariants:
+//! - Plain data: nothing here touches a window, the tray or a thread.
+//! - An event only says what happened; the shell decides what it means (the tray and the
+//!   hotkey only queue a [`ShellEvent`] through a [`Post`]).
+
+use std::sync::Arc;
+
+/// A tray menu entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MenuAction {
+    Toggle,
+    CopyLast,
+    /// A "Recent" entry, by its place (0: the newest).
+    Recent(usize),
+    Open,
+    Search,
+    Settings,
+    Quit,
+}
+
+/// Something the OS told us, queued for the UI thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShellEvent {
+    Menu(MenuAction),
+    /// A plain left click on the icon (toggles dictation).
+    TrayClick,
+    /// A ctrl-click on the icon: open its menu, as a right click does (macOS).
+    TrayMenu,
+    /// The global hotkey was pressed (`true`) or released.
+    Hotkey(bool),
+}
+
+/// A function that queues a [`ShellEvent`] and wakes the window (safe from any thread).
+pub type Post = Arc<dyn Fn(ShellEvent) + Send + Sync>;
+
+/// What the icon shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TrayState {
+    Idle,
+    Connecting,
+    Recording,
+    Finishing,
+    Error,
+}
+
+impl TrayState {
+    pub const ALL: [TrayState; 5] = [
+        TrayState::Idle,
+        TrayState::Connecting,
+        TrayState::Recording,
+        TrayState::Finishing,
+        TrayState::Error,
+    ];
+
+    /// The template PNG (44×44, black on transparent) drawn for the menu bar.
+    pub fn png(self) -> &'static [u8] {
+        match self {
+            TrayState::Idle => include_bytes!("../../assets/tray/idle.png"),
+            TrayState::Connecting => include_bytes!("../../assets/tray/connecting.png"),
+            TrayState::Recording => include_bytes!("../../assets/tray/recording.png"),
+            TrayState::Finishing => include_bytes!("../../assets/tray/finishing.png"),
+            TrayState::Error => include_bytes!("../../assets/tray/error.png"),
+        }
+    }
+
+    pub fn tooltip(self) -> &'static str {
+        match self {
+            TrayState::Idle => "Persyk — ready",
+            TrayState::Connecting => "Persyk — connecting…",
+            TrayState::Recording => "Persyk — recording",
+            TrayState::Finishing => "Persyk — finishing…",
+            TrayState::Error => "Persyk — the last recording had a problem",
+        }
+    }
+}
