@@ -205,7 +205,9 @@ pub fn voiced_ms(pcm_24k: &[i16]) -> u64 {
 }
 
 /// Keeps Whisper's inventions out: blank results, annotations (`[BLANK_AUDIO]`, `(silence)`,
-/// `[Music]`, `*cough*`) and results the model itself rated as probably not speech.
+/// `[Music]`, `*cough*`) and results the model itself rated as probably not speech. Only
+/// whole annotations go ([`is_annotation`]); every other word stays, brackets and stars
+/// included ("Multiply 5 * 3", "the meeting (the one on Friday)").
 pub fn judge(recognition: &Recognition) -> Verdict {
     let text = strip_annotations(&recognition.text);
     let text = text.trim();
@@ -218,22 +220,169 @@ pub fn judge(recognition: &Recognition) -> Verdict {
     Verdict::Text(text.to_owned())
 }
 
-/// Removes bracketed, parenthesized and starred annotations and collapses whitespace.
-fn strip_annotations(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut close: Option<char> = None;
-    for c in text.chars() {
-        match close {
-            Some(end) if c == end => close = None,
-            Some(_) => {}
-            None => match c {
-                '[' => close = Some(']'),
-                '(' => close = Some(')'),
-                '*' => close = Some('*'),
-                _ => out.push(c),
-            },
+/// Words Whisper uses in its sound annotations (`(upbeat music)`, `[ Laughter ]`,
+/// `*clears throat*`). A bracketed group is an annotation only if every word in it is one of
+/// these and at least one is not a joining word.
+const ANNOTATION_WORDS: &[&str] = &[
+    "applause",
+    "applauding",
+    "audio",
+    "audience",
+    "background",
+    "barking",
+    "beep",
+    "beeping",
+    "bell",
+    "bells",
+    "birds",
+    "blank",
+    "blank_audio",
+    "breath",
+    "breathes",
+    "breathing",
+    "buzzing",
+    "chatter",
+    "cheering",
+    "cheers",
+    "chirping",
+    "chuckles",
+    "chuckling",
+    "clapping",
+    "claps",
+    "clears",
+    "clearing",
+    "click",
+    "clicking",
+    "clicks",
+    "cough",
+    "coughing",
+    "coughs",
+    "crowd",
+    "door",
+    "dramatic",
+    "exhales",
+    "footsteps",
+    "gentle",
+    "giggles",
+    "inaudible",
+    "indistinct",
+    "inhales",
+    "instrumental",
+    "intense",
+    "knocking",
+    "laugh",
+    "laughing",
+    "laughs",
+    "laughter",
+    "light",
+    "loud",
+    "mumbles",
+    "mumbling",
+    "murmuring",
+    "music",
+    "musical",
+    "noise",
+    "noises",
+    "ominous",
+    "pause",
+    "playing",
+    "plays",
+    "quiet",
+    "rain",
+    "ringing",
+    "sigh",
+    "sighing",
+    "sighs",
+    "silence",
+    "silent",
+    "singing",
+    "sneeze",
+    "sneezes",
+    "sneezing",
+    "sniff",
+    "sniffing",
+    "sniffs",
+    "soft",
+    "sound",
+    "sounds",
+    "speaking",
+    "speech",
+    "static",
+    "suspenseful",
+    "talking",
+    "throat",
+    "thunder",
+    "typing",
+    "unintelligible",
+    "upbeat",
+    "whispering",
+    "whispers",
+    "wind",
+];
+
+/// Joining words that may stand between annotation words but never make one alone.
+const JOINING_WORDS: &[&str] = &["a", "and", "in", "no", "of", "the", "with"];
+
+/// Whether the inside of a bracketed group is an annotation rather than words someone said:
+/// Whisper's own markers in square brackets (`[BLANK_AUDIO]`, `[_TT_150]`: capitals, digits
+/// and underscores), or sound words only ([`ANNOTATION_WORDS`]).
+fn is_annotation(open: char, inner: &str) -> bool {
+    let inner = inner.trim();
+    if inner.is_empty() {
+        return false;
+    }
+    if open == '['
+        && inner.chars().any(|c| c.is_ascii_uppercase())
+        && inner
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+    {
+        return true;
+    }
+    let mut sound = false;
+    for word in inner.split_whitespace() {
+        let word = word
+            .trim_matches(|c: char| !c.is_alphanumeric() && c != '_')
+            .to_lowercase();
+        if word.is_empty() {
+            continue;
+        }
+        if ANNOTATION_WORDS.contains(&word.as_str()) {
+            sound = true;
+        } else if !JOINING_WORDS.contains(&word.as_str()) {
+            return false;
         }
     }
+    sound
+}
+
+/// Removes whole annotations (`[…]`, `(…)`, `*…*` whose inside [`is_annotation`]) and
+/// collapses whitespace. Everything else is kept as it was, unmatched brackets included.
+fn strip_annotations(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find(['[', '(', '*']) {
+        let open = rest[start..].chars().next().unwrap_or('[');
+        let close = match open {
+            '[' => ']',
+            '(' => ')',
+            _ => '*',
+        };
+        let after = &rest[start + open.len_utf8()..];
+        match after.find(close) {
+            Some(end) if is_annotation(open, &after[..end]) => {
+                out.push_str(&rest[..start]);
+                out.push(' ');
+                rest = &after[end + close.len_utf8()..];
+            }
+            _ => {
+                // Not an annotation: keep the opening character and go on after it.
+                out.push_str(&rest[..start + open.len_utf8()]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
     out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
