@@ -12,7 +12,9 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use model_server::{MODEL_LEN, Serve, Server, model_byte, not_a_model_byte, serve, sha256_of};
+use model_server::{
+    MODEL_LEN, Serve, Server, model_byte, not_a_model_byte, serve, sha256_of, whisper_model,
+};
 use persyk::local::GGML_MAGIC;
 use persyk::local::models::LocalModelChoice;
 use persyk::local::models::{self, CatalogModel, ModelState, ModelStore, Phase, Progress};
@@ -47,6 +49,9 @@ fn files_in(dir: &Path) -> Vec<String> {
     v.sort();
     v
 }
+
+/// The folder after an install: the model and its (hidden) verification record.
+const INSTALLED: [&str; 2] = [".ggml-test.en.bin.verified", "ggml-test.en.bin"];
 
 fn never() -> AtomicBool {
     AtomicBool::new(false)
@@ -89,7 +94,7 @@ fn a_download_reports_progress_verifies_and_installs_privately() {
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&path), 0o600);
     assert_eq!(mode(store.dir()), 0o700);
-    assert_eq!(files_in(store.dir()), vec!["ggml-test.en.bin"]);
+    assert_eq!(files_in(store.dir()), INSTALLED);
     assert_eq!(store.state(model), ModelState::Installed);
     // A second download finds it installed and asks nothing.
     store.download(model, &never(), &mut |_| {}).unwrap();
@@ -135,7 +140,7 @@ fn a_cut_download_resumes_from_the_part_with_range() {
     let bytes = std::fs::read(store.path("test.en")).unwrap();
     assert_eq!(bytes.len(), MODEL_LEN);
     assert!(bytes.iter().enumerate().all(|(i, b)| *b == model_byte(i)));
-    assert_eq!(files_in(store.dir()), vec!["ggml-test.en.bin"]);
+    assert_eq!(files_in(store.dir()), INSTALLED);
 }
 
 #[test]
@@ -191,10 +196,13 @@ fn a_file_that_is_not_a_ggml_model_is_never_installed() {
     let store = store_for(&server, dir.path());
     let model = test_model(sha256_of(MODEL_LEN, not_a_model_byte));
     let err = store.download(model, &never(), &mut |_| {}).unwrap_err();
-    assert_eq!(err.code(), "local.model-invalid");
+    assert_eq!(err.code(), "models.invalid-file");
     assert_eq!(files_in(store.dir()), Vec::<String>::new());
 }
 
+/// The resumed download starts at once: the cancelled one released the part's lock before
+/// it returned (explicitly, so a child process forked meanwhile by a parallel test cannot
+/// keep it; see regression `issue23_08_a_cancelled_download_releases_its_lock_…`).
 #[test]
 fn cancel_keeps_the_part_and_the_next_download_finishes_it() {
     let server = serve(MODEL_LEN, model_byte, vec![Serve::Full]);
@@ -267,8 +275,14 @@ fn resolving_checks_size_and_header_and_accepts_any_model_file() {
         store.resolve(&catalog("base.en")).unwrap_err().code(),
         "models.damaged"
     );
-    // A model someone put in the folder under another name, and a model file anywhere.
-    std::fs::write(store.path("custom"), GGML_MAGIC.to_le_bytes()).unwrap();
+    // A model someone put in the folder under another name, and a model file anywhere: a
+    // whole model, not just its magic.
+    std::fs::write(store.path("stub"), GGML_MAGIC.to_le_bytes()).unwrap();
+    assert_eq!(
+        store.resolve(&catalog("stub")).unwrap_err().code(),
+        "models.invalid-file"
+    );
+    std::fs::write(store.path("custom"), whisper_model(1)).unwrap();
     assert_eq!(
         store.resolve(&catalog("custom")).unwrap(),
         store.path("custom")
@@ -280,9 +294,9 @@ fn resolving_checks_size_and_header_and_accepts_any_model_file() {
             .resolve(&LocalModelChoice::File(file.clone()))
             .unwrap_err()
             .code(),
-        "local.model-invalid"
+        "models.invalid-file"
     );
-    std::fs::write(&file, GGML_MAGIC.to_le_bytes()).unwrap();
+    std::fs::write(&file, whisper_model(2)).unwrap();
     assert_eq!(
         store
             .resolve(&LocalModelChoice::File(file.clone()))
@@ -297,6 +311,43 @@ fn resolving_checks_size_and_header_and_accepts_any_model_file() {
             .code(),
         "models.insecure-url"
     );
+}
+
+#[test]
+fn a_verification_is_remembered_privately_and_redone_after_a_change() {
+    let server = serve(MODEL_LEN, model_byte, vec![Serve::Full]);
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_for(&server, dir.path());
+    let model = good_model();
+    assert!(!store.is_verified(model));
+    store.download(model, &never(), &mut |_| {}).unwrap();
+    // The download hashed the file: that is remembered, privately, for the file as it is.
+    assert!(store.is_verified(model));
+    let record = store.dir().join(".ggml-test.en.bin.verified");
+    let mode = std::fs::metadata(&record).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    assert_eq!(store.state(model), ModelState::Installed);
+    // The same bytes written again are a changed file: hashed once more, then remembered.
+    let bytes = std::fs::read(store.path("test.en")).unwrap();
+    let fresh = store.dir().join("fresh");
+    std::fs::write(&fresh, &bytes).unwrap();
+    std::fs::rename(&fresh, store.path("test.en")).unwrap();
+    assert!(
+        !store.is_verified(model),
+        "a new inode is not the verified file"
+    );
+    assert_eq!(store.state(model), ModelState::Installed);
+    assert!(store.is_verified(model));
+    // A record that is not one (a symlink, garbage) is never trusted.
+    std::fs::remove_file(&record).unwrap();
+    std::fs::write(&record, b"garbage").unwrap();
+    assert!(!store.is_verified(model));
+    std::fs::remove_file(&record).unwrap();
+    std::os::unix::fs::symlink(store.path("test.en"), &record).unwrap();
+    assert!(!store.is_verified(model));
+    // Delete removes the record with the model.
+    assert!(store.delete("test.en").unwrap());
+    assert_eq!(files_in(store.dir()), Vec::<String>::new());
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -11,14 +11,17 @@
 //! needed); [`model_path`] turns the setting into a checked model file.
 //!
 //! Invariants:
-//! - A file is handed to whisper.cpp only after its header says it is a ggml Whisper model;
-//!   anything else is `local.model-invalid`, never a crash.
+//! - A file is handed to whisper.cpp only after [`ggml::validate`] read its header, mel
+//!   filters, vocabulary and tensor table and found every field one the loader handles and
+//!   every tensor's bytes inside the file; anything else is `local.model-invalid` (through the
+//!   models folder `models.invalid-file`), never an abort inside whisper.cpp.
 //! - An utterance becomes text only if the guard accepts it: no speech, a blank result or a
 //!   high no-speech probability is [`Verdict::NoSpeech`], never a message.
 //! - Recognition never runs on the UI thread or a tokio worker: callers run it on a thread of
 //!   their own (inference blocks for as long as the utterance takes).
 
 pub mod dictation;
+pub mod ggml;
 pub mod models;
 #[cfg(feature = "local")]
 pub mod whisper;
@@ -26,8 +29,7 @@ pub mod whisper;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-/// The magic number at the start of a ggml Whisper model (`"ggml"` as a little-endian u32).
-pub const GGML_MAGIC: u32 = 0x6767_6d6c;
+pub use ggml::GGML_MAGIC;
 
 /// The rate whisper.cpp takes audio at.
 pub const WHISPER_RATE_HZ: u32 = 16_000;
@@ -66,8 +68,8 @@ pub enum LocalError {
     ModelMissing,
     #[error("local.model-unreadable: the model file cannot be read")]
     ModelUnreadable,
-    #[error("local.model-invalid: the file is not a Whisper model whisper.cpp can load")]
-    ModelInvalid,
+    #[error("local.model-invalid: the file is not a Whisper model whisper.cpp can load ({0})")]
+    ModelInvalid(ggml::Invalid),
     #[error("local.unavailable: this build of Persyk has no on-device recognition")]
     Unavailable,
     #[error("local.inference-failed: recognizing the utterance failed")]
@@ -82,7 +84,7 @@ impl LocalError {
         match self {
             LocalError::ModelMissing => "local.model-missing",
             LocalError::ModelUnreadable => "local.model-unreadable",
-            LocalError::ModelInvalid => "local.model-invalid",
+            LocalError::ModelInvalid(_) => "local.model-invalid",
             LocalError::Unavailable => "local.unavailable",
             LocalError::InferenceFailed => "local.inference-failed",
             LocalError::ResampleFailed => "local.resample-failed",
@@ -110,26 +112,59 @@ pub fn options_for(threads: Option<usize>, english_only: bool) -> LocalOptions {
     options
 }
 
-/// Checks that `path` is a regular file that starts like a ggml Whisper model.
-pub fn check_model_file(path: &Path) -> Result<(), LocalError> {
-    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => LocalError::ModelMissing,
-        _ => LocalError::ModelUnreadable,
-    })?;
-    if !meta.is_file() {
-        return Err(LocalError::ModelInvalid);
-    }
-    let mut magic = [0u8; 4];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut magic))
+/// Opens `path` for a check: a regular file, with its length.
+fn open_model(path: &Path) -> Result<(std::fs::File, u64), LocalError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // O_NONBLOCK: a FIFO at the path must not block the open; regular files ignore it.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
         .map_err(|e| match e.kind() {
-            std::io::ErrorKind::UnexpectedEof => LocalError::ModelInvalid,
+            std::io::ErrorKind::NotFound => LocalError::ModelMissing,
             _ => LocalError::ModelUnreadable,
         })?;
-    if u32::from_le_bytes(magic) == GGML_MAGIC {
-        Ok(())
-    } else {
-        Err(LocalError::ModelInvalid)
+    let meta = file.metadata().map_err(|_| LocalError::ModelUnreadable)?;
+    if !meta.is_file() {
+        return Err(LocalError::ModelInvalid(ggml::Invalid {
+            reason: "it is not a regular file",
+            offset: 0,
+        }));
+    }
+    Ok((file, meta.len()))
+}
+
+/// Checks that `path` is a ggml Whisper model whisper.cpp can load without aborting: the
+/// whole structure ([`ggml::validate`]: header, filters, vocabulary, tensor table, every
+/// tensor inside the file). Reads the header and the table, not the tensor data (a few
+/// milliseconds).
+pub fn check_model_file(path: &Path) -> Result<(), LocalError> {
+    inspect_model_file(path).map(|_| ())
+}
+
+/// [`check_model_file`], returning what the file holds.
+pub fn inspect_model_file(path: &Path) -> Result<ggml::Summary, LocalError> {
+    let (file, len) = open_model(path)?;
+    ggml::validate(file, len).map_err(|e| match e {
+        ggml::CheckError::Io(_) => LocalError::ModelUnreadable,
+        ggml::CheckError::Invalid(why) => LocalError::ModelInvalid(why),
+    })
+}
+
+/// Checks only that `path` is a regular file that starts with the ggml magic (a download
+/// whose pinned SHA-256 matched; [`check_model_file`] runs before any use).
+pub fn sniff_model_file(path: &Path) -> Result<(), LocalError> {
+    let (mut file, _) = open_model(path)?;
+    let mut magic = [0u8; 4];
+    let invalid = LocalError::ModelInvalid(ggml::Invalid {
+        reason: "the file does not start with the ggml magic",
+        offset: 0,
+    });
+    match file.read_exact(&mut magic) {
+        Ok(()) if u32::from_le_bytes(magic) == GGML_MAGIC => Ok(()),
+        Ok(()) => Err(invalid),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(invalid),
+        Err(_) => Err(LocalError::ModelUnreadable),
     }
 }
 
@@ -203,7 +238,9 @@ pub fn voiced_ms(pcm_24k: &[i16]) -> u64 {
 }
 
 /// Keeps Whisper's inventions out: blank results, annotations (`[BLANK_AUDIO]`, `(silence)`,
-/// `[Music]`, `*cough*`) and results the model itself rated as probably not speech.
+/// `[Music]`, `*cough*`) and results the model itself rated as probably not speech. Only
+/// whole annotations go ([`is_annotation`]); every other word stays, brackets and stars
+/// included ("Multiply 5 * 3", "the meeting (the one on Friday)").
 pub fn judge(recognition: &Recognition) -> Verdict {
     let text = strip_annotations(&recognition.text);
     let text = text.trim();
@@ -216,22 +253,169 @@ pub fn judge(recognition: &Recognition) -> Verdict {
     Verdict::Text(text.to_owned())
 }
 
-/// Removes bracketed, parenthesized and starred annotations and collapses whitespace.
-fn strip_annotations(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut close: Option<char> = None;
-    for c in text.chars() {
-        match close {
-            Some(end) if c == end => close = None,
-            Some(_) => {}
-            None => match c {
-                '[' => close = Some(']'),
-                '(' => close = Some(')'),
-                '*' => close = Some('*'),
-                _ => out.push(c),
-            },
+/// Words Whisper uses in its sound annotations (`(upbeat music)`, `[ Laughter ]`,
+/// `*clears throat*`). A bracketed group is an annotation only if every word in it is one of
+/// these and at least one is not a joining word.
+const ANNOTATION_WORDS: &[&str] = &[
+    "applause",
+    "applauding",
+    "audio",
+    "audience",
+    "background",
+    "barking",
+    "beep",
+    "beeping",
+    "bell",
+    "bells",
+    "birds",
+    "blank",
+    "blank_audio",
+    "breath",
+    "breathes",
+    "breathing",
+    "buzzing",
+    "chatter",
+    "cheering",
+    "cheers",
+    "chirping",
+    "chuckles",
+    "chuckling",
+    "clapping",
+    "claps",
+    "clears",
+    "clearing",
+    "click",
+    "clicking",
+    "clicks",
+    "cough",
+    "coughing",
+    "coughs",
+    "crowd",
+    "door",
+    "dramatic",
+    "exhales",
+    "footsteps",
+    "gentle",
+    "giggles",
+    "inaudible",
+    "indistinct",
+    "inhales",
+    "instrumental",
+    "intense",
+    "knocking",
+    "laugh",
+    "laughing",
+    "laughs",
+    "laughter",
+    "light",
+    "loud",
+    "mumbles",
+    "mumbling",
+    "murmuring",
+    "music",
+    "musical",
+    "noise",
+    "noises",
+    "ominous",
+    "pause",
+    "playing",
+    "plays",
+    "quiet",
+    "rain",
+    "ringing",
+    "sigh",
+    "sighing",
+    "sighs",
+    "silence",
+    "silent",
+    "singing",
+    "sneeze",
+    "sneezes",
+    "sneezing",
+    "sniff",
+    "sniffing",
+    "sniffs",
+    "soft",
+    "sound",
+    "sounds",
+    "speaking",
+    "speech",
+    "static",
+    "suspenseful",
+    "talking",
+    "throat",
+    "thunder",
+    "typing",
+    "unintelligible",
+    "upbeat",
+    "whispering",
+    "whispers",
+    "wind",
+];
+
+/// Joining words that may stand between annotation words but never make one alone.
+const JOINING_WORDS: &[&str] = &["a", "and", "in", "no", "of", "the", "with"];
+
+/// Whether the inside of a bracketed group is an annotation rather than words someone said:
+/// Whisper's own markers in square brackets (`[BLANK_AUDIO]`, `[_TT_150]`: capitals, digits
+/// and underscores), or sound words only ([`ANNOTATION_WORDS`]).
+fn is_annotation(open: char, inner: &str) -> bool {
+    let inner = inner.trim();
+    if inner.is_empty() {
+        return false;
+    }
+    if open == '['
+        && inner.chars().any(|c| c.is_ascii_uppercase())
+        && inner
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+    {
+        return true;
+    }
+    let mut sound = false;
+    for word in inner.split_whitespace() {
+        let word = word
+            .trim_matches(|c: char| !c.is_alphanumeric() && c != '_')
+            .to_lowercase();
+        if word.is_empty() {
+            continue;
+        }
+        if ANNOTATION_WORDS.contains(&word.as_str()) {
+            sound = true;
+        } else if !JOINING_WORDS.contains(&word.as_str()) {
+            return false;
         }
     }
+    sound
+}
+
+/// Removes whole annotations (`[…]`, `(…)`, `*…*` whose inside [`is_annotation`]) and
+/// collapses whitespace. Everything else is kept as it was, unmatched brackets included.
+fn strip_annotations(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find(['[', '(', '*']) {
+        let open = rest[start..].chars().next().unwrap_or('[');
+        let close = match open {
+            '[' => ']',
+            '(' => ')',
+            _ => '*',
+        };
+        let after = &rest[start + open.len_utf8()..];
+        match after.find(close) {
+            Some(end) if is_annotation(open, &after[..end]) => {
+                out.push_str(&rest[..start]);
+                out.push(' ');
+                rest = &after[end + close.len_utf8()..];
+            }
+            _ => {
+                // Not an annotation: keep the opening character and go on after it.
+                out.push_str(&rest[..start + open.len_utf8()]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
     out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
@@ -382,8 +566,17 @@ mod tests {
             check_model_file(dir.path()).map_err(|e| e.code()),
             Err("local.model-invalid")
         );
-        let good = dir.path().join("model.bin");
-        std::fs::write(&good, GGML_MAGIC.to_le_bytes()).expect("write");
-        assert!(check_model_file(&good).is_ok());
+        // The magic alone passes the sniff a verified download gets, not the check.
+        let magic = dir.path().join("model.bin");
+        std::fs::write(&magic, GGML_MAGIC.to_le_bytes()).expect("write");
+        assert!(sniff_model_file(&magic).is_ok());
+        assert_eq!(
+            check_model_file(&magic).map_err(|e| e.code()),
+            Err("local.model-invalid")
+        );
+        assert_eq!(
+            sniff_model_file(&html).map_err(|e| e.code()),
+            Err("local.model-invalid")
+        );
     }
 }

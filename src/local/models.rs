@@ -7,14 +7,25 @@
 //! URL it downloads from. [`ModelStore::download`] fetches `ggml-<name>.bin` into
 //! `ggml-<name>.bin.part`, resuming from the part's length with an HTTP `Range` request,
 //! reports [`Progress`], stops when the cancel flag is set, and installs the file only after
-//! its SHA-256 and size match the catalog.
+//! its SHA-256 and size match the catalog. Before it asks the server for anything it checks
+//! that the disk holds what is left to fetch plus [`FREE_SPACE_MARGIN_BYTES`]
+//! (`models.no-space`, with the amount), and a server it never reached is
+//! `models.offline` ("no network connection"), not a dropped download (`models.network`).
+//!
+//! A catalog model is checked against its pinned SHA-256 before its first use and again
+//! whenever the file changed: the verdict is remembered in a private sidecar
+//! (`.ggml-<name>.bin.verified`, 0600) by the file's size, mtime, inode and device, so using
+//! a verified model costs a `stat` and a small read, never hashing hundreds of megabytes on
+//! the way to a dictation. A file that fails the hash is [`ModelState::Damaged`]
+//! (`models.damaged`) and never returned by [`ModelStore::resolve`].
 //!
 //! Invariants:
 //! - A file reaches its final name `ggml-<name>.bin` only by one `rename` of a `.part` whose
 //!   bytes were hashed and matched the pinned SHA-256 and size, and which was fsynced before
 //!   (the folder after). So a partial or corrupted download is never at a name that
-//!   [`ModelStore::resolve`] returns; resolving a catalog model also checks its size and its
-//!   ggml header.
+//!   [`ModelStore::resolve`] returns; resolving a catalog model also checks its size, its
+//!   SHA-256 (remembered, see above) and its whole ggml structure
+//!   ([`super::check_model_file`]; a bad file is `models.invalid-file`).
 //! - A `.part` is kept across a cancel, a dropped connection or a full disk (the next
 //!   download resumes it) and deleted when the server sent something else (wrong size, wrong
 //!   hash, not a ggml file), so a bad part is never resumed twice.
@@ -23,13 +34,18 @@
 //!   ([`crate::endpoint::is_loopback_host`]). Redirects from an `https` base stay
 //!   `https`.
 //! - One download per model at a time: the `.part` is held with an exclusive file lock, so
-//!   the app and the CLI never write the same part (`models.busy`).
+//!   the app and the CLI never write the same part (`models.busy`). The lock is released
+//!   explicitly (`unlock`) before the download returns, because it belongs to the open file
+//!   description, which a child forked meanwhile by another thread shares until its `exec`.
+//! - The `.part` is opened `O_NOFOLLOW` and must be a regular file with one link: a symlink
+//!   or anything else planted there is `models.part-not-a-file` and left untouched, never
+//!   written through.
 //! - The folder is created 0700 and files 0600; error messages never contain a URL or a
 //!   path.
 
 use std::fs::{self, File, OpenOptions, Permissions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,7 +53,8 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use super::{LocalError, check_model_file};
+use super::ggml::Invalid;
+use super::{LocalError, check_model_file, sniff_model_file};
 use crate::session::fsio::{PRIVATE_FILE_MODE, create_private_dir_all, sync_dir};
 
 /// One model of the catalog.
@@ -113,6 +130,15 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 const READ_TIMEOUT: Duration = Duration::from_secs(30);
 const CHUNK_BYTES: usize = 64 * 1024;
 
+/// Free space a download leaves on the disk beyond the model itself (recordings, the
+/// session files and the system need room after it).
+pub const FREE_SPACE_MARGIN_BYTES: u64 = 128 * 1024 * 1024;
+
+/// The suffix of the sidecar that remembers a catalog model's verification.
+const VERIFIED_SUFFIX: &str = ".verified";
+/// The first word of a verification record (its format version).
+const RECORD_VERSION: &str = "persyk-model-verified-v1";
+
 /// The catalog model called `name`.
 pub fn find(name: &str) -> Option<&'static CatalogModel> {
     CATALOG.iter().find(|m| m.name == name)
@@ -160,9 +186,13 @@ pub enum ModelError {
     #[error("models.not-downloaded: the model is not downloaded yet")]
     NotDownloaded,
     #[error(
-        "models.damaged: the downloaded model file has the wrong size; delete it and download it again"
+        "models.damaged: the downloaded model file is damaged (it does not match the catalog's size and SHA-256) and is not used; delete it and download it again"
     )]
     Damaged,
+    #[error(
+        "models.invalid-file: the model file is not a Whisper model that can be loaded ({0}); it is not used — delete it and download it again, or choose another file"
+    )]
+    InvalidFile(Invalid),
     #[error("models.no-data-dir: there is no data folder to keep models in")]
     NoDataDir,
     #[error(
@@ -173,6 +203,10 @@ pub enum ModelError {
         "models.insecure-url: plain http:// model downloads are allowed only from a loopback host; use https://"
     )]
     InsecureUrl,
+    #[error(
+        "models.offline: no network connection (the download server could not be reached); check the connection and download again"
+    )]
+    Offline,
     #[error("models.network: the download was interrupted; download again to resume")]
     Network,
     #[error("models.http-status: the server answered {status}")]
@@ -191,6 +225,14 @@ pub enum ModelError {
         "models.disk-full: not enough disk space for the model; free some space and download again to resume"
     )]
     DiskFull,
+    #[error(
+        "models.no-space: the download needs {needed_mib} MiB free on the disk that holds the models folder and {free_mib} MiB is free; free some space and download again"
+    )]
+    NoSpace { needed_mib: u64, free_mib: u64 },
+    #[error(
+        "models.part-not-a-file: something other than a partial download (a link or a special file) is where the download writes; it was left alone — delete the model to remove it"
+    )]
+    PartNotAFile,
     #[error("models.busy: this model is being downloaded already")]
     Busy,
     #[error("models.cancelled: the download was stopped; download again to resume")]
@@ -214,15 +256,19 @@ impl ModelError {
             ModelError::Unknown => "models.unknown",
             ModelError::NotDownloaded => "models.not-downloaded",
             ModelError::Damaged => "models.damaged",
+            ModelError::InvalidFile(_) => "models.invalid-file",
             ModelError::NoDataDir => "models.no-data-dir",
             ModelError::BadUrl => "models.bad-url",
             ModelError::InsecureUrl => "models.insecure-url",
+            ModelError::Offline => "models.offline",
             ModelError::Network => "models.network",
             ModelError::HttpStatus { .. } => "models.http-status",
             ModelError::SizeMismatch => "models.size-mismatch",
             ModelError::Truncated => "models.truncated",
             ModelError::HashMismatch => "models.hash-mismatch",
             ModelError::DiskFull => "models.disk-full",
+            ModelError::NoSpace { .. } => "models.no-space",
+            ModelError::PartNotAFile => "models.part-not-a-file",
             ModelError::Busy => "models.busy",
             ModelError::Cancelled => "models.cancelled",
             ModelError::Tls => "models.tls",
@@ -236,11 +282,21 @@ impl ModelError {
         matches!(
             self,
             ModelError::Network
+                | ModelError::Offline
+                | ModelError::NoSpace { .. }
                 | ModelError::Truncated
                 | ModelError::DiskFull
                 | ModelError::Cancelled
                 | ModelError::HttpStatus { .. }
         )
+    }
+}
+
+/// A model file that is not a model is `models.invalid-file` at this boundary.
+fn from_check(e: LocalError) -> ModelError {
+    match e {
+        LocalError::ModelInvalid(why) => ModelError::InvalidFile(why),
+        other => ModelError::Local(other),
     }
 }
 
@@ -304,9 +360,10 @@ pub enum ModelState {
     Partial {
         bytes: u64,
     },
-    /// Downloaded and verified.
+    /// Downloaded and verified (its SHA-256 matched the catalog since it last changed).
     Installed,
-    /// A file at the final name with the wrong size (not used).
+    /// A file at the final name that does not match the catalog: the wrong size, or the
+    /// right size and the wrong SHA-256 (never used).
     Damaged {
         bytes: u64,
     },
@@ -383,20 +440,137 @@ impl ModelStore {
         self.dir.join(format!("{}{PART_SUFFIX}", file_name(name)))
     }
 
-    /// What the folder holds for `model`.
+    /// The sidecar remembering the verification of `name`'s file.
+    fn record_path(&self, name: &str) -> PathBuf {
+        self.dir
+            .join(format!(".{}{VERIFIED_SUFFIX}", file_name(name)))
+    }
+
+    /// What the folder holds for `model`. A file of the catalog's size counts as installed
+    /// only once its SHA-256 matched: the verdict is remembered by the file's size, mtime,
+    /// inode and device, so only the first look after a change reads the whole file.
     pub fn state(&self, model: &CatalogModel) -> ModelState {
-        match fs::metadata(self.path(model.name)) {
-            Ok(m) if m.is_file() && m.len() == model.bytes => return ModelState::Installed,
+        let path = self.path(model.name);
+        match fs::metadata(&path) {
+            Ok(m) if m.is_file() && m.len() == model.bytes => {
+                let verified = match self.remembered(model, &m) {
+                    Some(verdict) => verdict,
+                    None => self.verify(model, &path),
+                };
+                return if verified {
+                    ModelState::Installed
+                } else {
+                    ModelState::Damaged { bytes: m.len() }
+                };
+            }
             Ok(m) if m.is_file() => return ModelState::Damaged { bytes: m.len() },
             _ => {}
         }
-        match fs::metadata(self.part_path(model.name)) {
+        match fs::symlink_metadata(self.part_path(model.name)) {
             Ok(m) if m.is_file() => ModelState::Partial { bytes: m.len() },
             _ => ModelState::Absent,
         }
     }
 
-    /// Every catalog model with its state.
+    /// Whether `model`'s file is installed and its verification is remembered for the file
+    /// as it is now (a `stat` and a small read; never hashes).
+    pub fn is_verified(&self, model: &CatalogModel) -> bool {
+        match fs::metadata(self.path(model.name)) {
+            Ok(m) if m.is_file() && m.len() == model.bytes => {
+                self.remembered(model, &m) == Some(true)
+            }
+            _ => false,
+        }
+    }
+
+    /// The remembered verdict for `model`'s file as `meta` describes it, if there is one.
+    fn remembered(&self, model: &CatalogModel, meta: &fs::Metadata) -> Option<bool> {
+        let mut file = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(self.record_path(model.name))
+            .ok()?;
+        if !file.metadata().ok()?.is_file() {
+            return None;
+        }
+        let mut text = String::new();
+        (&mut file).take(1024).read_to_string(&mut text).ok()?;
+        let (identity, verdict) = text.trim_end().rsplit_once(' ')?;
+        if identity != record_identity(model, &Stamp::of(meta)) {
+            return None;
+        }
+        match verdict {
+            "ok" => Some(true),
+            "bad" => Some(false),
+            _ => None,
+        }
+    }
+
+    /// Hashes `model`'s file and remembers the verdict (unless the file changed meanwhile).
+    /// An unreadable file is not verified and nothing is remembered.
+    fn verify(&self, model: &CatalogModel, path: &Path) -> bool {
+        let Ok(mut file) = File::open(path) else {
+            return false;
+        };
+        let Ok(before) = file.metadata().map(|m| Stamp::of(&m)) else {
+            return false;
+        };
+        let mut hasher = Sha256::new();
+        let mut buf = vec![0u8; 1 << 20];
+        let mut total = 0u64;
+        loop {
+            match file.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    hasher.update(&buf[..n]);
+                    total += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return false,
+            }
+        }
+        let verified = total == model.bytes && hex(&hasher.finalize()) == model.sha256;
+        if fs::metadata(path).is_ok_and(|m| Stamp::of(&m) == before) {
+            self.remember(model, &before, verified);
+        }
+        verified
+    }
+
+    /// Writes the verification record (0600, through a fresh file renamed into place). A
+    /// failure only means the next use hashes again.
+    fn remember(&self, model: &CatalogModel, stamp: &Stamp, verified: bool) {
+        let record = self.record_path(model.name);
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let tmp = self.dir.join(format!(
+            ".{}{VERIFIED_SUFFIX}.{}-{}.tmp",
+            file_name(model.name),
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let line = format!(
+            "{} {}\n",
+            record_identity(model, stamp),
+            if verified { "ok" } else { "bad" }
+        );
+        let written = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(PRIVATE_FILE_MODE)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)
+            .and_then(|mut f| {
+                f.set_permissions(Permissions::from_mode(PRIVATE_FILE_MODE))?;
+                f.write_all(line.as_bytes())
+            })
+            .and_then(|()| fs::rename(&tmp, &record));
+        if written.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+    }
+
+    /// Every catalog model with its state (hashes a model file only where [`Self::state`]
+    /// must).
     pub fn list(&self) -> Vec<ModelInfo> {
         self.catalog
             .iter()
@@ -408,12 +582,14 @@ impl ModelStore {
     }
 
     /// The model file a setting names, checked before whisper.cpp sees it: a catalog model
-    /// must be downloaded and have its catalog size; a name outside the catalog must name a
-    /// `ggml-<name>.bin` someone put in the folder; every file must start like a ggml model.
+    /// must be downloaded, have its catalog size and its SHA-256 (remembered; see
+    /// [`Self::state`]); a name outside the catalog must name a `ggml-<name>.bin` someone put
+    /// in the folder; every file must be a whole ggml model ([`check_model_file`];
+    /// `models.invalid-file` otherwise).
     pub fn resolve(&self, choice: &LocalModelChoice) -> Result<PathBuf, ModelError> {
         match choice {
             LocalModelChoice::File(path) => {
-                check_model_file(path)?;
+                check_model_file(path).map_err(from_check)?;
                 Ok(path.clone())
             }
             LocalModelChoice::Catalog(name) => {
@@ -427,25 +603,33 @@ impl ModelStore {
                     None if !path.exists() => return Err(ModelError::Unknown),
                     None => {}
                 }
-                check_model_file(&path)?;
+                check_model_file(&path).map_err(from_check)?;
                 Ok(path)
             }
         }
     }
 
-    /// Deletes the model called `name` and any part of it. Returns whether anything was
-    /// there. Refused while it downloads.
+    /// Deletes the model called `name`, any part of it and its verification record. Returns
+    /// whether anything was there. Refused while it downloads. Something other than a
+    /// partial download at the part's name (a symlink) is removed without being followed.
     pub fn delete(&self, name: &str) -> Result<bool, ModelError> {
         let part = self.part_path(name);
         let mut removed = false;
-        if let Ok(f) = File::open(&part) {
-            lock(&f)?;
+        // A regular part is taken with its lock (refused while it downloads); anything else
+        // there is only unlinked.
+        let held = match open_part(&part, false) {
+            Ok(f) => Some(LockedPart::take(f)?),
+            Err(_) => None,
+        };
+        if held.is_some() || fs::symlink_metadata(&part).is_ok() {
             fs::remove_file(&part).map_err(|source| ModelError::Io {
                 op: "delete the partial download",
                 source,
             })?;
             removed = true;
         }
+        drop(held);
+        let _ = fs::remove_file(self.record_path(name));
         match fs::remove_file(self.path(name)) {
             Ok(()) => removed = true,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -480,25 +664,24 @@ impl ModelStore {
         }
         create_private_dir_all(&self.dir).map_err(write_error("create the models folder"))?;
         let part_path = self.part_path(model.name);
-        let mut part = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(PRIVATE_FILE_MODE)
-            .open(&part_path)
+        // Room for what is left to fetch, before anything is asked or written.
+        let have = match fs::symlink_metadata(&part_path) {
+            Ok(m) if m.is_file() && m.len() <= model.bytes => m.len(),
+            _ => 0,
+        };
+        check_free_space(&self.dir, model.bytes - have)?;
+        let mut part = LockedPart::take(open_part(&part_path, true)?)?;
+        part.file
+            .set_permissions(Permissions::from_mode(PRIVATE_FILE_MODE))
             .map_err(write_error("open the partial download"))?;
-        lock(&part)?;
-        part.set_permissions(Permissions::from_mode(PRIVATE_FILE_MODE))
-            .map_err(write_error("open the partial download"))?;
-        let result = self.fill(model, &mut part, cancel, progress);
+        let result = self.fill(model, &mut part.file, cancel, progress);
         let discard = |part: &Path| {
             let _ = fs::remove_file(part);
         };
         match result {
             Ok(()) => {}
             Err(e) if e.is_resumable() => {
-                let _ = part.sync_data();
+                let _ = part.file.sync_data();
                 return Err(e);
             }
             Err(e) => {
@@ -507,13 +690,19 @@ impl ModelStore {
             }
         }
         // Every byte is on disk and matched the pinned hash: make it durable, then install.
-        part.sync_all().map_err(write_error("sync the model"))?;
-        if let Err(e) = check_model_file(&part_path) {
+        part.file
+            .sync_all()
+            .map_err(write_error("sync the model"))?;
+        if let Err(e) = sniff_model_file(&part_path) {
             discard(&part_path);
-            return Err(e.into());
+            return Err(from_check(e));
         }
         fs::rename(&part_path, &target).map_err(write_error("install the model"))?;
         sync_dir(&self.dir).map_err(write_error("sync the models folder"))?;
+        // The bytes were hashed on the way in: remember that for the file as installed.
+        if let Ok(m) = part.file.metadata() {
+            self.remember(model, &Stamp::of(&m), true);
+        }
         Ok(target)
     }
 
@@ -582,10 +771,7 @@ impl ModelStore {
         if have > 0 {
             request = request.header("Range", format!("bytes={have}-"));
         }
-        let response = request.call().map_err(|e| match e {
-            ureq::Error::Tls(_) | ureq::Error::Rustls(_) => ModelError::Tls,
-            _ => ModelError::Network,
-        })?;
+        let response = request.call().map_err(call_error)?;
         let status = response.status().as_u16();
         let header = |name: &str| {
             response
@@ -653,15 +839,148 @@ impl ModelStore {
     }
 }
 
-/// Takes the exclusive lock of a `.part` (`models.busy` when another download holds it).
-fn lock(f: &File) -> Result<(), ModelError> {
-    f.try_lock().map_err(|e| match e {
-        fs::TryLockError::WouldBlock => ModelError::Busy,
-        fs::TryLockError::Error(source) => ModelError::Io {
-            op: "lock the partial download",
-            source,
-        },
+/// Opens the `.part` at `path` without following a symlink (`O_NOFOLLOW`; `O_NONBLOCK` so a
+/// FIFO cannot block the open), creating it 0600 when `create`. It must be a regular file
+/// with a single link; anything else is `models.part-not-a-file`.
+fn open_part(path: &Path, create: bool) -> Result<File, ModelError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(create)
+        .create(create)
+        .truncate(false)
+        .mode(PRIVATE_FILE_MODE)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP | libc::EISDIR | libc::ENXIO) => ModelError::PartNotAFile,
+            _ => write_error("open the partial download")(e),
+        })?;
+    let meta = file
+        .metadata()
+        .map_err(write_error("open the partial download"))?;
+    if !meta.is_file() || meta.nlink() != 1 {
+        return Err(ModelError::PartNotAFile);
+    }
+    Ok(file)
+}
+
+/// A `.part` held with its exclusive lock, unlocked explicitly when dropped (see the module
+/// invariants: closing our descriptor alone would leave the lock with any child process
+/// that inherited it between its fork and its exec).
+struct LockedPart {
+    file: File,
+}
+
+impl LockedPart {
+    /// Takes the lock (`models.busy` when another download holds it).
+    fn take(file: File) -> Result<LockedPart, ModelError> {
+        file.try_lock().map_err(|e| match e {
+            fs::TryLockError::WouldBlock => ModelError::Busy,
+            fs::TryLockError::Error(source) => ModelError::Io {
+                op: "lock the partial download",
+                source,
+            },
+        })?;
+        Ok(LockedPart { file })
+    }
+}
+
+impl Drop for LockedPart {
+    fn drop(&mut self) {
+        let _ = self.file.unlock();
+    }
+}
+
+/// A failed request: a server never reached is `models.offline`; one that answered and then
+/// failed is `models.network`.
+fn call_error(e: ureq::Error) -> ModelError {
+    match e {
+        ureq::Error::Tls(_) | ureq::Error::Rustls(_) => ModelError::Tls,
+        ureq::Error::HostNotFound | ureq::Error::ConnectionFailed => ModelError::Offline,
+        ureq::Error::Timeout(ureq::Timeout::Resolve | ureq::Timeout::Connect) => {
+            ModelError::Offline
+        }
+        ureq::Error::Io(io) if never_connected(&io) => ModelError::Offline,
+        _ => ModelError::Network,
+    }
+}
+
+/// Whether a connect-time I/O error says the server could not be reached at all.
+fn never_connected(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::NetworkUnreachable
+            | io::ErrorKind::HostUnreachable
+            | io::ErrorKind::NetworkDown
+            | io::ErrorKind::AddrNotAvailable
+    )
+}
+
+/// Refuses to start when the disk of `dir` has less than `left_bytes` plus
+/// [`FREE_SPACE_MARGIN_BYTES`] free (`models.no-space`, with both amounts).
+fn check_free_space(dir: &Path, left_bytes: u64) -> Result<(), ModelError> {
+    let free = free_bytes(dir).map_err(|source| ModelError::Io {
+        op: "measure the free disk space",
+        source,
+    })?;
+    let needed = left_bytes.saturating_add(FREE_SPACE_MARGIN_BYTES);
+    if free >= needed {
+        return Ok(());
+    }
+    let mib = |b: u64| b.div_ceil(1024 * 1024);
+    Err(ModelError::NoSpace {
+        needed_mib: mib(needed),
+        free_mib: free / (1024 * 1024),
     })
+}
+
+/// Bytes an unprivileged writer may still use on the file system of `dir` (`statvfs`).
+fn free_bytes(dir: &Path) -> io::Result<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `c_path` is a NUL-terminated string that outlives the call, and `st` points to
+    // writable memory of the right type, which statvfs fills when it returns 0.
+    let rc = unsafe { libc::statvfs(c_path.as_ptr(), st.as_mut_ptr()) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: statvfs returned 0, so it initialized `st`.
+    let st = unsafe { st.assume_init() };
+    #[allow(clippy::unnecessary_cast)] // the field types differ between platforms
+    Ok((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+}
+
+/// The identity of a file a verification record is valid for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    size: u64,
+    mtime_s: i64,
+    mtime_ns: i64,
+    inode: u64,
+    device: u64,
+}
+
+impl Stamp {
+    fn of(meta: &fs::Metadata) -> Stamp {
+        Stamp {
+            size: meta.len(),
+            mtime_s: meta.mtime(),
+            mtime_ns: meta.mtime_nsec(),
+            inode: meta.ino(),
+            device: meta.dev(),
+        }
+    }
+}
+
+/// A record's text before its verdict: the version, the pinned hash and the file's stamp.
+fn record_identity(model: &CatalogModel, s: &Stamp) -> String {
+    format!(
+        "{RECORD_VERSION} {} {} {}.{:09} {} {}",
+        model.sha256, s.size, s.mtime_s, s.mtime_ns, s.inode, s.device
+    )
 }
 
 /// `bytes START-END/TOTAL` → `(START, TOTAL)` when END is TOTAL − 1.

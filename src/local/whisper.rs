@@ -1,6 +1,7 @@
 //! The whisper.cpp engine (whisper-rs): a loaded model and the recognizer that runs it.
 //!
-//! [`LocalModel::load`] checks the file's header, then lets whisper.cpp load it (Metal on
+//! [`LocalModel::load`] checks the whole file ([`super::check_model_file`]: header, vocabulary,
+//! tensor table), then lets whisper.cpp load it (Metal on
 //! Apple targets through the crate's `metal` feature). A [`Recognizer`] owns one inference
 //! state and recognizes utterances one at a time on whatever thread owns it — the callers
 //! give it a thread of its own. Each utterance is decoded on its own (`no_context`), greedy,
@@ -52,7 +53,12 @@ impl LocalModel {
         let path_str = path.to_str().ok_or(LocalError::ModelUnreadable)?;
         let context =
             WhisperContext::new_with_params(path_str, WhisperContextParameters::default())
-                .map_err(|_| LocalError::ModelInvalid)?;
+                .map_err(|_| {
+                    LocalError::ModelInvalid(super::ggml::Invalid {
+                        reason: "whisper.cpp could not load it",
+                        offset: 0,
+                    })
+                })?;
         Ok(LocalModel {
             context: Arc::new(context),
             path: path.to_owned(),

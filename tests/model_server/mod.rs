@@ -174,3 +174,90 @@ pub fn sha256_of(len: usize, content: fn(usize) -> u8) -> &'static str {
     let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
     Box::leak(hex.into_boxed_str())
 }
+
+// ---------------------------------------------------------------------------------------------
+// A small but whole Whisper model: every tensor whisper.cpp expects, 8 wide, f16 weights.
+
+/// A ggml Whisper file with the real layout (header, mel filters, a few tokens, every tensor
+/// of a 4-layer encoder and a 1-layer decoder, 8 wide, f16 weights) whose tensor bytes
+/// follow `seed`: files with different seeds have the same size and different hashes.
+pub fn whisper_model(seed: u8) -> Vec<u8> {
+    const STATE: i32 = 8;
+    const MELS: i32 = 80;
+    let mut out = Vec::new();
+    fn put(out: &mut Vec<u8>, v: i32) {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    put(&mut out, GGML_MAGIC as i32);
+    // n_vocab, audio ctx/state/head/layer, text ctx/state/head/layer, mels, ftype (f16).
+    for v in [51_864, 1_500, STATE, 1, 4, 448, STATE, 1, 1, MELS, 1] {
+        put(&mut out, v);
+    }
+    put(&mut out, MELS);
+    put(&mut out, 201);
+    out.resize(out.len() + (MELS * 201 * 4) as usize, 0);
+    put(&mut out, 3);
+    for token in ["a", "b", "c"] {
+        put(&mut out, token.len() as i32);
+        out.extend_from_slice(token.as_bytes());
+    }
+    // (name, ne, type: 0 f32 / 1 f16)
+    let mut tensors: Vec<(String, Vec<i32>, i32)> = vec![
+        ("encoder.positional_embedding".into(), vec![STATE, 1_500], 0),
+        ("encoder.conv1.weight".into(), vec![3, MELS, STATE], 1),
+        ("encoder.conv1.bias".into(), vec![1, STATE], 0),
+        ("encoder.conv2.weight".into(), vec![3, STATE, STATE], 1),
+        ("encoder.conv2.bias".into(), vec![1, STATE], 0),
+        ("encoder.ln_post.weight".into(), vec![STATE], 0),
+        ("encoder.ln_post.bias".into(), vec![STATE], 0),
+        ("decoder.positional_embedding".into(), vec![STATE, 448], 0),
+        (
+            "decoder.token_embedding.weight".into(),
+            vec![STATE, 51_864],
+            1,
+        ),
+        ("decoder.ln.weight".into(), vec![STATE], 0),
+        ("decoder.ln.bias".into(), vec![STATE], 0),
+    ];
+    let blocks = (0..4)
+        .map(|i| (format!("encoder.blocks.{i}"), false))
+        .chain([("decoder.blocks.0".to_owned(), true)]);
+    for (prefix, cross) in blocks {
+        let mut add = |rest: &str, ne: Vec<i32>, ty: i32| {
+            tensors.push((format!("{prefix}.{rest}"), ne, ty));
+        };
+        add("mlp_ln.weight", vec![STATE], 0);
+        add("mlp_ln.bias", vec![STATE], 0);
+        add("mlp.0.weight", vec![STATE, 4 * STATE], 1);
+        add("mlp.0.bias", vec![4 * STATE], 0);
+        add("mlp.2.weight", vec![4 * STATE, STATE], 1);
+        add("mlp.2.bias", vec![STATE], 0);
+        for a in if cross {
+            vec!["attn", "cross_attn"]
+        } else {
+            vec!["attn"]
+        } {
+            add(&format!("{a}_ln.weight"), vec![STATE], 0);
+            add(&format!("{a}_ln.bias"), vec![STATE], 0);
+            for w in ["query", "key", "value", "out"] {
+                add(&format!("{a}.{w}.weight"), vec![STATE, STATE], 1);
+                if w != "key" {
+                    add(&format!("{a}.{w}.bias"), vec![STATE], 0);
+                }
+            }
+        }
+    }
+    for (name, ne, ty) in tensors {
+        put(&mut out, ne.len() as i32);
+        put(&mut out, name.len() as i32);
+        put(&mut out, ty);
+        for n in &ne {
+            put(&mut out, *n);
+        }
+        out.extend_from_slice(name.as_bytes());
+        let bytes = ne.iter().product::<i32>() as usize * if ty == 0 { 4 } else { 2 };
+        let at = out.len();
+        out.extend((0..bytes).map(|i| ((at + i) as u8).wrapping_mul(seed | 1).wrapping_add(seed)));
+    }
+    out
+}

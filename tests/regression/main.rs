@@ -8,5 +8,6 @@ mod bundle;
 mod capture;
 mod history;
 mod local;
+mod local_models;
 mod realtime;
 mod store;
