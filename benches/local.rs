@@ -37,7 +37,9 @@
 //!    speech spans) that lie outside every utterance the energy segmenter opens, which the
 //!    recognizer never hears. The CI subset also goes through the live path at real time
 //!    (one run each). `PERSYK_BENCH_CORPUS=ci` limits the corpus to the CI subset, `off`
-//!    skips it; `PERSYK_BENCH_PART=corpus` runs only this part, `jfk` only parts 1-5.
+//!    skips it, `segments` prints only the segmenter's figures (no recognition);
+//!    `PERSYK_BENCH_CLIPS=a,b` keeps the named clips; `PERSYK_BENCH_PART=corpus` runs only
+//!    this part, `jfk` only parts 1-5.
 //!
 //! `PERSYK_BENCH_THREADS=N` sets the whisper.cpp threads (default: Persyk's, the cores up
 //! to 8); the process CPU spent between the stop and the text is printed beside the wall
@@ -472,8 +474,27 @@ fn corpus_figures(model: &LocalModel, path: &Path) {
         Ok("ci") => Set::Ci,
         _ => Set::All,
     };
-    let clips = corpus::clips(set);
+    let only = std::env::var("PERSYK_BENCH_CLIPS").unwrap_or_default();
+    let mut clips = corpus::clips(set);
+    if !only.is_empty() {
+        clips.retain(|c| only.split(',').any(|n| n == c.name()));
+    }
     if clips.is_empty() {
+        return;
+    }
+    if std::env::var("PERSYK_BENCH_CORPUS").as_deref() == Ok("segments") {
+        // The segmenter alone: which speech never reaches the recognizer (no recognition).
+        for clip in &clips {
+            let utts = utterances(&clip.samples);
+            println!(
+                "{:<16} {:>6.1} s, speech {:>5.1} s, never sent {:>5.1} s, {} utterances",
+                clip.name(),
+                clip.seconds(),
+                clip.entry.speech_seconds,
+                clip.speech_outside(&utts),
+                utts.len()
+            );
+        }
         return;
     }
     let ctx = WhisperContext::new_with_params(
