@@ -28,6 +28,19 @@
 //!    recording), before the baseline's own copy of the model is loaded. **Baseline:** the
 //!    model file's size.
 //!
+//! 6. **The speech corpus** (`scripts/fetch-corpus`, issue #22): per clip and overall, the
+//!    path of `persyk transcribe FILE --provider local` on the clip's WAV file beside one
+//!    whole-file whisper.cpp call on the same samples: WER against the transcript and against
+//!    the whole-file call's text (the only reference `chan3` has), loops (extra copies of
+//!    repeated word runs, `corpus::loops`), the real-time factor (wall time / audio; CPU
+//!    seconds per second of audio beside it), and the seconds of speech (the clip's clean
+//!    speech spans) that lie outside every utterance the energy segmenter opens, which the
+//!    recognizer never hears. The CI subset also goes through the live path at real time
+//!    (one run each). `PERSYK_BENCH_CORPUS=ci` limits the corpus to the CI subset, `off`
+//!    skips it, `segments` prints only the segmenter's figures (no recognition);
+//!    `PERSYK_BENCH_CLIPS=a,b` keeps the named clips; `PERSYK_BENCH_PART=corpus` runs only
+//!    this part, `jfk` only parts 1-5.
+//!
 //! `PERSYK_BENCH_THREADS=N` sets the whisper.cpp threads (default: Persyk's, the cores up
 //! to 8); the process CPU spent between the stop and the text is printed beside the wall
 //! time, a figure a busy machine distorts less.
@@ -52,7 +65,8 @@ use whisper_rs::{FullParams, SamplingStrategy, WhisperContext, WhisperContextPar
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use support::{JFK, test_model_dir, wer};
+use support::corpus::{self, Clip, Set};
+use support::{JFK, test_model_dir, wer, words};
 
 const RATE: usize = 24_000;
 
@@ -277,6 +291,12 @@ fn main() {
         whisper::whisper_cpp_version(),
         load_average()
     );
+    let part = std::env::var("PERSYK_BENCH_PART").unwrap_or_default();
+    if part == "corpus" {
+        corpus_figures(&model, &path);
+        println!("load average at the end: {}", load_average());
+        return;
+    }
     {
         // How long jfk.wav goes on after its last voiced frame (the `at end` stop's pause).
         use persyk::audio::segment::{Segmenter, SegmenterConfig};
@@ -403,5 +423,210 @@ fn main() {
         model_bytes as f64 / 1_048_576.0,
         rss as f64 / model_bytes as f64
     );
+    if part != "jfk" {
+        corpus_figures(&model, &path);
+    }
     println!("load average at the end: {}", load_average());
+}
+
+/// Sample ranges (24 kHz) of the utterances the energy segmenter opens on `samples`, as
+/// the local dictation engine runs it: everything else never reaches the recognizer.
+fn utterances(samples: &[i16]) -> Vec<(u64, u64)> {
+    use persyk::capture::segment::{SegmentEvent, Segmenter, SegmenterConfig};
+    let mut segmenter = Segmenter::new(SegmenterConfig::for_rate(RATE as u32));
+    let mut events = Vec::new();
+    segmenter.push(samples, &mut events);
+    segmenter.finish(&mut events);
+    events
+        .iter()
+        .filter_map(|e| match e {
+            SegmentEvent::Ended(u) => Some((u.start_sample, u.end_sample)),
+            SegmentEvent::Started { .. } => None,
+        })
+        .collect()
+}
+
+/// Word errors and reference words, for a corpus-wide WER.
+#[derive(Default, Clone, Copy)]
+struct Errors {
+    errors: f64,
+    words: usize,
+}
+
+impl Errors {
+    fn add(&mut self, reference: &str, hypothesis: &str) {
+        let n = words(reference).len();
+        self.errors += wer(reference, hypothesis) * n as f64;
+        self.words += n;
+    }
+
+    fn rate(self) -> f64 {
+        self.errors / self.words.max(1) as f64
+    }
+}
+
+/// Part 6: the speech corpus, per clip and overall (see the module doc).
+fn corpus_figures(model: &LocalModel, path: &Path) {
+    let set = match std::env::var("PERSYK_BENCH_CORPUS").as_deref() {
+        Ok("off") => return,
+        Ok("ci") => Set::Ci,
+        _ => Set::All,
+    };
+    let only = std::env::var("PERSYK_BENCH_CLIPS").unwrap_or_default();
+    let mut clips = corpus::clips(set);
+    if !only.is_empty() {
+        clips.retain(|c| only.split(',').any(|n| n == c.name()));
+    }
+    if clips.is_empty() {
+        return;
+    }
+    if std::env::var("PERSYK_BENCH_CORPUS").as_deref() == Ok("segments") {
+        // The segmenter alone: which speech never reaches the recognizer (no recognition).
+        for clip in &clips {
+            let utts = utterances(&clip.samples);
+            println!(
+                "{:<16} {:>6.1} s, speech {:>5.1} s, never sent {:>5.1} s, {} utterances",
+                clip.name(),
+                clip.seconds(),
+                clip.entry.speech_seconds,
+                clip.speech_outside(&utts),
+                utts.len()
+            );
+        }
+        return;
+    }
+    let ctx = WhisperContext::new_with_params(
+        path.to_str().expect("utf-8 path"),
+        WhisperContextParameters::default(),
+    )
+    .expect("whisper.cpp loads the model");
+    println!(
+        "speech corpus ({} clips, {:.0} s): `transcribe --provider local` path (file) beside one \
+         whole-file whisper.cpp call (whole); WER vs transcript, WER vs whole, loops, \
+         real-time factor (wall / audio) and CPU s per audio s",
+        clips.len(),
+        clips.iter().map(Clip::seconds).sum::<f64>()
+    );
+    println!(
+        "{:<16} {:>6} {:>7} {:>8} {:>5} {:>9} {:>10} {:>11} {:>6} {:>7} {:>8} {:>9} {:>8} {:>9}",
+        "clip",
+        "audio s",
+        "speech",
+        "unsent s",
+        "utts",
+        "WER file",
+        "WER whole",
+        "file~whole",
+        "loops",
+        "whole",
+        "RTF file",
+        "RTF whole",
+        "CPU file",
+        "CPU whole",
+    );
+    let (mut file_err, mut whole_err, mut vs_whole) =
+        (Errors::default(), Errors::default(), Errors::default());
+    let (mut audio, mut unsent, mut speech) = (0.0, 0.0, 0.0);
+    let (mut file_wall, mut whole_wall) = (Duration::ZERO, Duration::ZERO);
+    let (mut file_cpu, mut whole_cpu) = (Duration::ZERO, Duration::ZERO);
+    let (mut file_loops, mut whole_loops) = (0, 0);
+    let mut texts = Vec::new();
+    for clip in &clips {
+        let secs = clip.seconds();
+        let utts = utterances(&clip.samples);
+        let missed = clip.speech_outside(&utts);
+        let cpu0 = cpu_time();
+        let (f_wall, f_text) = transcribe_file(model, &clip.entry.wav);
+        let f_cpu = cpu_time().saturating_sub(cpu0);
+        let (w_wall, w_text, w_cpu) = whole(&ctx, &clip.samples);
+        let (lf, lw) = (corpus::loops(&f_text), corpus::loops(&w_text));
+        let wer_or_dash = |text: &str| {
+            clip.reference()
+                .map_or_else(|| "-".to_owned(), |r| format!("{:.3}", wer(r, text)))
+        };
+        println!(
+            "{:<16} {:>6.1} {:>7.1} {:>8.1} {:>5} {:>9} {:>10} {:>11.3} {:>6} {:>7} {:>8.2} {:>9.2} {:>8.2} {:>9.2}",
+            clip.name(),
+            secs,
+            clip.entry.speech_seconds,
+            missed,
+            utts.len(),
+            wer_or_dash(&f_text),
+            wer_or_dash(&w_text),
+            wer(&w_text, &f_text),
+            lf,
+            lw,
+            f_wall.as_secs_f64() / secs,
+            w_wall.as_secs_f64() / secs,
+            f_cpu.as_secs_f64() / secs,
+            w_cpu.as_secs_f64() / secs,
+        );
+        if let Some(r) = clip.reference() {
+            file_err.add(r, &f_text);
+            whole_err.add(r, &w_text);
+        }
+        vs_whole.add(&w_text, &f_text);
+        audio += secs;
+        speech += clip.entry.speech_seconds;
+        unsent += missed;
+        file_wall += f_wall;
+        whole_wall += w_wall;
+        file_cpu += f_cpu;
+        whole_cpu += w_cpu;
+        file_loops += lf;
+        whole_loops += lw;
+        texts.push((clip.name().to_owned(), f_text, w_text));
+    }
+    println!(
+        "{:<16} {:>6.1} {:>7.1} {:>8.1} {:>5} {:>9.3} {:>10.3} {:>11.3} {:>6} {:>7} {:>8.2} {:>9.2} {:>8.2} {:>9.2}",
+        "overall",
+        audio,
+        speech,
+        unsent,
+        "",
+        file_err.rate(),
+        whole_err.rate(),
+        vs_whole.rate(),
+        file_loops,
+        whole_loops,
+        file_wall.as_secs_f64() / audio,
+        whole_wall.as_secs_f64() / audio,
+        file_cpu.as_secs_f64() / audio,
+        whole_cpu.as_secs_f64() / audio,
+    );
+    if std::env::var_os("PERSYK_BENCH_TEXTS").is_some() {
+        for (name, f, w) in &texts {
+            println!("{name} file:  {}", f.trim());
+            println!("{name} whole: {}", w.trim());
+        }
+    }
+    // The live path at real time on the short subset (one run each: it costs the audio's
+    // duration).
+    let mut live_err = Errors::default();
+    for clip in clips.iter().filter(|c| c.entry.ci) {
+        let l = live(model, &clip.samples, clip.samples.len());
+        let secs = clip.seconds();
+        let whole_text = texts
+            .iter()
+            .find(|(n, _, _)| n == clip.name())
+            .map_or("", |(_, _, w)| w.as_str());
+        if let Some(r) = clip.reference() {
+            live_err.add(r, &l.transcript);
+        }
+        println!(
+            "live {:<11} WER {} (vs whole {:.3}), loops {}, CPU {:.2} s/s, stop→text {} ms",
+            clip.name(),
+            clip.reference().map_or_else(
+                || "-".to_owned(),
+                |r| format!("{:.3}", wer(r, &l.transcript))
+            ),
+            wer(whole_text, &l.transcript),
+            corpus::loops(&l.transcript),
+            l.cpu.as_secs_f64() / secs,
+            l.stop_to_text.as_millis(),
+        );
+    }
+    if live_err.words > 0 {
+        println!("live, CI subset: WER {:.3}", live_err.rate());
+    }
 }

@@ -1,0 +1,198 @@
+//! The evaluation corpus of real human speech `scripts/fetch-corpus` builds under
+//! `target/corpus/` (issue #22): LibriVox readings, spoken playing cards, a meeting
+//! recording and stress clips made from them, each with its reference transcript (or none)
+//! and the spans where its clean signal holds speech.
+//!
+//! [`clips`] returns nothing, after saying so once on stderr, when the corpus was not
+//! fetched, so a test or bench skips cleanly instead of failing on a machine without it.
+
+use std::path::{Path, PathBuf};
+
+use super::{wav_as_recorded, words};
+
+/// Where `scripts/fetch-corpus` keeps the corpus.
+pub fn corpus_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/corpus")
+}
+
+/// Which clips to load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Set {
+    /// The short subset marked `ci` in the manifest (a few clips, under a minute of audio).
+    Ci,
+    /// Every clip.
+    All,
+}
+
+/// One line of `manifest.tsv`.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub name: String,
+    pub wav: PathBuf,
+    pub seconds: f64,
+    pub ci: bool,
+    /// Seconds of speech in the clip (the sum of [`Clip::speech`]).
+    pub speech_seconds: f64,
+    pub speech_spans: PathBuf,
+    pub source: String,
+    pub sha256: String,
+    /// The normalized transcript (lowercase words, apostrophes kept), `None` when the
+    /// recording has none (`chan3`: compare with one whole-file whisper.cpp call instead).
+    pub reference: Option<String>,
+}
+
+/// A clip as Persyk records it.
+#[derive(Debug, Clone)]
+pub struct Clip {
+    pub entry: Entry,
+    /// 24 kHz mono PCM16, through the capture converter ([`wav_as_recorded`]).
+    pub samples: Vec<i16>,
+    /// Where the clean signal holds speech, as (start, end) seconds.
+    pub speech: Vec<(f64, f64)>,
+}
+
+impl Clip {
+    pub fn name(&self) -> &str {
+        &self.entry.name
+    }
+
+    pub fn reference(&self) -> Option<&str> {
+        self.entry.reference.as_deref()
+    }
+
+    pub fn seconds(&self) -> f64 {
+        self.samples.len() as f64 / 24_000.0
+    }
+
+    /// Seconds of speech outside every `(start, end)` sample range (24 kHz) in `sent`: the
+    /// speech a recognizer that hears only those ranges never gets.
+    pub fn speech_outside(&self, sent: &[(u64, u64)]) -> f64 {
+        let mut covered: Vec<(f64, f64)> = sent
+            .iter()
+            .map(|&(a, b)| (a as f64 / 24_000.0, b as f64 / 24_000.0))
+            .collect();
+        covered.sort_by(|x, y| x.0.total_cmp(&y.0));
+        self.speech
+            .iter()
+            .map(|&(a, b)| {
+                let inside: f64 = covered
+                    .iter()
+                    .map(|&(c, d)| (b.min(d) - a.max(c)).max(0.0))
+                    .sum();
+                (b - a - inside).max(0.0)
+            })
+            .sum()
+    }
+}
+
+/// The manifest's entries, or `None` (with the reason) when the corpus was not fetched.
+pub fn manifest() -> Result<Vec<Entry>, String> {
+    let dir = corpus_dir();
+    let path = dir.join("manifest.tsv");
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        format!(
+            "{}: {e}; run scripts/fetch-corpus (scripts/setup does)",
+            path.display()
+        )
+    })?;
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|line| {
+            let f: Vec<&str> = line.split('\t').collect();
+            let [
+                name,
+                wav,
+                seconds,
+                set,
+                speech,
+                spans,
+                source,
+                sha256,
+                reference,
+            ] = f[..]
+            else {
+                return Err(format!("{}: a line without 9 fields", path.display()));
+            };
+            let number = |v: &str| {
+                v.parse::<f64>()
+                    .map_err(|e| format!("{}: {name}: {v}: {e}", path.display()))
+            };
+            Ok(Entry {
+                name: name.to_owned(),
+                wav: dir.join(wav),
+                seconds: number(seconds)?,
+                ci: set == "ci",
+                speech_seconds: number(speech)?,
+                speech_spans: dir.join(spans),
+                source: source.to_owned(),
+                sha256: sha256.to_owned(),
+                reference: (reference != "none").then(|| words(reference).join(" ")),
+            })
+        })
+        .collect()
+}
+
+fn read_spans(path: &Path) -> Vec<(f64, f64)> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .filter_map(|l| {
+            let (a, b) = l.split_once('\t')?;
+            Some((a.parse().ok()?, b.parse().ok()?))
+        })
+        .collect()
+}
+
+/// The clips of `set` as Persyk records them, in manifest order; empty (after one line on
+/// stderr saying why) when the corpus was not fetched.
+pub fn clips(set: Set) -> Vec<Clip> {
+    let entries = match manifest() {
+        Ok(e) => e,
+        Err(why) => {
+            eprintln!("skipping the speech corpus: {why}");
+            return Vec::new();
+        }
+    };
+    entries
+        .into_iter()
+        .filter(|e| set == Set::All || e.ci)
+        .map(|entry| Clip {
+            samples: wav_as_recorded(&entry.wav),
+            speech: read_spans(&entry.speech_spans),
+            entry,
+        })
+        .collect()
+}
+
+/// Loops in `text`: how many extra copies of a run of up to 8 words follow it directly ("we
+/// had a long we had a long" is one; "123 123 123 123" three), each loop counted at its
+/// shortest period. A multi-word run counts from its first repeat, a single word from its
+/// second ("five five" and "very, very" are speech, not loops).
+pub fn loops(text: &str) -> usize {
+    let w = words(text);
+    let mut count = 0;
+    let mut i = 0;
+    while i < w.len() {
+        let mut found = None;
+        for n in 1..=8 {
+            let copies = (1..)
+                .take_while(|&k| {
+                    i + (k + 1) * n <= w.len() && w[i..i + n] == w[i + k * n..i + (k + 1) * n]
+                })
+                .count();
+            // One repeat of a multi-word run, or two of a single word.
+            if (n >= 2 && copies >= 1) || copies >= 2 {
+                found = Some((n, copies));
+                break;
+            }
+        }
+        match found {
+            Some((n, copies)) => {
+                count += copies;
+                i += (copies + 1) * n;
+            }
+            None => i += 1,
+        }
+    }
+    count
+}
