@@ -432,7 +432,7 @@ fn main() {
 /// Sample ranges (24 kHz) of the utterances the energy segmenter opens on `samples`, as
 /// the local dictation engine runs it: everything else never reaches the recognizer.
 fn utterances(samples: &[i16]) -> Vec<(u64, u64)> {
-    use persyk::capture::segment::{SegmentEvent, Segmenter, SegmenterConfig};
+    use persyk::audio::segment::{SegmentEvent, Segmenter, SegmenterConfig};
     let mut segmenter = Segmenter::new(SegmenterConfig::for_rate(RATE as u32));
     let mut events = Vec::new();
     segmenter.push(samples, &mut events);
