@@ -49,7 +49,7 @@ use crate::capture::preroll::WarmInput;
 use crate::capture::source::{AudioSource, FileSource};
 use crate::pipeline::{self, LiveTap, Recognition, RecordOptions, RemovalRequest, SourceKind};
 use crate::session::discover::{RootSpec, discover};
-use crate::session::format::{Entry, EntryBody, Role, display_text};
+use crate::session::format::{Entry, EntryBody, Role, spoken_text};
 use crate::session::history::MAX_PAGE;
 use crate::session::search::{self, PageRequest, Query};
 use crate::session::search_cache::{self, FileIdentity, SearchCache};
@@ -1138,6 +1138,8 @@ fn recent(
         .collect()
 }
 
+/// A message as history shows and copies it: its spoken words alone (`spoken_text`), never
+/// the `[audio]` or `[image]` that `display_text` writes for other blocks.
 fn opened_message(body: &EntryBody) -> OpenedMessage {
     let (role, text) = match body {
         EntryBody::Message(m) => (
@@ -1146,9 +1148,9 @@ fn opened_message(body: &EntryBody) -> OpenedMessage {
                 Role::Assistant => "assistant",
                 Role::ToolResult => "tool",
             },
-            display_text(&m.content),
+            spoken_text(&m.content),
         ),
-        EntryBody::CustomMessage(cm) => ("note", display_text(&cm.content.to_blocks())),
+        EntryBody::CustomMessage(cm) => ("note", spoken_text(&cm.content.to_blocks())),
         // The conversation holds messages and custom messages only.
         _ => ("note", String::new()),
     };

@@ -667,6 +667,20 @@ pub fn display_text(blocks: &[Block]) -> String {
     parts.join(" ")
 }
 
+/// The words of blocks, for copying and pasting: text blocks only, separated by spaces.
+/// Audio, images and every other block carry no words of their own ("[audio]" is never
+/// part of what a user copies).
+pub fn spoken_text(blocks: &[Block]) -> String {
+    let parts: Vec<&str> = blocks
+        .iter()
+        .filter_map(|b| match b {
+            Block::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    parts.join(" ")
+}
+
 impl Serialize for Block {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         if let Block::Unknown(raw) = self {

@@ -1188,3 +1188,44 @@ fn issue15_17_the_search_list_lays_out_only_the_rows_in_view() {
     assert!(harness.query_by_label("Result number 0").is_none());
     assert!(harness.state_mut().shutdown(Duration::from_secs(30)));
 }
+
+/// Copy carried "[audio] " (and "[image] ") in front of the words: history text came from
+/// `display_text`, which writes every non-text block as `[type]`. Every copy path (a row's
+/// Copy and ⌘C, Copy all, a message's Copy, the menu's Recent) reads the opened session's
+/// message text, so that text is the spoken words alone.
+#[test]
+fn issue24_06_copy_carries_only_the_spoken_text() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let session = tmp.path().join("0195b4a2-0000-7000-8000-000000000001");
+    std::fs::create_dir_all(session.join("assets")).expect("session dir");
+    std::fs::copy(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/golden/assets.jsonl"),
+        session.join("session.jsonl"),
+    )
+    .expect("fixture");
+    let opened = persyk::app::backend::open_session(&session, None).expect("opened");
+    let pages = opened.pages.expect("messages");
+    let mut texts = Vec::new();
+    let mut start = 0;
+    while start < pages.total {
+        let page = pages.read(start).expect("page");
+        start += page.len();
+        texts.extend(
+            page.into_iter()
+                .filter(|m| m.role == "user")
+                .map(|m| m.text),
+        );
+    }
+    assert!(texts.len() >= 3, "{texts:?}");
+    for t in &texts {
+        assert!(!t.contains('['), "a block's type in the copied text: {t:?}");
+    }
+    assert!(
+        texts.contains(&"That's the sketch.".to_owned()),
+        "{texts:?}"
+    );
+    assert_eq!(
+        texts[0],
+        "Measurements for the shelf: ninety centimetres wide, thirty deep."
+    );
+}
