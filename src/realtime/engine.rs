@@ -26,6 +26,10 @@
 //!   audio — and stop commits a tail that holds voice. Each commit's WAV byte range goes
 //!   with the item its `input_audio_buffer.committed` names into the message's
 //!   `replay.audio`. Commits are answered in order (committed, or an error naming them).
+//! - Audio that arrives before `session.created` waits (at most [`MAX_EARLY_CHUNKS`]) and goes
+//!   out right after the `session.update`. A stop before the session exists waits for it
+//!   within the drain deadline, sends the early audio and then commits; audio still unsent
+//!   at the end is a gap [`NO_SESSION`] over its time range (outcome incomplete).
 //! - Settings the provider would refuse ([`Settings::check`]) halt before connecting; an
 //!   `error` naming our `session.update` halts the engine (nothing would be transcribed).
 //! - In conversation mode, stop awaits requested responses (one per server-VAD turn until its
@@ -102,6 +106,11 @@ pub const WRITER_SETTLE: Duration = Duration::from_secs(15);
 pub const MAX_EARLY_CHUNKS: usize = 300;
 /// The halt reason when the ordering bounds were reached.
 pub const ORDERING_LIMIT: &str = super::ordering::LIMIT_REASON;
+/// The gap reason of audio never sent because the provider created no session before the
+/// stop's drain deadline (or the connection broke first).
+pub const NO_SESSION: &str = "provider.no-session";
+/// PCM16 bytes per millisecond at 24 kHz.
+const BYTES_PER_MS: u64 = crate::audio::PCM_RATE_HZ as u64 * 2 / 1000;
 /// Gap reasons of conversation responses that did not finish before the drain deadline.
 pub const RESPONSE_UNFINISHED: &str = "response not finished before the stop deadline";
 pub const RESPONSE_NOT_CREATED: &str = "requested response not created before the stop deadline";
@@ -842,6 +851,8 @@ async fn run(
     let mut ping = tokio::time::interval(PING_INTERVAL);
     ping.tick().await;
     let mut session_configured = false;
+    // Stop came before `session.created`: its commit waits for the session.
+    let mut stop_commit_owed = false;
 
     loop {
         if let Some(reason) = jobs.halted() {
@@ -856,7 +867,9 @@ async fn run(
             complete = false;
             drain_deadline = Some(Instant::now());
         }
-        let drained = commits.is_empty()
+        // Stopped before the session exists: the early audio still waits to be sent.
+        let drained = !stop_commit_owed
+            && commits.is_empty()
             && ordering.is_settled()
             && removals.is_empty()
             && responses.is_settled();
@@ -921,21 +934,14 @@ async fn run(
                             set_state(EngineState::Finishing);
                         }
                         drain_deadline = drain_by(drain_deadline, Instant::now() + DRAIN_DEADLINE);
-                        // Past an ordering limit the commit was sent already. Client turns commit
-                        // a tail that holds voice; server VAD commits whatever is left.
+                        // Past an ordering limit the commit was sent already. Before the
+                        // session exists the commit waits for it (and for the early audio to
+                        // go out), within the drain deadline.
                         if !limit_entered {
-                            if client_turns {
-                                // The tail holds voice, or the provider is already
-                                // transcribing it (deltas for an item not committed).
-                                // (More items streaming than commits awaiting their answer.)
-                                let turn = turns.finish().or_else(|| {
-                                    (ordering.unlinked() > commits.len()).then(|| turns.flush()).flatten()
-                                });
-                                if let Some(turn) = turn {
-                                    commit_turn(&mut ws, &mut conn, &mut commits, Some(turn)).await;
-                                }
-                            } else {
-                                commit_turn(&mut ws, &mut conn, &mut commits, None).await;
+                            if session_configured {
+                                stop_commit(client_turns, &mut turns, &ordering, &mut ws, &mut conn, &mut commits).await;
+                            } else if !early_audio.is_empty() {
+                                stop_commit_owed = true;
                             }
                         }
                     }
@@ -980,11 +986,18 @@ async fn run(
                                 {
                                     ws = None;
                                 }
-                                while let Some(chunk) = early_audio.pop_front() {
+                                while let Some(chunk) = early_audio.front().cloned() {
                                     if !send_audio(&mut ws, &mut conn, chunk, client_turns.then_some(&mut turns), &mut commits).await {
                                         halted.get_or_insert("connection lost while sending audio".into());
                                         break;
                                     }
+                                    early_audio.pop_front();
+                                }
+                                if stop_commit_owed && early_audio.is_empty() {
+                                    // Stopped while the session did not exist yet: the early
+                                    // audio is out, commit it now.
+                                    stop_commit_owed = false;
+                                    stop_commit(client_turns, &mut turns, &ordering, &mut ws, &mut conn, &mut commits).await;
                                 }
                             }
                             ServerEvent::Committed { item_id, previous } => {
@@ -1147,6 +1160,13 @@ async fn run(
     if !ordering.is_settled() || !commits.is_empty() || !responses.is_settled() {
         complete = false;
     }
+    // Audio that waited for a session that never came (or a connection that broke first) was
+    // never sent: a gap over its time range.
+    if let Some(gap) = unsent_gap(&early_audio, NO_SESSION) {
+        complete = false;
+        gap_at.push(messages.len());
+        gaps.push(gap);
+    }
     let rest = ordering.close_unresolved("not transcribed before the stop deadline");
     publish(
         &mut conn,
@@ -1233,6 +1253,50 @@ async fn run(
         let _ = reply.send(report.clone());
     }
     report
+}
+
+/// The stop's commit: client turns commit a tail that holds voice (or one the provider is
+/// already transcribing: more items streaming than commits awaiting their answer); server VAD
+/// commits whatever is left.
+async fn stop_commit(
+    client_turns: bool,
+    turns: &mut ClientTurns,
+    ordering: &Ordering,
+    ws: &mut Option<Ws>,
+    conn: &mut Conn,
+    commits: &mut std::collections::VecDeque<(String, Option<TurnAudio>)>,
+) {
+    if client_turns {
+        let turn = turns.finish().or_else(|| {
+            (ordering.unlinked() > commits.len())
+                .then(|| turns.flush())
+                .flatten()
+        });
+        if let Some(turn) = turn {
+            commit_turn(ws, conn, commits, Some(turn)).await;
+        }
+    } else {
+        commit_turn(ws, conn, commits, None).await;
+    }
+}
+
+/// The gap over chunks that were never sent (their WAV time range, when they name one).
+fn unsent_gap(chunks: &std::collections::VecDeque<AudioChunk>, reason: &str) -> Option<Gap> {
+    let first = chunks.front()?;
+    let last = chunks.back()?;
+    let ms = |offset: u64| offset.saturating_sub(crate::audio::WAV_HEADER_BYTES) / BYTES_PER_MS;
+    let range = first.wav.as_ref().zip(last.wav.as_ref()).map(|(a, b)| {
+        (
+            ms(a.offset),
+            ms(b.offset + last.pcm.len() as u64).max(ms(a.offset)),
+        )
+    });
+    Some(Gap {
+        reason: reason.to_owned(),
+        item_id: None,
+        start_ms: range.map(|r| r.0),
+        end_ms: range.map(|r| r.1),
+    })
 }
 
 fn unparsable() -> Map<String, Value> {

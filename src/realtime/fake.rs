@@ -12,6 +12,9 @@
 //! channels: scheduled server events sit in a timer map owned by the connection loop.
 //! [`spawn`] binds `127.0.0.1:0` and runs [`serve`] on a task.
 //!
+//! `session.created` goes out at once, or `session_created_delay_ms` after the upgrade (a slow
+//! service; client frames sent meanwhile are read after it).
+//!
 //! Utterances are driven by received audio, not wall time: utterance *n* ends once the
 //! client has appended `end_ms` of PCM16 LE mono 24 kHz audio in total (48 bytes per ms).
 //! At its first audio the fake sends `input_audio_buffer.speech_started`; at its end
@@ -174,6 +177,10 @@ pub struct ConnectionScript {
     /// `client_secret`).
     #[serde(default)]
     pub session: Map<String, Value>,
+    /// How long after the upgrade the fake sends `session.created` (a slow service: the
+    /// client must hold its audio until the session exists).
+    #[serde(default)]
+    pub session_created_delay_ms: u64,
     /// Utterances in speech order; `end_ms` strictly increasing.
     #[serde(default)]
     pub utterances: Vec<Utterance>,
@@ -1058,6 +1065,14 @@ struct Conn<'a> {
 
 impl Conn<'_> {
     async fn run(&mut self, shutdown: &mut watch::Receiver<bool>) -> ConnectionEnd {
+        let delay = Duration::from_millis(self.script.session_created_delay_ms);
+        if !delay.is_zero() {
+            // Client frames sent meanwhile wait in the socket, read after `session.created`.
+            tokio::select! {
+                () = shutdown_signal(shutdown) => return ConnectionEnd::Shutdown,
+                () = tokio::time::sleep(delay) => {}
+            }
+        }
         if let Err(end) = self.start().await {
             return end;
         }

@@ -1,0 +1,168 @@
+//! Regressions of issue #23 on the realtime side and in the pipeline: recordings that lost
+//! words and still ended "complete", and a provider failure that stopped the microphone.
+//!
+//! The engine runs inside the real pipeline against the fake provider over loopback
+//! websockets and writes a real session folder; the outcome is read back from
+//! `session.jsonl`.
+
+use std::path::Path;
+use std::time::Duration;
+
+use persyk::pipeline::{self, FileOptions, Transcription};
+use persyk::realtime::fake::{self, FakeLog, Scenario};
+use persyk::realtime::protocol::{Mode, Settings};
+use serde_json::Value;
+
+use super::realtime::support::{self, fresh_session};
+
+const KEY: &str = "sk-test-REGRESSION0123456789abcdef";
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// `ms` of a 440 Hz tone at `amplitude` (24 kHz mono).
+fn tone(ms: u64, amplitude: f64) -> Vec<i16> {
+    (0..ms as usize * 24)
+        .map(|i| {
+            let t = i as f64 / 24_000.0;
+            ((t * 440.0 * std::f64::consts::TAU).sin() * amplitude) as i16
+        })
+        .collect()
+}
+
+/// The `recording.finished` entry of a session folder.
+fn finished(dir: &Path) -> Value {
+    support::entries(dir)
+        .into_iter()
+        .find(|e| e["type"] == "recording.finished")
+        .expect("recording.finished")
+}
+
+/// Streams `samples` in real time through the pipeline against `scenario` with `model`;
+/// returns the transcription, the fake's log and the `recording.finished` entry.
+fn record_against(scenario: &str, model: &str, samples: &[i16]) -> (Transcription, FakeLog, Value) {
+    let rt = runtime();
+    let (_tmp, dir, continuation) = fresh_session();
+    let scenario = Scenario::from_json(scenario).expect("scenario");
+    let (t, log) = rt.block_on(async {
+        let server = fake::spawn(scenario).await.expect("fake");
+        let settings = Settings {
+            base_url: format!("ws://{}/v1", server.addr),
+            mode: Mode::Transcription,
+            transcription_model: model.into(),
+            ..Settings::default()
+        };
+        let t = tokio::time::timeout(
+            Duration::from_secs(60),
+            pipeline::transcribe_samples(
+                continuation,
+                settings,
+                KEY.into(),
+                samples,
+                FileOptions {
+                    realtime_factor: 1.0,
+                },
+            ),
+        )
+        .await
+        .expect("the recording ends")
+        .expect("the recording runs");
+        server.shutdown();
+        let log = server
+            .finish(Duration::from_secs(5))
+            .await
+            .expect("fake finishes");
+        (t, log)
+    });
+    let f = finished(&dir);
+    (t, log, f)
+}
+
+fn commits(log: &FakeLog) -> usize {
+    log.connections
+        .iter()
+        .flat_map(|c| c.received())
+        .filter(|e| e["type"] == "input_audio_buffer.commit")
+        .count()
+}
+
+/// A 2 s phrase: 300 ms of silence, then 1.7 s of a tone.
+fn phrase() -> Vec<i16> {
+    let mut s = vec![0i16; 300 * 24];
+    s.extend(tone(1_700, 8_000.0));
+    s
+}
+
+/// A slow service: `session.created` 2.5 s after the upgrade.
+const SLOW_SESSION: &str = r#"{"name": "slow-session", "connections": [{
+    "session_created_delay_ms": 2500,
+    "utterances": [{"end_ms": 1500, "transcript": "Held until the session exists.", "delay_ms": 50}],
+    "final_utterance": {"transcript": "And the rest.", "delay_ms": 50},
+    "close_after_commit_ms": 400
+}]}"#;
+
+/// Issue 23, item 1 (client turns, the default model): a 2 s phrase stopped before the
+/// provider created the session. The audio waiting for the session was never sent nor
+/// committed, and the recording ended "complete" with no text.
+#[test]
+fn issue23_01_stop_before_session_created_client_turns() {
+    let (t, log, finished) = record_against(SLOW_SESSION, "gpt-live-transcribe", &phrase());
+    let sent: u64 = log.connections.iter().map(|c| c.audio_bytes).sum();
+    assert_eq!(
+        sent,
+        2_000 * 48,
+        "every sample reaches the provider: {:?} {finished}",
+        t.report
+    );
+    assert!(commits(&log) >= 1, "the phrase is committed");
+    assert_eq!(
+        t.report.transcript(),
+        ["Held until the session exists."],
+        "{:?}",
+        t.report
+    );
+    assert_eq!(finished["outcome"], "complete", "{finished}");
+}
+
+/// Issue 23, item 1 (server VAD): the stop's commit went out before any audio, was answered
+/// `input_audio_buffer_commit_empty`, and the recording ended "complete" with no text.
+#[test]
+fn issue23_01_stop_before_session_created_server_vad() {
+    let (t, log, finished) = record_against(SLOW_SESSION, "gpt-transcribe", &phrase());
+    let sent: u64 = log.connections.iter().map(|c| c.audio_bytes).sum();
+    assert_eq!(
+        sent,
+        2_000 * 48,
+        "every sample reaches the provider: {:?} {finished}",
+        t.report
+    );
+    assert_eq!(
+        t.report.transcript(),
+        ["Held until the session exists.", "And the rest."],
+        "{:?}",
+        t.report
+    );
+    assert_eq!(finished["outcome"], "complete", "{finished}");
+}
+
+/// Issue 23, item 1: when the session never comes before the stop's drain deadline, the audio
+/// that waited for it is a gap over its time range and the outcome is incomplete.
+#[test]
+fn issue23_01_no_session_by_the_deadline_is_a_gap() {
+    let scenario = r#"{"name": "no-session", "connections": [{
+        "session_created_delay_ms": 20000, "utterances": []
+    }]}"#;
+    let (t, _log, finished) = record_against(scenario, "gpt-live-transcribe", &phrase());
+    assert_eq!(finished["outcome"], "incomplete", "{finished}");
+    let gaps = finished["gaps"].as_array().expect("gaps");
+    assert_eq!(gaps.len(), 1, "{finished}");
+    assert_eq!(gaps[0]["reason"], "provider.no-session");
+    assert_eq!(gaps[0]["startMs"], 0);
+    assert_eq!(gaps[0]["endMs"], 2_000);
+    assert!(!t.report.complete);
+}
