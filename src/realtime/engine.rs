@@ -23,9 +23,13 @@
 //! - Turns: models with server VAD commit on their own; for the others
 //!   ([`protocol::Turns::Client`]) the engine commits when [`super::turns::ClientTurns`]
 //!   (the capture segmenter over the appended audio) ends a turn — never under 100 ms of
-//!   audio — and stop commits a tail that holds voice. Each commit's WAV byte range goes
-//!   with the item its `input_audio_buffer.committed` names into the message's
-//!   `replay.audio`. Commits are answered in order (committed, or an error naming them).
+//!   audio — and stop commits a tail that is not provably silent (padded to 100 ms when
+//!   shorter). Each commit's WAV byte range goes with the item its
+//!   `input_audio_buffer.committed` names into the message's `replay.audio`. Commits are
+//!   answered in order (committed, or an error naming them). A client turn's audio that a
+//!   refused or unanswered commit covered, or that the connection ended before committing,
+//!   is a gap over its range ([`COMMIT_REFUSED`], [`COMMIT_UNANSWERED`], [`NOT_COMMITTED`]):
+//!   every sample sent is committed, in a gap, or a provably silent tail.
 //! - Audio that arrives before `session.created` waits (at most [`MAX_EARLY_CHUNKS`]) and goes
 //!   out right after the `session.update`. A stop before the session exists waits for it
 //!   within the drain deadline, sends the early audio and then commits; audio still unsent
@@ -109,6 +113,12 @@ pub const ORDERING_LIMIT: &str = super::ordering::LIMIT_REASON;
 /// The gap reason of audio never sent because the provider created no session before the
 /// stop's drain deadline (or the connection broke first).
 pub const NO_SESSION: &str = "provider.no-session";
+/// Gap reasons of client-turn audio the provider never recognized: a commit it refused, a
+/// commit it never answered before the drain deadline, audio the connection ended before
+/// committing.
+pub const COMMIT_REFUSED: &str = "provider.commit-refused";
+pub const COMMIT_UNANSWERED: &str = "provider.commit-unanswered";
+pub const NOT_COMMITTED: &str = "provider.not-committed";
 /// PCM16 bytes per millisecond at 24 kHz.
 const BYTES_PER_MS: u64 = crate::audio::PCM_RATE_HZ as u64 * 2 / 1000;
 /// Gap reasons of conversation responses that did not finish before the drain deadline.
@@ -797,8 +807,7 @@ async fn run(
     let mut stop_reply: Option<oneshot::Sender<EngineReport>> = None;
     let mut removals: Vec<PendingRemoval> = Vec::new();
     // Our commits awaiting their answer, in order: event id and the WAV bytes they cover.
-    let mut commits: std::collections::VecDeque<(String, Option<TurnAudio>)> =
-        std::collections::VecDeque::new();
+    let mut commits = Commits::default();
     let client_turns = settings.turns() == Turns::Client;
     let mut turns = ClientTurns::new();
     let mut item_audio: std::collections::HashMap<String, TurnAudio> =
@@ -869,7 +878,7 @@ async fn run(
         }
         // Stopped before the session exists: the early audio still waits to be sent.
         let drained = !stop_commit_owed
-            && commits.is_empty()
+            && commits.awaiting.is_empty()
             && ordering.is_settled()
             && removals.is_empty()
             && responses.is_settled();
@@ -940,7 +949,7 @@ async fn run(
                         if !limit_entered {
                             if session_configured {
                                 stop_commit(client_turns, &mut turns, &ordering, &mut ws, &mut conn, &mut commits).await;
-                            } else if !early_audio.is_empty() {
+                            } else if ws.is_some() {
                                 stop_commit_owed = true;
                             }
                         }
@@ -1007,8 +1016,8 @@ async fn run(
                                     if conversation {
                                         responses.requested += 1;
                                     }
-                                } else if let Some((_, audio)) = commits.pop_front()
-                                    && let Some(a) = audio
+                                } else if let Some((_, turn)) = commits.awaiting.pop_front()
+                                    && let Some(a) = turn.and_then(|t| t.audio)
                                 {
                                     item_audio.insert(item_id.clone(), a);
                                 }
@@ -1065,11 +1074,19 @@ async fn run(
                                 }
                             }
                             ServerEvent::Error { code, event_id } => {
-                                if let Some(pos) = commits.iter().position(|(id, _)| Some(id) == event_id.as_ref()) {
+                                let refused = match commits.awaiting.iter().position(|(id, _)| Some(id) == event_id.as_ref()) {
+                                    Some(pos) => Some(commits.awaiting.remove(pos)),
+                                    None if code.as_deref() == Some("input_audio_buffer_commit_empty") => Some(commits.awaiting.pop_front()),
+                                    None => None,
+                                };
+                                if let Some(commit) = refused {
                                     // Our commit was refused (e.g. too little audio): no item.
-                                    commits.remove(pos);
-                                } else if code.as_deref() == Some("input_audio_buffer_commit_empty") {
-                                    commits.pop_front();
+                                    // A client turn's audio is then a gap, never dropped.
+                                    if let Some((_, Some(turn))) = commit {
+                                        complete = false;
+                                        gap_at.push(messages.len());
+                                        gaps.push(turn_gap(&turn, COMMIT_REFUSED));
+                                    }
                                 } else if event_id.is_some() && event_id == session_update_id {
                                     // The provider refused our session settings: nothing would
                                     // be transcribed, so stop visibly.
@@ -1117,7 +1134,7 @@ async fn run(
                             halted.get_or_insert("the provider closed the connection".into());
                         }
                         complete &= stop_reply.is_some()
-                            && commits.is_empty()
+                            && commits.awaiting.is_empty()
                             && ordering.is_settled()
                             && responses.is_settled();
                         ws = None;
@@ -1157,8 +1174,25 @@ async fn run(
     }
 
     // Drain over: close what is unresolved as gaps and publish the final messages.
-    if !ordering.is_settled() || !commits.is_empty() || !responses.is_settled() {
+    if !ordering.is_settled() || !commits.awaiting.is_empty() || !responses.is_settled() {
         complete = false;
+    }
+    // Client turns (the invariant of `super::turns`): audio committed without an answer,
+    // never committed, or left uncommitted and not provably silent, is a gap over its range.
+    let unanswered = commits
+        .awaiting
+        .drain(..)
+        .filter_map(|(_, t)| t)
+        .map(|t| (t, COMMIT_UNANSWERED));
+    let unsent = commits
+        .unsent
+        .drain(..)
+        .chain(client_turns.then(|| turns.unsent()).flatten())
+        .map(|t| (t, NOT_COMMITTED));
+    for (turn, reason) in unanswered.chain(unsent).collect::<Vec<_>>() {
+        complete = false;
+        gap_at.push(messages.len());
+        gaps.push(turn_gap(&turn, reason));
     }
     // Audio that waited for a session that never came (or a connection that broke first) was
     // never sent: a gap over its time range.
@@ -1264,11 +1298,11 @@ async fn stop_commit(
     ordering: &Ordering,
     ws: &mut Option<Ws>,
     conn: &mut Conn,
-    commits: &mut std::collections::VecDeque<(String, Option<TurnAudio>)>,
+    commits: &mut Commits,
 ) {
     if client_turns {
         let turn = turns.finish().or_else(|| {
-            (ordering.unlinked() > commits.len())
+            (ordering.unlinked() > commits.awaiting.len())
                 .then(|| turns.flush())
                 .flatten()
         });
@@ -1364,7 +1398,7 @@ async fn send_audio(
     conn: &mut Conn,
     chunk: AudioChunk,
     turns: Option<&mut ClientTurns>,
-    commits: &mut std::collections::VecDeque<(String, Option<TurnAudio>)>,
+    commits: &mut Commits,
 ) -> bool {
     let Some(w) = ws.as_mut() else {
         return false;
@@ -1398,10 +1432,11 @@ async fn send_audio(
 async fn commit_turn(
     ws: &mut Option<Ws>,
     conn: &mut Conn,
-    commits: &mut std::collections::VecDeque<(String, Option<TurnAudio>)>,
+    commits: &mut Commits,
     turn: Option<Turn>,
 ) {
     let Some(w) = ws.as_mut() else {
+        commits.unsent.extend(turn);
         return;
     };
     let payload = protocol::commit();
@@ -1410,10 +1445,46 @@ async fn commit_turn(
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
+    // A short tail is padded with zeros to the provider's minimum (not part of the WAV).
+    let pad = turn.as_ref().map_or(0, |t| t.pad_bytes);
+    if pad > 0 {
+        let zeros = vec![0u8; usize::try_from(pad).unwrap_or(0)];
+        let append = protocol::append(B64.encode(&zeros));
+        let media = PendingMedia::Bytes {
+            pointer: "/audio".into(),
+            bytes: zeros,
+        };
+        if !send(w, conn, append, Some(media)).await {
+            *ws = None;
+            commits.unsent.extend(turn);
+            return;
+        }
+    }
     if send(w, conn, payload, None).await {
-        commits.push_back((event_id, turn.and_then(|t| t.audio)));
+        commits.awaiting.push_back((event_id, turn));
     } else {
         *ws = None;
+        commits.unsent.extend(turn);
+    }
+}
+
+/// Our commits: those awaiting their answer, in order (event id, and for client turns the
+/// audio they cover), and client turns that could not be sent.
+#[derive(Default)]
+struct Commits {
+    awaiting: std::collections::VecDeque<(String, Option<Turn>)>,
+    unsent: Vec<Turn>,
+}
+
+/// A gap over a client turn's audio (its WAV time range, when it names one).
+fn turn_gap(turn: &Turn, reason: &str) -> Gap {
+    let ms = |offset: u64| offset.saturating_sub(crate::audio::WAV_HEADER_BYTES) / BYTES_PER_MS;
+    let range = turn.audio.as_ref().map(|a| (ms(a.start), ms(a.end)));
+    Gap {
+        reason: reason.to_owned(),
+        item_id: None,
+        start_ms: range.map(|r| r.0),
+        end_ms: range.map(|r| r.1),
     }
 }
 

@@ -166,3 +166,54 @@ fn issue23_01_no_session_by_the_deadline_is_a_gap() {
     assert_eq!(gaps[0]["endMs"], 2_000);
     assert!(!t.report.complete);
 }
+
+/// A service with client turns that transcribes whatever the client commits.
+const CLIENT_TURNS: &str = r#"{"name": "client-turns", "connections": [{
+    "utterances": [{"end_ms": 1, "transcript": "Please send the report.", "delay_ms": 50}],
+    "close_after_commit_ms": 400
+}]}"#;
+
+/// Issue 23, item 2 (client turns): quiet speech, about −56 dBFS RMS, under the segmenter's
+/// −50 dBFS gate. The provider received the audio and no commit; the recording ended
+/// "complete" with no text.
+#[test]
+fn issue23_02_quiet_speech_is_committed() {
+    let amplitude = 32_768.0 * 10f64.powf(-56.0 / 20.0) * std::f64::consts::SQRT_2;
+    let mut samples = vec![0i16; 300 * 24];
+    samples.extend(tone(2_000, amplitude));
+    samples.extend(vec![0i16; 300 * 24]);
+    let (t, log, finished) = record_against(CLIENT_TURNS, "gpt-live-transcribe", &samples);
+    assert!(
+        commits(&log) >= 1,
+        "the quiet phrase is committed: {:?}",
+        t.report
+    );
+    assert_eq!(
+        t.report.transcript(),
+        ["Please send the report."],
+        "{finished}"
+    );
+    assert_eq!(finished["outcome"], "complete", "{finished}");
+}
+
+/// Issue 23, item 2 (client turns): speech from the very first sample at a steady level (the
+/// segmenter's noise floor starts at the speech itself) never opened an utterance. At about
+/// −44 dBFS RMS it is above the gate, and under the fake's loudness for streamed deltas (so
+/// no delta rescues it).
+#[test]
+fn issue23_02_speech_at_the_start_is_committed() {
+    let amplitude = 200.0 * std::f64::consts::SQRT_2;
+    let (t, log, finished) =
+        record_against(CLIENT_TURNS, "gpt-live-transcribe", &tone(2_000, amplitude));
+    assert!(
+        commits(&log) >= 1,
+        "the phrase is committed: {:?}",
+        t.report
+    );
+    assert_eq!(
+        t.report.transcript(),
+        ["Please send the report."],
+        "{finished}"
+    );
+    assert_eq!(finished["outcome"], "complete", "{finished}");
+}
