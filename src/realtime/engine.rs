@@ -113,6 +113,14 @@ pub const ORDERING_LIMIT: &str = super::ordering::LIMIT_REASON;
 /// The gap reason of audio never sent because the provider created no session before the
 /// stop's drain deadline (or the connection broke first).
 pub const NO_SESSION: &str = "provider.no-session";
+/// Halt codes of the connection (the halt reason starts with one, then `: ` and a detail
+/// without secrets): the provider refused the API key (HTTP 401); the provider could not be
+/// reached (network, DNS, TLS, timeout); it refused the connection otherwise (another HTTP
+/// status, a protocol error); an open connection was lost.
+pub const UNAUTHORIZED: &str = "provider.unauthorized";
+pub const UNREACHABLE: &str = "provider.unreachable";
+pub const CONNECT_FAILED: &str = "provider.connect-failed";
+pub const DISCONNECTED: &str = "provider.disconnected";
 /// Gap reasons of client-turn audio the provider never recognized: a commit it refused, a
 /// commit it never answered before the drain deadline, audio the connection ended before
 /// committing.
@@ -838,8 +846,8 @@ async fn run(
                     .await
                 {
                     Ok(Ok((ws, _))) => Ok(ws),
-                    Ok(Err(e)) => Err(format!("connection failed: {}", describe_ws_error(&e))),
-                    Err(_) => Err("connection timed out".to_owned()),
+                    Ok(Err(e)) => Err(format!("{}: {}", connect_code(&e), describe_ws_error(&e))),
+                    Err(_) => Err(format!("{UNREACHABLE}: connection timed out")),
                 }
             }
             .await
@@ -862,6 +870,11 @@ async fn run(
     let mut session_configured = false;
     // Stop came before `session.created`: its commit waits for the session.
     let mut stop_commit_owed = false;
+    // Server turns: the WAV bytes sent since the provider's last commit.
+    let mut vad_pending: Option<(u64, u64)> = None;
+    // The WAV bytes of audio that arrived when nothing could be sent (no connection, past an
+    // ordering limit): never sent.
+    let mut dropped: Option<(u64, u64)> = None;
 
     loop {
         if let Some(reason) = jobs.halted() {
@@ -898,17 +911,25 @@ async fn run(
                 match cmd {
                     Some(Command::Audio(chunk)) => {
                         // Past an ordering limit the audio stays in the WAV only.
+                        // Audio never sent is a gap (the pipeline may recognize it elsewhere).
                         if ws.is_none() || limit_entered {
+                            track_uncommitted(&mut dropped, &chunk);
                         } else if !session_configured {
                             // Audio waits for the session update, so the provider applies
                             // its turn rule (and model) to every byte.
                             if early_audio.len() >= MAX_EARLY_CHUNKS {
-                                halted.get_or_insert("the provider created no session in time".into());
+                                track_uncommitted(&mut dropped, &chunk);
+                                halted.get_or_insert(format!("{NO_SESSION}: the provider created no session in time"));
                             } else {
                                 early_audio.push_back(chunk);
                             }
-                        } else if !send_audio(&mut ws, &mut conn, chunk, client_turns.then_some(&mut turns), &mut commits).await {
-                            halted.get_or_insert("connection lost while sending audio".into());
+                        } else {
+                            if !client_turns {
+                                track_uncommitted(&mut vad_pending, &chunk);
+                            }
+                            if !send_audio(&mut ws, &mut conn, chunk, client_turns.then_some(&mut turns), &mut commits).await {
+                                halted.get_or_insert(format!("{DISCONNECTED}: connection lost while sending audio"));
+                            }
                         }
                     }
                     Some(Command::Remove { entry_id, reply }) => {
@@ -929,7 +950,7 @@ async fn run(
                                     removals.push(PendingRemoval { entry_id, item_id, event_id, deadline: Instant::now() + REMOVAL_TIMEOUT, reply });
                                 } else {
                                     let _ = reply.send(RemovalOutcome::TimedOut);
-                                    halted.get_or_insert("connection lost during removal".into());
+                                    halted.get_or_insert(format!("{DISCONNECTED}: connection lost during removal"));
                                     ws = None;
                                 }
                             }
@@ -996,8 +1017,11 @@ async fn run(
                                     ws = None;
                                 }
                                 while let Some(chunk) = early_audio.front().cloned() {
+                                    if !client_turns {
+                                        track_uncommitted(&mut vad_pending, &chunk);
+                                    }
                                     if !send_audio(&mut ws, &mut conn, chunk, client_turns.then_some(&mut turns), &mut commits).await {
-                                        halted.get_or_insert("connection lost while sending audio".into());
+                                        halted.get_or_insert(format!("{DISCONNECTED}: connection lost while sending audio"));
                                         break;
                                     }
                                     early_audio.pop_front();
@@ -1010,6 +1034,7 @@ async fn run(
                                 }
                             }
                             ServerEvent::Committed { item_id, previous } => {
+                                vad_pending = None;
                                 // A VAD commit (speech_stopped first) is not the answer to ours;
                                 // in conversation mode it requests a response automatically.
                                 if vad_stopped.remove(&item_id) {
@@ -1076,7 +1101,10 @@ async fn run(
                             ServerEvent::Error { code, event_id } => {
                                 let refused = match commits.awaiting.iter().position(|(id, _)| Some(id) == event_id.as_ref()) {
                                     Some(pos) => Some(commits.awaiting.remove(pos)),
-                                    None if code.as_deref() == Some("input_audio_buffer_commit_empty") => Some(commits.awaiting.pop_front()),
+                                    None if code.as_deref() == Some("input_audio_buffer_commit_empty") => {
+                                        vad_pending = None;
+                                        Some(commits.awaiting.pop_front())
+                                    }
                                     None => None,
                                 };
                                 if let Some(commit) = refused {
@@ -1131,7 +1159,7 @@ async fn run(
                     }
                     Some(Ok(WsMessage::Close(_))) | None => {
                         if stop_reply.is_none() && !limit_entered {
-                            halted.get_or_insert("the provider closed the connection".into());
+                            halted.get_or_insert(format!("{DISCONNECTED}: the provider closed the connection"));
                         }
                         complete &= stop_reply.is_some()
                             && commits.awaiting.is_empty()
@@ -1141,7 +1169,7 @@ async fn run(
                     }
                     Some(Ok(_)) => {}
                     Some(Err(e)) => {
-                        halted.get_or_insert(format!("connection error: {}", describe_ws_error(&e)));
+                        halted.get_or_insert(format!("{DISCONNECTED}: {}", describe_ws_error(&e)));
                         ws = None;
                     }
                 }
@@ -1152,7 +1180,7 @@ async fn run(
                         .await
                         .is_ok_and(|r| r.is_ok());
                     if !sent {
-                        halted.get_or_insert("connection lost (ping failed)".into());
+                        halted.get_or_insert(format!("{DISCONNECTED}: ping failed"));
                         ws = None;
                     }
                 }
@@ -1189,6 +1217,33 @@ async fn run(
         .drain(..)
         .chain(client_turns.then(|| turns.unsent()).flatten())
         .map(|t| (t, NOT_COMMITTED));
+    // Server turns: audio sent after the last commit when the connection ended.
+    let vad_tail = vad_pending
+        .filter(|_| halted.is_some())
+        .map(|(start, end)| Turn {
+            bytes: end - start,
+            pad_bytes: 0,
+            audio: Some(TurnAudio {
+                asset: String::new(),
+                start,
+                end,
+            }),
+        });
+    let dropped = dropped.map(|(start, end)| Turn {
+        bytes: end - start,
+        pad_bytes: 0,
+        audio: Some(TurnAudio {
+            asset: String::new(),
+            start,
+            end,
+        }),
+    });
+    let unsent = unsent.chain(
+        [vad_tail, dropped]
+            .into_iter()
+            .flatten()
+            .map(|t| (t, NOT_COMMITTED)),
+    );
     for (turn, reason) in unanswered.chain(unsent).collect::<Vec<_>>() {
         complete = false;
         gap_at.push(messages.len());
@@ -1476,6 +1531,14 @@ struct Commits {
     unsent: Vec<Turn>,
 }
 
+/// Extends the WAV range sent since the provider's last commit with `chunk`'s.
+fn track_uncommitted(pending: &mut Option<(u64, u64)>, chunk: &AudioChunk) {
+    if let Some(r) = &chunk.wav {
+        let end = r.offset + chunk.pcm.len() as u64;
+        *pending = Some(pending.map_or((r.offset, end), |(start, _)| (start, end)));
+    }
+}
+
 /// A gap over a client turn's audio (its WAV time range, when it names one).
 fn turn_gap(turn: &Turn, reason: &str) -> Gap {
     let ms = |offset: u64| offset.saturating_sub(crate::audio::WAV_HEADER_BYTES) / BYTES_PER_MS;
@@ -1551,6 +1614,17 @@ async fn publish(
                 }
             }
         }
+    }
+}
+
+/// The stable code of a failed connection attempt: the key refused (HTTP 401), the service
+/// not reachable (network, DNS, TLS, timeout), or any other refusal of the upgrade.
+fn connect_code(e: &tokio_tungstenite::tungstenite::Error) -> &'static str {
+    use tokio_tungstenite::tungstenite::Error as E;
+    match e {
+        E::Http(resp) if resp.status().as_u16() == 401 => UNAUTHORIZED,
+        E::Io(_) | E::Tls(_) | E::ConnectionClosed | E::AlreadyClosed => UNREACHABLE,
+        _ => CONNECT_FAILED,
     }
 }
 

@@ -158,6 +158,10 @@ pub struct Scenario {
     /// Reject a websocket upgrade without an `Authorization` header with HTTP 401.
     #[serde(default)]
     pub require_authorization: bool,
+    /// Reject every websocket upgrade with HTTP 401, as the service answers a key it does not
+    /// accept (the key itself is never looked at).
+    #[serde(default)]
+    pub reject_every_key: bool,
     /// How long to wait for each connection.
     #[serde(default = "default_accept_timeout_ms")]
     pub accept_timeout_ms: u64,
@@ -868,6 +872,7 @@ pub async fn serve(
             script,
             index,
             scenario.require_authorization,
+            scenario.reject_every_key,
             &mut shutdown,
             &mut next_event,
         )
@@ -917,6 +922,7 @@ async fn run_connection(
     script: &ConnectionScript,
     index: usize,
     require_authorization: bool,
+    reject_every_key: bool,
     shutdown: &mut watch::Receiver<bool>,
     next_event: &mut u64,
 ) -> ConnectionLog {
@@ -945,7 +951,7 @@ async fn run_connection(
             .headers()
             .get("openai-beta")
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-        if require_authorization && !seen.authorization.present {
+        if (require_authorization && !seen.authorization.present) || reject_every_key {
             seen.rejected = true;
             return Err(unauthorized());
         }

@@ -217,3 +217,237 @@ fn issue23_02_speech_at_the_start_is_committed() {
     );
     assert_eq!(finished["outcome"], "complete", "{finished}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Item 5: the provider's failure must not stop the microphone.
+
+/// A service that answers every upgrade with HTTP 401 (the key refused).
+const UNAUTHORIZED: &str = r#"{"name": "unauthorized", "reject_every_key": true,
+    "connections": [{"utterances": []}]}"#;
+
+/// A loopback URL where nothing listens (connection refused).
+fn unreachable_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    drop(listener);
+    format!("ws://{addr}/v1")
+}
+
+/// The samples of the recording's WAV, read back with hound.
+fn wav_samples(dir: &Path, finished: &Value) -> Vec<i16> {
+    let started = support::entries(dir)
+        .into_iter()
+        .find(|e| e["type"] == "recording.started" && e["recordingId"] == finished["recordingId"])
+        .expect("recording.started");
+    let asset = started["asset"].as_str().expect("asset");
+    hound::WavReader::open(dir.join(asset))
+        .expect("the WAV opens")
+        .samples::<i16>()
+        .map(|s| s.expect("a sample"))
+        .collect()
+}
+
+/// Records `samples` (as a file source at 4× real time) against `base_url` with `fallback`;
+/// the session folder stays in the returned temp dir.
+fn record_failing(
+    base_url: &str,
+    samples: &[i16],
+    fallback: Option<persyk::local::dictation::LocalSetup>,
+) -> (tempfile::TempDir, std::path::PathBuf, Transcription) {
+    let rt = runtime();
+    let (tmp, dir, continuation) = fresh_session();
+    let settings = Settings {
+        base_url: base_url.to_owned(),
+        ..Settings::default()
+    };
+    let (_stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let options = pipeline::RecordOptions {
+        fallback,
+        ..pipeline::RecordOptions::default()
+    };
+    let source = Box::new(pipeline::SamplesSource::new(samples.to_vec(), 4.0));
+    let t = rt
+        .block_on(async {
+            tokio::time::timeout(
+                Duration::from_secs(120),
+                pipeline::record_with(
+                    continuation,
+                    settings,
+                    KEY.into(),
+                    source,
+                    pipeline::SourceKind::Replay,
+                    stop_rx,
+                    options,
+                ),
+            )
+            .await
+        })
+        .expect("the recording ends")
+        .expect("the recording runs");
+    (tmp, dir, t)
+}
+
+fn persyk_cli() -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_persyk"));
+    c.stdin(std::process::Stdio::null());
+    c
+}
+
+/// Issue 23, item 5 (no fallback): the provider answers 401. The recording ended at 0.0 s and
+/// the speech was lost. Now the WAV holds all of it, the outcome is incomplete with a
+/// `provider.unauthorized` gap over it, `persyk status` lists it, and "Transcribe again"
+/// against a working provider yields the words.
+#[test]
+fn issue23_05_unauthorized_keeps_the_whole_recording() {
+    let speech = support::jfk_as_recorded();
+    let rt = runtime();
+    let server = rt
+        .block_on(fake::spawn(
+            Scenario::from_json(UNAUTHORIZED).expect("scenario"),
+        ))
+        .expect("fake");
+    let (tmp, dir, t) = record_failing(&format!("ws://{}/v1", server.addr), &speech, None);
+    server.shutdown();
+    let finished = finished(&dir);
+    assert_eq!(
+        wav_samples(&dir, &finished),
+        speech,
+        "the WAV holds the whole speech"
+    );
+    let duration = speech.len() as u64 * 1000 / 24_000;
+    assert_eq!(finished["durationMs"], duration, "{finished}");
+    assert_eq!(finished["outcome"], "incomplete", "{finished}");
+    let gaps = finished["gaps"].as_array().expect("gaps");
+    assert_eq!(gaps.len(), 1, "{finished}");
+    assert_eq!(gaps[0]["reason"], "provider.unauthorized", "{finished}");
+    assert_eq!(
+        (gaps[0]["startMs"].as_u64(), gaps[0]["endMs"].as_u64()),
+        (Some(0), Some(duration))
+    );
+    assert!(t.report.transcript().is_empty());
+
+    // `persyk status` lists it as unfinished work.
+    let out = persyk_cli()
+        .arg("status")
+        .arg(&dir)
+        .output()
+        .expect("status");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "incomplete recording: {}",
+            finished["recordingId"].as_str().expect("id")
+        )) && text.contains("provider.unauthorized"),
+        "{}",
+        support::show(&out)
+    );
+
+    // "Transcribe again": the WAV against a working provider yields the words.
+    let scenario = tmp.path().join("working.json");
+    std::fs::write(
+        &scenario,
+        r#"{"name": "working", "connections": [{"utterances": [
+            {"end_ms": 1, "transcript": "And so my fellow Americans, ask not what your country can do for you,"},
+            {"end_ms": 2, "transcript": "ask what you can do for your country."}
+        ]}]}"#,
+    )
+    .expect("scenario");
+    let fake = super::capture::fake_cli::FakeProvider::start_file(&scenario);
+    let started = support::entries(&dir)
+        .into_iter()
+        .find(|e| e["type"] == "recording.started")
+        .expect("started");
+    let wav = dir.join(started["asset"].as_str().expect("asset"));
+    let out = persyk_cli()
+        .arg("transcribe")
+        .arg(&wav)
+        .args([
+            "--provider",
+            "openai",
+            "--provider-url",
+            &fake.url,
+            "--realtime-factor",
+            "0",
+        ])
+        .arg("--root")
+        .arg(tmp.path().join("again"))
+        .env("OPENAI_API_KEY", KEY)
+        .env("PERSYK_CONFIG", tmp.path().join("no-settings.json"))
+        .output()
+        .expect("transcribe");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("fellow Americans"),
+        "{}",
+        support::show(&out)
+    );
+}
+
+/// Issue 23, item 5 (no fallback): nothing listens at the provider's address. The WAV holds
+/// the whole speech and the gap says `provider.unreachable`, distinct from a refused key.
+#[test]
+fn issue23_05_unreachable_keeps_the_whole_recording() {
+    let speech = support::jfk_as_recorded();
+    let (_tmp, dir, _t) = record_failing(&unreachable_url(), &speech, None);
+    let finished = finished(&dir);
+    assert_eq!(
+        wav_samples(&dir, &finished),
+        speech,
+        "the WAV holds the whole speech"
+    );
+    assert_eq!(finished["outcome"], "incomplete", "{finished}");
+    let gaps = finished["gaps"].as_array().expect("gaps");
+    assert_eq!(gaps.len(), 1, "{finished}");
+    assert_eq!(gaps[0]["reason"], "provider.unreachable", "{finished}");
+    assert_eq!(gaps[0]["startMs"], 0, "{finished}");
+}
+
+/// Issue 23, item 5 (fallback): with an on-device model at hand, the speech the provider never
+/// heard (401) is recognized locally through the same seam; the local engine records its own
+/// `model_change` (provider `local`) and the words are JFK's.
+#[cfg(feature = "local")]
+#[test]
+fn issue23_05_unauthorized_falls_back_to_the_device() {
+    use persyk::local::whisper::{self, LocalModel};
+    let speech = support::jfk_as_recorded();
+    let model = LocalModel::load(&support::test_model()).expect("tiny.en loads");
+    let setup = whisper::setup(
+        &model,
+        persyk::local::options_for(None, true),
+        Duration::from_secs(60),
+    )
+    .expect("setup");
+    let rt = runtime();
+    let server = rt
+        .block_on(fake::spawn(
+            Scenario::from_json(UNAUTHORIZED).expect("scenario"),
+        ))
+        .expect("fake");
+    let (_tmp, dir, t) = record_failing(&format!("ws://{}/v1", server.addr), &speech, Some(setup));
+    server.shutdown();
+    let finished = finished(&dir);
+    assert_eq!(
+        wav_samples(&dir, &finished),
+        speech,
+        "the WAV holds the whole speech"
+    );
+    assert_eq!(finished["outcome"], "complete", "{finished}");
+    assert!(finished.get("gaps").is_none(), "{finished}");
+    let text = t.report.transcript().join(" ");
+    let wer = support::wer(support::JFK, &text);
+    assert!(wer < 0.2, "WER {wer}: {text}");
+    let entries = support::entries(&dir);
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["type"] == "model_change" && e["provider"] == "local"),
+        "the local engine names itself"
+    );
+    let local_messages = entries
+        .iter()
+        .filter(|e| e["type"] == "message" && e["message"]["role"] == "user")
+        .count();
+    assert_eq!(local_messages, t.report.transcript().len());
+    assert_eq!(t.engine_failure.as_deref(), Some("provider.unauthorized"));
+    assert!(t.recovered_locally);
+}
