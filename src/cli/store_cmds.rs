@@ -485,6 +485,16 @@ pub fn status(session: &Path) -> u8 {
             for r in &w.recordings {
                 println!("unfinished recording: {r}");
             }
+            for (r, reasons) in &w.incomplete_recordings {
+                println!(
+                    "incomplete recording: {r} (not all recognized: {}; transcribe its WAV again)",
+                    if reasons.is_empty() {
+                        "no gap recorded".to_owned()
+                    } else {
+                        reasons.join(", ")
+                    }
+                );
+            }
             for (conn, item) in &w.pending_items {
                 println!("provider item never transcribed: {item} (connection {conn})");
             }

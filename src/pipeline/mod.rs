@@ -27,6 +27,16 @@
 //!   recording ends as `capture.max-length` with a valid header.
 //! - The capture thread never blocks on the provider for a live source: a full engine queue
 //!   is backpressure and halts capture visibly. A file source waits instead (it can).
+//! - The engine's failure never stops capture (the connection refused, the key refused, a
+//!   dropped connection, any halt): the WAV keeps recording until the source ends or the
+//!   user stops, and the engine gets no more audio. After the stop, the audio the engine did
+//!   not recognize — from the earliest of the failure point and its gaps over unrecognized
+//!   tail audio, or all of it when it published nothing — is recognized by the on-device
+//!   fallback ([`RecordOptions::fallback`], through the same [`Recognizer`] seam; it writes
+//!   its own `model_change`), or, without one, is one gap `{reason: <the failure's code>,
+//!   startMs, endMs}` and the outcome is `incomplete` ("Transcribe again" can recognize the
+//!   whole WAV later). The codes: `provider.unauthorized` (HTTP 401), `provider.unreachable`,
+//!   `provider.connect-failed`, `provider.disconnected`, `provider.no-session`, … ([`halt_code`]).
 //! - The WAV bytes of a chunk are written (and, at the cadence, fsynced) before the chunk is
 //!   handed to the engine, so its WAV range can be verified and referenced.
 
@@ -105,6 +115,12 @@ pub struct Transcription {
     /// Input overloads the device reported (`capture.input-overload`) that lost no frame in
     /// Persyk's pipeline: counted, not a halt.
     pub input_overloads: u64,
+    /// The engine's failure (its stable code, e.g. `provider.unauthorized`) when the capture
+    /// outlived it: the audio from that point was recognized by the fallback
+    /// ([`RecordOptions::fallback`]) or recorded as a gap with this reason.
+    pub engine_failure: Option<String>,
+    /// Whether the on-device fallback recognized the audio the engine could not.
+    pub recovered_locally: bool,
 }
 
 /// Streams 24 kHz mono `samples` through [`record`] into the session of
@@ -237,6 +253,9 @@ pub struct RecordOptions {
     /// The most WAV data (bytes after the 44-byte header) one recording writes; at this
     /// length it ends as `capture.max-length`. [`MAX_WAV_DATA_BYTES`] unless a test lowers it.
     pub max_data_bytes: u64,
+    /// The on-device engine that recognizes, after the user stops, the audio the Realtime
+    /// engine could not (it never connected, the key was refused, the connection dropped).
+    pub fallback: Option<LocalSetup>,
 }
 
 impl Default for RecordOptions {
@@ -244,6 +263,7 @@ impl Default for RecordOptions {
         RecordOptions {
             tap: None,
             max_data_bytes: MAX_WAV_DATA_BYTES,
+            fallback: None,
         }
     }
 }
@@ -254,25 +274,22 @@ struct CaptureEnd {
     failure: Option<Failure>,
     wav_ok: bool,
     input_overloads: u64,
+    /// The engine halted or stopped while capture went on: its reason and the WAV offset
+    /// from which no audio was handed to it.
+    engine_lost: Option<(String, u64)>,
 }
 
-/// Why capture stopped early.
-enum Failure {
-    /// Capture's own halt (a stable `capture.*` code): recorded as a gap of the recording.
-    Capture(String),
-    /// The engine halted or stopped; its reason is the engine's to record.
-    Engine(String),
-}
+/// Why capture stopped early: its own halt (a stable `capture.*` code), recorded as a gap of
+/// the recording. The engine's failure never stops capture.
+struct Failure(String);
 
 impl Failure {
     fn capture(error: &SourceError) -> Failure {
-        Failure::Capture(error.code().to_owned())
+        Failure(error.code().to_owned())
     }
 
     fn reason(&self) -> &str {
-        match self {
-            Failure::Capture(r) | Failure::Engine(r) => r,
-        }
+        &self.0
     }
 }
 
@@ -331,6 +348,7 @@ pub async fn record_to(
     options: RecordOptions,
 ) -> Result<Transcription, CaptureError> {
     let max_data_bytes = options.max_data_bytes;
+    let fallback = options.fallback;
     let (view_tx, level, mut removals) = match options.tap {
         Some(t) => (Some(t.view), Some(t.level), Some(t.removals)),
         None => (None, None, None),
@@ -348,6 +366,7 @@ pub async fn record_to(
     let capture = handle.start_capture(&asset_name)?;
     let wav_file = capture.try_clone_file()?;
     let verify_file = Arc::new(capture.try_clone_file()?);
+    let read_file = verify_file.clone();
     let spec = hound::WavSpec {
         channels: 1,
         sample_rate: PCM_RATE_HZ,
@@ -362,6 +381,7 @@ pub async fn record_to(
         file: verify_file,
         durable: durable_rx,
     };
+    let realtime = matches!(recognition, Recognition::Realtime { .. });
     let engine: Box<dyn Recognizer> = match recognition {
         Recognition::Realtime { settings, api_key } => Box::new(realtime::engine::start(
             settings,
@@ -395,6 +415,7 @@ pub async fn record_to(
                     failure: Some(Failure::capture(&error)),
                     wav_ok: true,
                     input_overloads: 0,
+                    engine_lost: None,
                 },
                 None => capture_loop(CaptureLoop {
                     events: events_rx,
@@ -409,6 +430,7 @@ pub async fn record_to(
                     kind,
                     level,
                     max_data_bytes,
+                    engine_lost: None,
                 }),
             };
             source.stop();
@@ -445,9 +467,10 @@ pub async fn record_to(
         Ok(Ok(end)) => end,
         _ => CaptureEnd {
             data_bytes: 0,
-            failure: Some(Failure::Capture("capture.thread-failed".into())),
+            failure: Some(Failure("capture.thread-failed".into())),
             wav_ok: false,
             input_overloads: 0,
+            engine_lost: None,
         },
     };
     let report = engine.stop().await;
@@ -457,13 +480,43 @@ pub async fn record_to(
         .or_else(|| continuation.leaf().map(str::to_owned));
     continuation.set_leaf(leaf);
     let duration_ms = end.data_bytes / 2 * 1000 / u64::from(PCM_RATE_HZ);
+    // The engine failed while the capture went on: what it did not recognize is recognized
+    // by the fallback, or is one gap with the failure's code.
+    // The engine's own reason first (a stopped engine tells capture only "stopped").
+    let failure = report
+        .halted
+        .clone()
+        .or_else(|| end.engine_lost.as_ref().map(|(r, _)| r.clone()));
+    let (report, engine_failure, recovered_locally) = match failure {
+        Some(reason) => {
+            let lost_at = end.engine_lost.as_ref().map(|(_, o)| *o);
+            let span = Span {
+                asset: &asset_name,
+                file: &read_file,
+                data_end: WAV_HEADER_BYTES + end.data_bytes,
+                lost_at,
+            };
+            let fallback = fallback.filter(|_| realtime && end.wav_ok);
+            let (report, recovered) = recover(
+                report,
+                &reason,
+                span,
+                fallback,
+                &mut continuation,
+                &recording_id,
+            )
+            .await;
+            (report, Some(halt_code(&reason).to_owned()), recovered)
+        }
+        None => (report, None, false),
+    };
     let complete = report.complete && end.failure.is_none() && end.wav_ok;
     // Capture's own halt is recorded as a gap from where the audio stops: the reason is in
     // the session, not only on a terminal.
     let mut gaps = report.gaps.clone();
     let wav_failure = (!end.wav_ok && end.failure.is_none()).then(|| CaptureError::WavWrite.code());
     if let Some(reason) = match &end.failure {
-        Some(Failure::Capture(code)) => Some(code.as_str()),
+        Some(Failure(code)) => Some(code.as_str()),
         _ => wav_failure,
     } {
         gaps.push(Gap {
@@ -492,7 +545,155 @@ pub async fn record_to(
         report,
         halted: end.failure.map(|f| f.reason().to_owned()),
         input_overloads: end.input_overloads,
+        engine_failure,
+        recovered_locally,
     })
+}
+
+/// The stable dotted code a halt reason starts with (`provider.unauthorized: HTTP 401` →
+/// `provider.unauthorized`), or `engine.halted` for a reason without one.
+pub fn halt_code(reason: &str) -> &str {
+    let head = reason.split(':').next().unwrap_or_default().trim();
+    let dotted = head.split_once('.').is_some_and(|(a, b)| {
+        !a.is_empty()
+            && !b.is_empty()
+            && head
+                .bytes()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'.' || c == b'-')
+    });
+    if dotted { head } else { "engine.halted" }
+}
+
+/// Gap reasons of the Realtime engine over audio it never had recognized at its end (sent
+/// and not committed, or never sent): the fallback starts at the earliest of them.
+const UNRECOGNIZED_TAIL: [&str; 3] = [
+    realtime::engine::NOT_COMMITTED,
+    realtime::engine::NO_SESSION,
+    realtime::engine::COMMIT_UNANSWERED,
+];
+
+/// The recording's audio as the recovery after an engine failure sees it.
+struct Span<'a> {
+    asset: &'a str,
+    file: &'a Arc<File>,
+    /// The WAV offset just past the last sample.
+    data_end: u64,
+    /// Where capture stopped handing audio to the engine, if it did.
+    lost_at: Option<u64>,
+}
+
+const BYTES_PER_MS: u64 = PCM_RATE_HZ as u64 * 2 / 1000;
+
+/// After the engine failed: from the earliest audio it did not recognize (all of it when it
+/// published nothing), the fallback recognizes the rest of the WAV; without a fallback that
+/// audio is one gap with the failure's code. Returns the merged report and whether the
+/// fallback ran.
+async fn recover(
+    mut report: EngineReport,
+    reason: &str,
+    span: Span<'_>,
+    fallback: Option<LocalSetup>,
+    continuation: &mut Continuation,
+    recording_id: &str,
+) -> (EngineReport, bool) {
+    let mut from = span.lost_at.unwrap_or(span.data_end).min(span.data_end);
+    for g in &report.gaps {
+        if let Some(start) = g
+            .start_ms
+            .filter(|_| UNRECOGNIZED_TAIL.contains(&g.reason.as_str()))
+        {
+            from = from.min(WAV_HEADER_BYTES + start * BYTES_PER_MS);
+        }
+    }
+    if report.messages.is_empty() {
+        // Nothing was recognized: all of it, so no earlier gap stays open.
+        from = WAV_HEADER_BYTES;
+    }
+    if from >= span.data_end {
+        // Nothing after the failure point: the engine's own report says what was lost.
+        return (report, false);
+    }
+    // The gaps the recovery covers: the tail ones, or every one when it starts at the top.
+    let all = from == WAV_HEADER_BYTES;
+    report
+        .gaps
+        .retain(|g| !all && !UNRECOGNIZED_TAIL.contains(&g.reason.as_str()));
+    let from_ms = (from - WAV_HEADER_BYTES) / BYTES_PER_MS;
+    let Some(setup) = fallback else {
+        report.gaps.push(Gap {
+            reason: halt_code(reason).to_owned(),
+            item_id: None,
+            start_ms: Some(from_ms),
+            end_ms: Some((span.data_end - WAV_HEADER_BYTES) / BYTES_PER_MS),
+        });
+        report.complete = false;
+        return (report, false);
+    };
+    let (_durable_tx, durable) = watch::channel(span.data_end);
+    let link = CaptureLink {
+        asset: span.asset.to_owned(),
+        file: span.file.clone(),
+        durable,
+    };
+    let local: Box<dyn Recognizer> = Box::new(local::dictation::start(
+        setup,
+        continuation.clone(),
+        recording_id,
+        link,
+    ));
+    let fed = match local.sink() {
+        Some(sink) => {
+            let (file, asset, end) = (span.file.clone(), span.asset.to_owned(), span.data_end);
+            tokio::task::spawn_blocking(move || feed(&*sink, &file, &asset, from, end))
+                .await
+                .unwrap_or(false)
+        }
+        None => false,
+    };
+    let local = local.stop().await;
+    if let Some(leaf) = local.leaf.clone() {
+        continuation.set_leaf(Some(leaf));
+    }
+    let complete = fed && local.complete && report.gaps.is_empty();
+    report.messages.extend(local.messages);
+    report.gaps.extend(local.gaps);
+    if !fed {
+        report.gaps.push(Gap {
+            reason: halt_code(reason).to_owned(),
+            item_id: None,
+            start_ms: Some(from_ms),
+            end_ms: Some((span.data_end - WAV_HEADER_BYTES) / BYTES_PER_MS),
+        });
+    }
+    report.complete = complete;
+    report.halted = local.halted;
+    report.leaf = local.leaf.or(report.leaf);
+    (report, true)
+}
+
+/// Hands the WAV bytes `from..end` to `sink` in 100 ms chunks with their ranges.
+fn feed(sink: &dyn AudioSink, file: &File, asset: &str, from: u64, end: u64) -> bool {
+    use std::os::unix::fs::FileExt;
+    let mut at = from;
+    while at < end {
+        let n = (end - at).min(CHUNK_SAMPLES as u64 * 2);
+        let mut pcm = vec![0u8; usize::try_from(n).unwrap_or(0)];
+        if file.read_exact_at(&mut pcm, at).is_err() {
+            return false;
+        }
+        let chunk = AudioChunk {
+            pcm,
+            wav: Some(WavRange {
+                asset: asset.to_owned(),
+                offset: at,
+            }),
+        };
+        if sink.blocking_send(chunk).is_err() {
+            return false;
+        }
+        at += n;
+    }
+    true
 }
 
 /// Resolves when `stop` turns true or its sender goes away.
@@ -529,6 +730,9 @@ struct CaptureLoop<'a> {
     kind: SourceKind,
     level: Option<Arc<AtomicU32>>,
     max_data_bytes: u64,
+    /// Set when the engine halted or stopped: its reason and the first WAV offset it did not
+    /// get.
+    engine_lost: Option<(String, u64)>,
 }
 
 fn sync_wav(wav: &mut hound::WavWriter<BufWriter<File>>, capture: &CaptureAsset) -> bool {
@@ -558,9 +762,17 @@ fn capture_loop(mut c: CaptureLoop<'_>) -> CaptureEnd {
             // Stop: keep what the source already delivered, then end.
             stopping = true;
         }
-        if let EngineState::Halted(reason) = &c.view.borrow().state {
-            failure = Some(Failure::Engine(reason.clone()));
-            break;
+        // The engine's halt never stops capture: the WAV keeps the audio, the engine gets no
+        // more of it, and the recovery after the stop deals with the rest.
+        if c.engine_lost.is_none() {
+            let halted = match &c.view.borrow().state {
+                EngineState::Halted(reason) => Some(reason.clone()),
+                _ => None,
+            };
+            if let Some(reason) = halted {
+                c.engine_lost = Some((reason, offset));
+                c.audio = None;
+            }
         }
         let next = if stopping {
             // Stopping: an empty or closed channel is the end of what was delivered.
@@ -611,7 +823,7 @@ fn capture_loop(mut c: CaptureLoop<'_>) -> CaptureEnd {
                 usize::try_from(max_data_bytes.saturating_sub(offset - WAV_HEADER_BYTES) / 2)
                     .unwrap_or(usize::MAX);
             if room == 0 {
-                failure.get_or_insert(Failure::Capture(MAX_LENGTH_CODE.into()));
+                failure.get_or_insert(Failure(MAX_LENGTH_CODE.into()));
                 break;
             }
             let n = pending.len().min(CHUNK_SAMPLES).min(room);
@@ -635,6 +847,7 @@ fn capture_loop(mut c: CaptureLoop<'_>) -> CaptureEnd {
         failure,
         wav_ok,
         input_overloads,
+        engine_lost: c.engine_lost,
     }
 }
 
@@ -646,7 +859,7 @@ fn deliver(
     synced: &mut u64,
     last_sync: &mut Instant,
 ) -> Result<(), Failure> {
-    let wav_write = || Failure::Capture(CaptureError::WavWrite.code().to_owned());
+    let wav_write = || Failure(CaptureError::WavWrite.code().to_owned());
     for &s in chunk {
         c.wav.write_sample(s).map_err(|_| wav_write())?;
     }
@@ -655,6 +868,7 @@ fn deliver(
     }
     let mut pcm = Vec::with_capacity(chunk.len() * 2);
     extend_pcm16_le(chunk, &mut pcm);
+    let range_start = *offset;
     let range = WavRange {
         asset: c.asset.clone(),
         offset: *offset,
@@ -677,13 +891,20 @@ fn deliver(
     let sent = match (&c.audio, c.kind) {
         (Some(audio), SourceKind::Live) => audio.try_send(chunk),
         (Some(audio), SourceKind::Replay) => audio.blocking_send(chunk),
-        (None, _) => Err(SendError::Stopped),
+        // The engine is gone: the WAV alone keeps the audio.
+        (None, _) => Ok(()),
     };
     match sent {
         Ok(()) => Ok(()),
-        Err(SendError::Backpressure) => Err(Failure::Capture("capture.backpressure".into())),
-        // The engine stopped (halted or finished): keep recording to the WAV? No: stop.
-        Err(SendError::Stopped) => Err(Failure::Engine("engine.stopped".into())),
+        Err(SendError::Backpressure) => Err(Failure("capture.backpressure".into())),
+        // The engine stopped (halted or finished): capture goes on without it; this chunk is
+        // the first it did not get.
+        Err(SendError::Stopped) => {
+            c.engine_lost
+                .get_or_insert_with(|| ("engine.stopped".into(), range_start));
+            c.audio = None;
+            Ok(())
+        }
     }
 }
 

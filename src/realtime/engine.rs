@@ -23,9 +23,17 @@
 //! - Turns: models with server VAD commit on their own; for the others
 //!   ([`protocol::Turns::Client`]) the engine commits when [`super::turns::ClientTurns`]
 //!   (the capture segmenter over the appended audio) ends a turn — never under 100 ms of
-//!   audio — and stop commits a tail that holds voice. Each commit's WAV byte range goes
-//!   with the item its `input_audio_buffer.committed` names into the message's
-//!   `replay.audio`. Commits are answered in order (committed, or an error naming them).
+//!   audio — and stop commits a tail that is not provably silent (padded to 100 ms when
+//!   shorter). Each commit's WAV byte range goes with the item its
+//!   `input_audio_buffer.committed` names into the message's `replay.audio`. Commits are
+//!   answered in order (committed, or an error naming them). A client turn's audio that a
+//!   refused or unanswered commit covered, or that the connection ended before committing,
+//!   is a gap over its range ([`COMMIT_REFUSED`], [`COMMIT_UNANSWERED`], [`NOT_COMMITTED`]):
+//!   every sample sent is committed, in a gap, or a provably silent tail.
+//! - Audio that arrives before `session.created` waits (at most [`MAX_EARLY_CHUNKS`]) and goes
+//!   out right after the `session.update`. A stop before the session exists waits for it
+//!   within the drain deadline, sends the early audio and then commits; audio still unsent
+//!   at the end is a gap [`NO_SESSION`] over its time range (outcome incomplete).
 //! - Settings the provider would refuse ([`Settings::check`]) halt before connecting; an
 //!   `error` naming our `session.update` halts the engine (nothing would be transcribed).
 //! - In conversation mode, stop awaits requested responses (one per server-VAD turn until its
@@ -102,6 +110,25 @@ pub const WRITER_SETTLE: Duration = Duration::from_secs(15);
 pub const MAX_EARLY_CHUNKS: usize = 300;
 /// The halt reason when the ordering bounds were reached.
 pub const ORDERING_LIMIT: &str = super::ordering::LIMIT_REASON;
+/// The gap reason of audio never sent because the provider created no session before the
+/// stop's drain deadline (or the connection broke first).
+pub const NO_SESSION: &str = "provider.no-session";
+/// Halt codes of the connection (the halt reason starts with one, then `: ` and a detail
+/// without secrets): the provider refused the API key (HTTP 401); the provider could not be
+/// reached (network, DNS, TLS, timeout); it refused the connection otherwise (another HTTP
+/// status, a protocol error); an open connection was lost.
+pub const UNAUTHORIZED: &str = "provider.unauthorized";
+pub const UNREACHABLE: &str = "provider.unreachable";
+pub const CONNECT_FAILED: &str = "provider.connect-failed";
+pub const DISCONNECTED: &str = "provider.disconnected";
+/// Gap reasons of client-turn audio the provider never recognized: a commit it refused, a
+/// commit it never answered before the drain deadline, audio the connection ended before
+/// committing.
+pub const COMMIT_REFUSED: &str = "provider.commit-refused";
+pub const COMMIT_UNANSWERED: &str = "provider.commit-unanswered";
+pub const NOT_COMMITTED: &str = "provider.not-committed";
+/// PCM16 bytes per millisecond at 24 kHz.
+const BYTES_PER_MS: u64 = crate::audio::PCM_RATE_HZ as u64 * 2 / 1000;
 /// Gap reasons of conversation responses that did not finish before the drain deadline.
 pub const RESPONSE_UNFINISHED: &str = "response not finished before the stop deadline";
 pub const RESPONSE_NOT_CREATED: &str = "requested response not created before the stop deadline";
@@ -788,8 +815,7 @@ async fn run(
     let mut stop_reply: Option<oneshot::Sender<EngineReport>> = None;
     let mut removals: Vec<PendingRemoval> = Vec::new();
     // Our commits awaiting their answer, in order: event id and the WAV bytes they cover.
-    let mut commits: std::collections::VecDeque<(String, Option<TurnAudio>)> =
-        std::collections::VecDeque::new();
+    let mut commits = Commits::default();
     let client_turns = settings.turns() == Turns::Client;
     let mut turns = ClientTurns::new();
     let mut item_audio: std::collections::HashMap<String, TurnAudio> =
@@ -820,8 +846,8 @@ async fn run(
                     .await
                 {
                     Ok(Ok((ws, _))) => Ok(ws),
-                    Ok(Err(e)) => Err(format!("connection failed: {}", describe_ws_error(&e))),
-                    Err(_) => Err("connection timed out".to_owned()),
+                    Ok(Err(e)) => Err(format!("{}: {}", connect_code(&e), describe_ws_error(&e))),
+                    Err(_) => Err(format!("{UNREACHABLE}: connection timed out")),
                 }
             }
             .await
@@ -842,6 +868,13 @@ async fn run(
     let mut ping = tokio::time::interval(PING_INTERVAL);
     ping.tick().await;
     let mut session_configured = false;
+    // Stop came before `session.created`: its commit waits for the session.
+    let mut stop_commit_owed = false;
+    // Server turns: the WAV bytes sent since the provider's last commit.
+    let mut vad_pending: Option<(u64, u64)> = None;
+    // The WAV bytes of audio that arrived when nothing could be sent (no connection, past an
+    // ordering limit): never sent.
+    let mut dropped: Option<(u64, u64)> = None;
 
     loop {
         if let Some(reason) = jobs.halted() {
@@ -856,7 +889,9 @@ async fn run(
             complete = false;
             drain_deadline = Some(Instant::now());
         }
-        let drained = commits.is_empty()
+        // Stopped before the session exists: the early audio still waits to be sent.
+        let drained = !stop_commit_owed
+            && commits.awaiting.is_empty()
             && ordering.is_settled()
             && removals.is_empty()
             && responses.is_settled();
@@ -876,17 +911,25 @@ async fn run(
                 match cmd {
                     Some(Command::Audio(chunk)) => {
                         // Past an ordering limit the audio stays in the WAV only.
+                        // Audio never sent is a gap (the pipeline may recognize it elsewhere).
                         if ws.is_none() || limit_entered {
+                            track_uncommitted(&mut dropped, &chunk);
                         } else if !session_configured {
                             // Audio waits for the session update, so the provider applies
                             // its turn rule (and model) to every byte.
                             if early_audio.len() >= MAX_EARLY_CHUNKS {
-                                halted.get_or_insert("the provider created no session in time".into());
+                                track_uncommitted(&mut dropped, &chunk);
+                                halted.get_or_insert(format!("{NO_SESSION}: the provider created no session in time"));
                             } else {
                                 early_audio.push_back(chunk);
                             }
-                        } else if !send_audio(&mut ws, &mut conn, chunk, client_turns.then_some(&mut turns), &mut commits).await {
-                            halted.get_or_insert("connection lost while sending audio".into());
+                        } else {
+                            if !client_turns {
+                                track_uncommitted(&mut vad_pending, &chunk);
+                            }
+                            if !send_audio(&mut ws, &mut conn, chunk, client_turns.then_some(&mut turns), &mut commits).await {
+                                halted.get_or_insert(format!("{DISCONNECTED}: connection lost while sending audio"));
+                            }
                         }
                     }
                     Some(Command::Remove { entry_id, reply }) => {
@@ -907,7 +950,7 @@ async fn run(
                                     removals.push(PendingRemoval { entry_id, item_id, event_id, deadline: Instant::now() + REMOVAL_TIMEOUT, reply });
                                 } else {
                                     let _ = reply.send(RemovalOutcome::TimedOut);
-                                    halted.get_or_insert("connection lost during removal".into());
+                                    halted.get_or_insert(format!("{DISCONNECTED}: connection lost during removal"));
                                     ws = None;
                                 }
                             }
@@ -921,21 +964,14 @@ async fn run(
                             set_state(EngineState::Finishing);
                         }
                         drain_deadline = drain_by(drain_deadline, Instant::now() + DRAIN_DEADLINE);
-                        // Past an ordering limit the commit was sent already. Client turns commit
-                        // a tail that holds voice; server VAD commits whatever is left.
+                        // Past an ordering limit the commit was sent already. Before the
+                        // session exists the commit waits for it (and for the early audio to
+                        // go out), within the drain deadline.
                         if !limit_entered {
-                            if client_turns {
-                                // The tail holds voice, or the provider is already
-                                // transcribing it (deltas for an item not committed).
-                                // (More items streaming than commits awaiting their answer.)
-                                let turn = turns.finish().or_else(|| {
-                                    (ordering.unlinked() > commits.len()).then(|| turns.flush()).flatten()
-                                });
-                                if let Some(turn) = turn {
-                                    commit_turn(&mut ws, &mut conn, &mut commits, Some(turn)).await;
-                                }
-                            } else {
-                                commit_turn(&mut ws, &mut conn, &mut commits, None).await;
+                            if session_configured {
+                                stop_commit(client_turns, &mut turns, &ordering, &mut ws, &mut conn, &mut commits).await;
+                            } else if ws.is_some() {
+                                stop_commit_owed = true;
                             }
                         }
                     }
@@ -980,22 +1016,33 @@ async fn run(
                                 {
                                     ws = None;
                                 }
-                                while let Some(chunk) = early_audio.pop_front() {
+                                while let Some(chunk) = early_audio.front().cloned() {
+                                    if !client_turns {
+                                        track_uncommitted(&mut vad_pending, &chunk);
+                                    }
                                     if !send_audio(&mut ws, &mut conn, chunk, client_turns.then_some(&mut turns), &mut commits).await {
-                                        halted.get_or_insert("connection lost while sending audio".into());
+                                        halted.get_or_insert(format!("{DISCONNECTED}: connection lost while sending audio"));
                                         break;
                                     }
+                                    early_audio.pop_front();
+                                }
+                                if stop_commit_owed && early_audio.is_empty() {
+                                    // Stopped while the session did not exist yet: the early
+                                    // audio is out, commit it now.
+                                    stop_commit_owed = false;
+                                    stop_commit(client_turns, &mut turns, &ordering, &mut ws, &mut conn, &mut commits).await;
                                 }
                             }
                             ServerEvent::Committed { item_id, previous } => {
+                                vad_pending = None;
                                 // A VAD commit (speech_stopped first) is not the answer to ours;
                                 // in conversation mode it requests a response automatically.
                                 if vad_stopped.remove(&item_id) {
                                     if conversation {
                                         responses.requested += 1;
                                     }
-                                } else if let Some((_, audio)) = commits.pop_front()
-                                    && let Some(a) = audio
+                                } else if let Some((_, turn)) = commits.awaiting.pop_front()
+                                    && let Some(a) = turn.and_then(|t| t.audio)
                                 {
                                     item_audio.insert(item_id.clone(), a);
                                 }
@@ -1052,11 +1099,22 @@ async fn run(
                                 }
                             }
                             ServerEvent::Error { code, event_id } => {
-                                if let Some(pos) = commits.iter().position(|(id, _)| Some(id) == event_id.as_ref()) {
+                                let refused = match commits.awaiting.iter().position(|(id, _)| Some(id) == event_id.as_ref()) {
+                                    Some(pos) => Some(commits.awaiting.remove(pos)),
+                                    None if code.as_deref() == Some("input_audio_buffer_commit_empty") => {
+                                        vad_pending = None;
+                                        Some(commits.awaiting.pop_front())
+                                    }
+                                    None => None,
+                                };
+                                if let Some(commit) = refused {
                                     // Our commit was refused (e.g. too little audio): no item.
-                                    commits.remove(pos);
-                                } else if code.as_deref() == Some("input_audio_buffer_commit_empty") {
-                                    commits.pop_front();
+                                    // A client turn's audio is then a gap, never dropped.
+                                    if let Some((_, Some(turn))) = commit {
+                                        complete = false;
+                                        gap_at.push(messages.len());
+                                        gaps.push(turn_gap(&turn, COMMIT_REFUSED));
+                                    }
                                 } else if event_id.is_some() && event_id == session_update_id {
                                     // The provider refused our session settings: nothing would
                                     // be transcribed, so stop visibly.
@@ -1101,17 +1159,17 @@ async fn run(
                     }
                     Some(Ok(WsMessage::Close(_))) | None => {
                         if stop_reply.is_none() && !limit_entered {
-                            halted.get_or_insert("the provider closed the connection".into());
+                            halted.get_or_insert(format!("{DISCONNECTED}: the provider closed the connection"));
                         }
                         complete &= stop_reply.is_some()
-                            && commits.is_empty()
+                            && commits.awaiting.is_empty()
                             && ordering.is_settled()
                             && responses.is_settled();
                         ws = None;
                     }
                     Some(Ok(_)) => {}
                     Some(Err(e)) => {
-                        halted.get_or_insert(format!("connection error: {}", describe_ws_error(&e)));
+                        halted.get_or_insert(format!("{DISCONNECTED}: {}", describe_ws_error(&e)));
                         ws = None;
                     }
                 }
@@ -1122,7 +1180,7 @@ async fn run(
                         .await
                         .is_ok_and(|r| r.is_ok());
                     if !sent {
-                        halted.get_or_insert("connection lost (ping failed)".into());
+                        halted.get_or_insert(format!("{DISCONNECTED}: ping failed"));
                         ws = None;
                     }
                 }
@@ -1144,8 +1202,59 @@ async fn run(
     }
 
     // Drain over: close what is unresolved as gaps and publish the final messages.
-    if !ordering.is_settled() || !commits.is_empty() || !responses.is_settled() {
+    if !ordering.is_settled() || !commits.awaiting.is_empty() || !responses.is_settled() {
         complete = false;
+    }
+    // Client turns (the invariant of `super::turns`): audio committed without an answer,
+    // never committed, or left uncommitted and not provably silent, is a gap over its range.
+    let unanswered = commits
+        .awaiting
+        .drain(..)
+        .filter_map(|(_, t)| t)
+        .map(|t| (t, COMMIT_UNANSWERED));
+    let unsent = commits
+        .unsent
+        .drain(..)
+        .chain(client_turns.then(|| turns.unsent()).flatten())
+        .map(|t| (t, NOT_COMMITTED));
+    // Server turns: audio sent after the last commit when the connection ended.
+    let vad_tail = vad_pending
+        .filter(|_| halted.is_some())
+        .map(|(start, end)| Turn {
+            bytes: end - start,
+            pad_bytes: 0,
+            audio: Some(TurnAudio {
+                asset: String::new(),
+                start,
+                end,
+            }),
+        });
+    let dropped = dropped.map(|(start, end)| Turn {
+        bytes: end - start,
+        pad_bytes: 0,
+        audio: Some(TurnAudio {
+            asset: String::new(),
+            start,
+            end,
+        }),
+    });
+    let unsent = unsent.chain(
+        [vad_tail, dropped]
+            .into_iter()
+            .flatten()
+            .map(|t| (t, NOT_COMMITTED)),
+    );
+    for (turn, reason) in unanswered.chain(unsent).collect::<Vec<_>>() {
+        complete = false;
+        gap_at.push(messages.len());
+        gaps.push(turn_gap(&turn, reason));
+    }
+    // Audio that waited for a session that never came (or a connection that broke first) was
+    // never sent: a gap over its time range.
+    if let Some(gap) = unsent_gap(&early_audio, NO_SESSION) {
+        complete = false;
+        gap_at.push(messages.len());
+        gaps.push(gap);
     }
     let rest = ordering.close_unresolved("not transcribed before the stop deadline");
     publish(
@@ -1235,6 +1344,50 @@ async fn run(
     report
 }
 
+/// The stop's commit: client turns commit a tail that holds voice (or one the provider is
+/// already transcribing: more items streaming than commits awaiting their answer); server VAD
+/// commits whatever is left.
+async fn stop_commit(
+    client_turns: bool,
+    turns: &mut ClientTurns,
+    ordering: &Ordering,
+    ws: &mut Option<Ws>,
+    conn: &mut Conn,
+    commits: &mut Commits,
+) {
+    if client_turns {
+        let turn = turns.finish().or_else(|| {
+            (ordering.unlinked() > commits.awaiting.len())
+                .then(|| turns.flush())
+                .flatten()
+        });
+        if let Some(turn) = turn {
+            commit_turn(ws, conn, commits, Some(turn)).await;
+        }
+    } else {
+        commit_turn(ws, conn, commits, None).await;
+    }
+}
+
+/// The gap over chunks that were never sent (their WAV time range, when they name one).
+fn unsent_gap(chunks: &std::collections::VecDeque<AudioChunk>, reason: &str) -> Option<Gap> {
+    let first = chunks.front()?;
+    let last = chunks.back()?;
+    let ms = |offset: u64| offset.saturating_sub(crate::audio::WAV_HEADER_BYTES) / BYTES_PER_MS;
+    let range = first.wav.as_ref().zip(last.wav.as_ref()).map(|(a, b)| {
+        (
+            ms(a.offset),
+            ms(b.offset + last.pcm.len() as u64).max(ms(a.offset)),
+        )
+    });
+    Some(Gap {
+        reason: reason.to_owned(),
+        item_id: None,
+        start_ms: range.map(|r| r.0),
+        end_ms: range.map(|r| r.1),
+    })
+}
+
 fn unparsable() -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("type".into(), json!("persyk.unparsable_event"));
@@ -1300,7 +1453,7 @@ async fn send_audio(
     conn: &mut Conn,
     chunk: AudioChunk,
     turns: Option<&mut ClientTurns>,
-    commits: &mut std::collections::VecDeque<(String, Option<TurnAudio>)>,
+    commits: &mut Commits,
 ) -> bool {
     let Some(w) = ws.as_mut() else {
         return false;
@@ -1334,10 +1487,11 @@ async fn send_audio(
 async fn commit_turn(
     ws: &mut Option<Ws>,
     conn: &mut Conn,
-    commits: &mut std::collections::VecDeque<(String, Option<TurnAudio>)>,
+    commits: &mut Commits,
     turn: Option<Turn>,
 ) {
     let Some(w) = ws.as_mut() else {
+        commits.unsent.extend(turn);
         return;
     };
     let payload = protocol::commit();
@@ -1346,10 +1500,54 @@ async fn commit_turn(
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
+    // A short tail is padded with zeros to the provider's minimum (not part of the WAV).
+    let pad = turn.as_ref().map_or(0, |t| t.pad_bytes);
+    if pad > 0 {
+        let zeros = vec![0u8; usize::try_from(pad).unwrap_or(0)];
+        let append = protocol::append(B64.encode(&zeros));
+        let media = PendingMedia::Bytes {
+            pointer: "/audio".into(),
+            bytes: zeros,
+        };
+        if !send(w, conn, append, Some(media)).await {
+            *ws = None;
+            commits.unsent.extend(turn);
+            return;
+        }
+    }
     if send(w, conn, payload, None).await {
-        commits.push_back((event_id, turn.and_then(|t| t.audio)));
+        commits.awaiting.push_back((event_id, turn));
     } else {
         *ws = None;
+        commits.unsent.extend(turn);
+    }
+}
+
+/// Our commits: those awaiting their answer, in order (event id, and for client turns the
+/// audio they cover), and client turns that could not be sent.
+#[derive(Default)]
+struct Commits {
+    awaiting: std::collections::VecDeque<(String, Option<Turn>)>,
+    unsent: Vec<Turn>,
+}
+
+/// Extends the WAV range sent since the provider's last commit with `chunk`'s.
+fn track_uncommitted(pending: &mut Option<(u64, u64)>, chunk: &AudioChunk) {
+    if let Some(r) = &chunk.wav {
+        let end = r.offset + chunk.pcm.len() as u64;
+        *pending = Some(pending.map_or((r.offset, end), |(start, _)| (start, end)));
+    }
+}
+
+/// A gap over a client turn's audio (its WAV time range, when it names one).
+fn turn_gap(turn: &Turn, reason: &str) -> Gap {
+    let ms = |offset: u64| offset.saturating_sub(crate::audio::WAV_HEADER_BYTES) / BYTES_PER_MS;
+    let range = turn.audio.as_ref().map(|a| (ms(a.start), ms(a.end)));
+    Gap {
+        reason: reason.to_owned(),
+        item_id: None,
+        start_ms: range.map(|r| r.0),
+        end_ms: range.map(|r| r.1),
     }
 }
 
@@ -1416,6 +1614,17 @@ async fn publish(
                 }
             }
         }
+    }
+}
+
+/// The stable code of a failed connection attempt: the key refused (HTTP 401), the service
+/// not reachable (network, DNS, TLS, timeout), or any other refusal of the upgrade.
+fn connect_code(e: &tokio_tungstenite::tungstenite::Error) -> &'static str {
+    use tokio_tungstenite::tungstenite::Error as E;
+    match e {
+        E::Http(resp) if resp.status().as_u16() == 401 => UNAUTHORIZED,
+        E::Io(_) | E::Tls(_) | E::ConnectionClosed | E::AlreadyClosed => UNREACHABLE,
+        _ => CONNECT_FAILED,
     }
 }
 

@@ -12,6 +12,9 @@
 //! channels: scheduled server events sit in a timer map owned by the connection loop.
 //! [`spawn`] binds `127.0.0.1:0` and runs [`serve`] on a task.
 //!
+//! `session.created` goes out at once, or `session_created_delay_ms` after the upgrade (a slow
+//! service; client frames sent meanwhile are read after it).
+//!
 //! Utterances are driven by received audio, not wall time: utterance *n* ends once the
 //! client has appended `end_ms` of PCM16 LE mono 24 kHz audio in total (48 bytes per ms).
 //! At its first audio the fake sends `input_audio_buffer.speech_started`; at its end
@@ -155,6 +158,10 @@ pub struct Scenario {
     /// Reject a websocket upgrade without an `Authorization` header with HTTP 401.
     #[serde(default)]
     pub require_authorization: bool,
+    /// Reject every websocket upgrade with HTTP 401, as the service answers a key it does not
+    /// accept (the key itself is never looked at).
+    #[serde(default)]
+    pub reject_every_key: bool,
     /// How long to wait for each connection.
     #[serde(default = "default_accept_timeout_ms")]
     pub accept_timeout_ms: u64,
@@ -174,6 +181,10 @@ pub struct ConnectionScript {
     /// `client_secret`).
     #[serde(default)]
     pub session: Map<String, Value>,
+    /// How long after the upgrade the fake sends `session.created` (a slow service: the
+    /// client must hold its audio until the session exists).
+    #[serde(default)]
+    pub session_created_delay_ms: u64,
     /// Utterances in speech order; `end_ms` strictly increasing.
     #[serde(default)]
     pub utterances: Vec<Utterance>,
@@ -861,6 +872,7 @@ pub async fn serve(
             script,
             index,
             scenario.require_authorization,
+            scenario.reject_every_key,
             &mut shutdown,
             &mut next_event,
         )
@@ -910,6 +922,7 @@ async fn run_connection(
     script: &ConnectionScript,
     index: usize,
     require_authorization: bool,
+    reject_every_key: bool,
     shutdown: &mut watch::Receiver<bool>,
     next_event: &mut u64,
 ) -> ConnectionLog {
@@ -938,7 +951,7 @@ async fn run_connection(
             .headers()
             .get("openai-beta")
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-        if require_authorization && !seen.authorization.present {
+        if (require_authorization && !seen.authorization.present) || reject_every_key {
             seen.rejected = true;
             return Err(unauthorized());
         }
@@ -1058,6 +1071,14 @@ struct Conn<'a> {
 
 impl Conn<'_> {
     async fn run(&mut self, shutdown: &mut watch::Receiver<bool>) -> ConnectionEnd {
+        let delay = Duration::from_millis(self.script.session_created_delay_ms);
+        if !delay.is_zero() {
+            // Client frames sent meanwhile wait in the socket, read after `session.created`.
+            tokio::select! {
+                () = shutdown_signal(shutdown) => return ConnectionEnd::Shutdown,
+                () = tokio::time::sleep(delay) => {}
+            }
+        }
         if let Err(end) = self.start().await {
             return end;
         }

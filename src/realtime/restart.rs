@@ -7,14 +7,16 @@
 //! message nor a gap (nor an empty final transcript) in any recording, finished or not — a
 //! finishing engine accounts for every item, so one left over is work a restart must
 //! surface; responses the provider created and never finished, while their recording is
-//! unfinished (a finished recording records them as gaps); removal intents not applied.
+//! unfinished (a finished recording records them as gaps); removal intents not applied;
+//! recordings that finished `incomplete` (audio not all recognized: "Transcribe again" can
+//! recognize their WAV), with the reasons of their gaps.
 
 use std::collections::HashSet;
 
 use serde_json::Value;
 
 use super::removal::{self, PendingIntent};
-use crate::session::format::EntryBody;
+use crate::session::format::{EntryBody, Outcome};
 use crate::session::index::EntryKind;
 use crate::session::recover::unfinished_recordings;
 use crate::session::store::{SessionHandle, StoreError};
@@ -32,6 +34,9 @@ pub struct UnfinishedWork {
     pub pending_responses: Vec<(String, String)>,
     /// Removals requested and not applied.
     pub removal_intents: Vec<PendingIntent>,
+    /// Recording ids that finished `incomplete`, each with its gaps' reasons (deduplicated,
+    /// in order).
+    pub incomplete_recordings: Vec<(String, Vec<String>)>,
 }
 
 impl UnfinishedWork {
@@ -40,6 +45,7 @@ impl UnfinishedWork {
             && self.pending_items.is_empty()
             && self.pending_responses.is_empty()
             && self.removal_intents.is_empty()
+            && self.incomplete_recordings.is_empty()
     }
 }
 
@@ -52,6 +58,7 @@ pub fn unfinished_work(handle: &SessionHandle) -> Result<UnfinishedWork, StoreEr
     let removal_intents = removal::pending_intents(handle)?;
     let pending_items;
     let mut pending_responses = Vec::new();
+    let mut incomplete_recordings = Vec::new();
     {
         let positions: Vec<u32> = handle.with_index(|i| {
             (0..i.len() as u32)
@@ -126,6 +133,15 @@ pub fn unfinished_work(handle: &SessionHandle) -> Result<UnfinishedWork, StoreEr
                         resolved.insert((s("connectionId"), s("itemId")));
                     }
                     EntryBody::RecordingFinished(f) => {
+                        if f.outcome == Outcome::Incomplete {
+                            let mut reasons: Vec<String> = Vec::new();
+                            for g in f.gaps.iter().flatten() {
+                                if !reasons.contains(&g.reason) {
+                                    reasons.push(g.reason.clone());
+                                }
+                            }
+                            incomplete_recordings.push((f.recording_id.clone(), reasons));
+                        }
                         for g in f.gaps.unwrap_or_default() {
                             if let Some(id) = g.item_id {
                                 gap_items.insert(id);
@@ -149,5 +165,6 @@ pub fn unfinished_work(handle: &SessionHandle) -> Result<UnfinishedWork, StoreEr
         pending_items,
         pending_responses,
         removal_intents,
+        incomplete_recordings,
     })
 }

@@ -1,7 +1,7 @@
 //! Regressions in the capture side of Persyk.
 
 #[path = "../fake_cli/mod.rs"]
-mod fake_cli;
+pub(crate) mod fake_cli;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -10,4 +10,5 @@ mod history;
 mod local;
 mod local_models;
 mod realtime;
+mod silent_loss;
 mod store;

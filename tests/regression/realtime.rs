@@ -4,7 +4,7 @@
 //! websockets and writes a real session folder; the CLI tests run the real binary.
 
 #[path = "../support/mod.rs"]
-mod support;
+pub(crate) mod support;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
