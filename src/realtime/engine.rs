@@ -1617,6 +1617,18 @@ async fn publish(
     }
 }
 
+/// What a halt code means, as one sentence for a person (no detail, no secret).
+pub fn failure_sentence(code: &str) -> &'static str {
+    match code {
+        UNAUTHORIZED => "OpenAI refused the API key — check it in Settings",
+        UNREACHABLE => "OpenAI could not be reached — check the network connection",
+        CONNECT_FAILED => "OpenAI refused the connection",
+        DISCONNECTED => "The connection to OpenAI was lost",
+        NO_SESSION => "OpenAI did not start the session in time",
+        _ => "The transcription service stopped",
+    }
+}
+
 /// The stable code of a failed connection attempt: the key refused (HTTP 401), the service
 /// not reachable (network, DNS, TLS, timeout), or any other refusal of the upgrade.
 fn connect_code(e: &tokio_tungstenite::tungstenite::Error) -> &'static str {

@@ -252,7 +252,7 @@ fn wav_samples(dir: &Path, finished: &Value) -> Vec<i16> {
 fn record_failing(
     base_url: &str,
     samples: &[i16],
-    fallback: Option<persyk::local::dictation::LocalSetup>,
+    fallback: Option<pipeline::Fallback>,
 ) -> (tempfile::TempDir, std::path::PathBuf, Transcription) {
     let rt = runtime();
     let (tmp, dir, continuation) = fresh_session();
@@ -423,7 +423,9 @@ fn issue23_05_unauthorized_falls_back_to_the_device() {
             Scenario::from_json(UNAUTHORIZED).expect("scenario"),
         ))
         .expect("fake");
-    let (_tmp, dir, t) = record_failing(&format!("ws://{}/v1", server.addr), &speech, Some(setup));
+    let fallback: pipeline::Fallback = Box::new(move || Some(setup));
+    let (_tmp, dir, t) =
+        record_failing(&format!("ws://{}/v1", server.addr), &speech, Some(fallback));
     server.shutdown();
     let finished = finished(&dir);
     assert_eq!(
