@@ -656,3 +656,29 @@ fn legacy_model_warns_and_switches_and_bad_words_are_refused() {
     assert!(!app.has_label("stops working"));
     app.shutdown();
 }
+
+/// Issue 23, item 5: the provider refuses the key (HTTP 401). The microphone goes on, the
+/// window says what failed in one sentence, and after Stop the recording is saved whole as
+/// incomplete with the `provider.unauthorized` gap.
+#[test]
+fn a_refused_key_keeps_recording_and_says_so_in_a_sentence() {
+    let mut app = app(
+        Some(scenario(
+            r#"{"name": "app-401", "reject_every_key": true, "connections": [{"utterances": []}]}"#,
+        )),
+        Some("sk-test-app"),
+        30.0,
+    );
+    app.click("Start dictation");
+    app.wait_label("OpenAI refused the API key — check it in Settings. Still recording");
+    assert!(app.harness.state().is_recording());
+    app.click("Stop dictation");
+    app.wait_label("Saved:");
+    assert!(app.has_label("incomplete. OpenAI refused the API key — check it in Settings"));
+    let text = session_text(&app.sessions()[0]);
+    assert!(
+        text.contains("\"reason\":\"provider.unauthorized\""),
+        "{text}"
+    );
+    app.shutdown();
+}
