@@ -266,7 +266,11 @@ fn removal_timeout_closes_the_connection_and_stops_the_recording() {
     record_two_messages(&mut app);
     app.click_nth("Remove", 1);
     app.wait_label("Removing… waiting for the provider");
-    // No Stop click: the unanswered removal halts the recording by itself.
+    // The unanswered removal closes the connection; the microphone goes on (issue 23, item
+    // 5) until the user stops.
+    app.wait_label("Still recording: the audio is saved");
+    assert!(app.harness.state().is_recording());
+    app.click("Stop dictation");
     app.wait_label("Saved:");
     assert!(app.has_label("No answer in time"));
     assert!(app.has_label("incomplete"));
@@ -322,7 +326,10 @@ fn transcribe_again_streams_the_saved_wav_into_a_new_session() {
         30.0,
     );
     app.click("Start dictation");
-    // The dropped connection ends the recording by itself.
+    // The dropped connection never stops the microphone (issue 23, item 5): the window says
+    // what failed in a sentence, and the recording goes on until the user stops.
+    app.wait_label("The connection to OpenAI was lost. Still recording: the audio is saved");
+    app.click("Stop dictation");
     app.wait_label("Saved:");
     assert!(app.has_label("incomplete"));
     let first = app.sessions();
@@ -647,5 +654,31 @@ fn legacy_model_warns_and_switches_and_bad_words_are_refused() {
     );
     assert_eq!(saved.provider.keywords, ["Persyk", "rubato"]);
     assert!(!app.has_label("stops working"));
+    app.shutdown();
+}
+
+/// Issue 23, item 5: the provider refuses the key (HTTP 401). The microphone goes on, the
+/// window says what failed in one sentence, and after Stop the recording is saved whole as
+/// incomplete with the `provider.unauthorized` gap.
+#[test]
+fn a_refused_key_keeps_recording_and_says_so_in_a_sentence() {
+    let mut app = app(
+        Some(scenario(
+            r#"{"name": "app-401", "reject_every_key": true, "connections": [{"utterances": []}]}"#,
+        )),
+        Some("sk-test-app"),
+        30.0,
+    );
+    app.click("Start dictation");
+    app.wait_label("OpenAI refused the API key — check it in Settings. Still recording");
+    assert!(app.harness.state().is_recording());
+    app.click("Stop dictation");
+    app.wait_label("Saved:");
+    assert!(app.has_label("incomplete. OpenAI refused the API key — check it in Settings"));
+    let text = session_text(&app.sessions()[0]);
+    assert!(
+        text.contains("\"reason\":\"provider.unauthorized\""),
+        "{text}"
+    );
     app.shutdown();
 }

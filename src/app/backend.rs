@@ -680,6 +680,12 @@ impl Backend {
                 settings: self.settings.provider().map_err(|e| e.code().to_owned())?,
             },
         };
+        // The provider's failure never loses the recording: the device recognizes what the
+        // provider could not, when a model is installed (loaded only then).
+        let fallback = match self.settings.recognition.engine {
+            RecognitionEngine::Openai => self.local_fallback(),
+            RecognitionEngine::Local => None,
+        };
         let store = self.store()?;
         let (source, kind): (Box<dyn AudioSource>, SourceKind) = match &origin {
             AudioOrigin::Microphone => {
@@ -737,6 +743,7 @@ impl Backend {
         let task = tokio::spawn(async move {
             let options = RecordOptions {
                 tap: Some(tap),
+                fallback,
                 ..RecordOptions::default()
             };
             let result =
@@ -800,6 +807,30 @@ impl Backend {
         .map_err(|_| "app.task-failed".to_owned())?
         .map_err(|e| e.code().to_owned())?;
         Ok(Recognition::Local(setup))
+    }
+
+    /// The on-device fallback of a Realtime recording: the settings' model, when it resolves
+    /// to a file now; loaded (or the kept one reused) only if the provider fails.
+    #[cfg(feature = "local")]
+    fn local_fallback(&self) -> Option<crate::pipeline::Fallback> {
+        use crate::local::whisper::{self, LocalModel};
+        let choice = self.settings.recognition.local_model().ok()?;
+        let threads = self.settings.recognition.local_threads().ok()?;
+        let path = crate::local::model_path(&choice).ok()?;
+        let kept = self.local_model.clone().filter(|m| m.path() == path);
+        Some(Box::new(move || {
+            let model = match kept {
+                Some(m) => m,
+                None => LocalModel::load(&path).ok()?,
+            };
+            let options = crate::local::options_for(threads, !model.is_multilingual());
+            whisper::setup(&model, options, crate::local::dictation::DRAIN_DEADLINE).ok()
+        }))
+    }
+
+    #[cfg(not(feature = "local"))]
+    fn local_fallback(&self) -> Option<crate::pipeline::Fallback> {
+        None
     }
 
     #[cfg(not(feature = "local"))]

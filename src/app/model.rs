@@ -334,3 +334,15 @@ impl std::fmt::Debug for Waker {
             .finish()
     }
 }
+
+/// An engine's halt reason as one sentence for the window (`provider.unauthorized: HTTP 401`
+/// → "OpenAI refused the API key — check it in Settings"); reasons without a provider code
+/// stay as they are.
+pub fn halt_sentence(reason: &str) -> String {
+    let code = crate::pipeline::halt_code(reason);
+    if code.starts_with("provider.") {
+        crate::realtime::engine::failure_sentence(code).to_owned()
+    } else {
+        reason.to_owned()
+    }
+}

@@ -181,13 +181,23 @@ pub fn run(args: Args<'_>) -> u8 {
             });
         }
     }
+    // The provider's failure never stops the microphone; the device recognizes what the
+    // provider could not, when a model resolves.
+    let options = pipeline::RecordOptions {
+        fallback: if engine == RecognitionEngine::Openai {
+            super::recording::fallback(args.model, dictation::DRAIN_DEADLINE)
+        } else {
+            None
+        },
+        ..pipeline::RecordOptions::default()
+    };
     let result = runtime.block_on(pipeline::record_to(
         continuation,
         recognition,
         source,
         SourceKind::Live,
         stop_rx,
-        pipeline::RecordOptions::default(),
+        options,
     ));
     let code = match result {
         result if engine == RecognitionEngine::Local => super::recording::report(result),
@@ -201,11 +211,13 @@ pub fn run(args: Args<'_>) -> u8 {
                     t.input_overloads
                 );
             }
-            match t.halted.as_ref().or(t.report.halted.as_ref()) {
+            let lost = super::recording::report_engine_failure(&t);
+            match t.halted.as_ref() {
                 Some(reason) => {
                     eprintln!("persyk: capture stopped: {reason} (the session is saved)");
                     EXIT_VIOLATION
                 }
+                None if lost || t.report.halted.is_some() => EXIT_VIOLATION,
                 None => 0,
             }
         }

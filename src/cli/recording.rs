@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use persyk::endpoint::check_provider_url;
 use persyk::local::models::LocalModelChoice;
-use persyk::pipeline::{Recognition, Transcription};
+use persyk::pipeline::{self, Recognition, Transcription};
 use persyk::realtime::protocol::{Mode, Settings};
 use persyk::session::store::{Continuation, Roots};
 use persyk::session::{LeafSelector, Store};
@@ -82,6 +82,51 @@ pub fn setup(
         setup.recognizer = Box::new(persyk::local::dictation::FailingRecognizer);
     }
     Ok(Recognition::Local(setup))
+}
+
+/// The on-device fallback of a Realtime recording: the model of `--model` or the settings,
+/// loaded only if the provider fails. `None` when no model file resolves now.
+#[cfg(feature = "local")]
+pub fn fallback(
+    model_flag: Option<&str>,
+    drain_deadline: std::time::Duration,
+) -> Option<pipeline::Fallback> {
+    let path = model_file(model_flag).ok()?;
+    let threads = configured().recognition.local_threads().ok()?;
+    Some(Box::new(move || {
+        use persyk::local::whisper::{self, LocalModel};
+        let model = LocalModel::load(&path).ok()?;
+        let options = persyk::local::options_for(threads, !model.is_multilingual());
+        whisper::setup(&model, options, drain_deadline).ok()
+    }))
+}
+
+/// Without the `local` feature there is no on-device fallback.
+#[cfg(not(feature = "local"))]
+pub fn fallback(
+    _model_flag: Option<&str>,
+    _drain_deadline: std::time::Duration,
+) -> Option<pipeline::Fallback> {
+    None
+}
+
+/// Prints what the provider's failure meant for a Realtime recording; `true` when the audio
+/// it did not recognize is lost to this run (saved whole as incomplete).
+pub fn report_engine_failure(t: &Transcription) -> bool {
+    let Some(code) = t.engine_failure.as_deref() else {
+        return false;
+    };
+    let sentence = persyk::realtime::engine::failure_sentence(code);
+    if t.recovered_locally {
+        eprintln!("persyk: {code}: {sentence}; recognized on this device instead");
+        false
+    } else {
+        eprintln!(
+            "persyk: {code}: {sentence}; the recording is saved whole as incomplete \
+             (transcribe its WAV again later)"
+        );
+        true
+    }
 }
 
 /// Without the `local` feature there is no on-device recognition.

@@ -102,18 +102,27 @@ pub fn run(args: Args<'_>) -> u8 {
         Err(code) => return code,
     };
     let (_stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let result = runtime.block_on(pipeline::record(
+    // The provider's failure: the device recognizes the file instead, when a model resolves.
+    let options = pipeline::RecordOptions {
+        fallback: super::recording::fallback(args.model, LOCAL_FILE_DRAIN),
+        ..pipeline::RecordOptions::default()
+    };
+    let result = runtime.block_on(pipeline::record_with(
         continuation,
         provider,
         api_key,
         source,
         SourceKind::Replay,
         stop_rx,
+        options,
     ));
     match result {
         Ok(t) => {
             for line in t.report.transcript() {
                 println!("{line}");
+            }
+            if super::recording::report_engine_failure(&t) {
+                return EXIT_VIOLATION;
             }
             if t.input_overloads > 0 {
                 eprintln!(

@@ -255,8 +255,13 @@ pub struct RecordOptions {
     pub max_data_bytes: u64,
     /// The on-device engine that recognizes, after the user stops, the audio the Realtime
     /// engine could not (it never connected, the key was refused, the connection dropped).
-    pub fallback: Option<LocalSetup>,
+    pub fallback: Option<Fallback>,
 }
+
+/// Makes the on-device engine's setup when the Realtime engine failed (loading the model is
+/// deferred to then; `None` when no model can be loaded). Called at most once, on a blocking
+/// thread.
+pub type Fallback = Box<dyn FnOnce() -> Option<LocalSetup> + Send>;
 
 impl Default for RecordOptions {
     fn default() -> Self {
@@ -592,7 +597,7 @@ async fn recover(
     mut report: EngineReport,
     reason: &str,
     span: Span<'_>,
-    fallback: Option<LocalSetup>,
+    fallback: Option<Fallback>,
     continuation: &mut Continuation,
     recording_id: &str,
 ) -> (EngineReport, bool) {
@@ -619,7 +624,11 @@ async fn recover(
         .gaps
         .retain(|g| !all && !UNRECOGNIZED_TAIL.contains(&g.reason.as_str()));
     let from_ms = (from - WAV_HEADER_BYTES) / BYTES_PER_MS;
-    let Some(setup) = fallback else {
+    let setup = match fallback {
+        Some(make) => tokio::task::spawn_blocking(make).await.ok().flatten(),
+        None => None,
+    };
+    let Some(setup) = setup else {
         report.gaps.push(Gap {
             reason: halt_code(reason).to_owned(),
             item_id: None,

@@ -34,6 +34,12 @@
 //!   out right after the `session.update`. A stop before the session exists waits for it
 //!   within the drain deadline, sends the early audio and then commits; audio still unsent
 //!   at the end is a gap [`NO_SESSION`] over its time range (outcome incomplete).
+//! - A failed connection halts with a stable code first in its reason ([`UNAUTHORIZED`] for
+//!   HTTP 401, [`UNREACHABLE`], [`CONNECT_FAILED`], [`DISCONNECTED`]; [`failure_sentence`]
+//!   says it to a person). Audio that arrives when nothing can be sent (no connection, past
+//!   an ordering limit), and, at a halt, server-VAD audio sent after the provider's last
+//!   commit, is a [`NOT_COMMITTED`] gap over its range: the pipeline recognizes it elsewhere
+//!   or records it lost, never silently.
 //! - Settings the provider would refuse ([`Settings::check`]) halt before connecting; an
 //!   `error` naming our `session.update` halts the engine (nothing would be transcribed).
 //! - In conversation mode, stop awaits requested responses (one per server-VAD turn until its
@@ -1614,6 +1620,18 @@ async fn publish(
                 }
             }
         }
+    }
+}
+
+/// What a halt code means, as one sentence for a person (no detail, no secret).
+pub fn failure_sentence(code: &str) -> &'static str {
+    match code {
+        UNAUTHORIZED => "OpenAI refused the API key — check it in Settings",
+        UNREACHABLE => "OpenAI could not be reached — check the network connection",
+        CONNECT_FAILED => "OpenAI refused the connection",
+        DISCONNECTED => "The connection to OpenAI was lost",
+        NO_SESSION => "OpenAI did not start the session in time",
+        _ => "The transcription service stopped",
     }
 }
 

@@ -252,7 +252,7 @@ fn wav_samples(dir: &Path, finished: &Value) -> Vec<i16> {
 fn record_failing(
     base_url: &str,
     samples: &[i16],
-    fallback: Option<persyk::local::dictation::LocalSetup>,
+    fallback: Option<pipeline::Fallback>,
 ) -> (tempfile::TempDir, std::path::PathBuf, Transcription) {
     let rt = runtime();
     let (tmp, dir, continuation) = fresh_session();
@@ -423,7 +423,9 @@ fn issue23_05_unauthorized_falls_back_to_the_device() {
             Scenario::from_json(UNAUTHORIZED).expect("scenario"),
         ))
         .expect("fake");
-    let (_tmp, dir, t) = record_failing(&format!("ws://{}/v1", server.addr), &speech, Some(setup));
+    let fallback: pipeline::Fallback = Box::new(move || Some(setup));
+    let (_tmp, dir, t) =
+        record_failing(&format!("ws://{}/v1", server.addr), &speech, Some(fallback));
     server.shutdown();
     let finished = finished(&dir);
     assert_eq!(
@@ -450,4 +452,84 @@ fn issue23_05_unauthorized_falls_back_to_the_device() {
     assert_eq!(local_messages, t.report.transcript().len());
     assert_eq!(t.engine_failure.as_deref(), Some("provider.unauthorized"));
     assert!(t.recovered_locally);
+}
+
+/// Issue 23, item 5 (a dropped connection, fallback): the connection is reset after 3 s of
+/// audio. The microphone goes on; after the stop the device recognizes what the provider did
+/// not, so the end of the speech is in the transcript and no `provider.disconnected` gap is
+/// left.
+#[cfg(feature = "local")]
+#[test]
+fn issue23_05_a_dropped_connection_falls_back_to_the_device() {
+    use persyk::local::whisper::{self, LocalModel};
+    let speech = support::jfk_as_recorded();
+    let model = LocalModel::load(&support::test_model()).expect("tiny.en loads");
+    let setup = whisper::setup(
+        &model,
+        persyk::local::options_for(None, true),
+        Duration::from_secs(60),
+    )
+    .expect("setup");
+    let rt = runtime();
+    let scenario = r#"{"name": "drop", "connections": [{
+        "utterances": [{"end_ms": 1, "transcript": "Never completed.", "delay_ms": 5000}],
+        "actions": [{"on": {"append": 30}, "do": "disconnect"}]
+    }]}"#;
+    let server = rt
+        .block_on(fake::spawn(
+            Scenario::from_json(scenario).expect("scenario"),
+        ))
+        .expect("fake");
+    let fallback: pipeline::Fallback = Box::new(move || Some(setup));
+    let (_tmp, dir, t) =
+        record_failing(&format!("ws://{}/v1", server.addr), &speech, Some(fallback));
+    server.shutdown();
+    let finished = finished(&dir);
+    let wav = wav_samples(&dir, &finished);
+    assert_eq!(wav.len(), speech.len(), "the WAV holds the whole speech");
+    assert_eq!(t.engine_failure.as_deref(), Some("provider.disconnected"));
+    assert!(t.recovered_locally);
+    let text = t.report.transcript().join(" ");
+    assert!(text.contains("your country"), "{text}");
+    let gaps = finished["gaps"].as_array().cloned().unwrap_or_default();
+    assert!(
+        gaps.iter().all(|g| g["reason"] != "provider.disconnected"),
+        "{finished}"
+    );
+    assert!(
+        support::entries(&dir)
+            .iter()
+            .any(|e| e["type"] == "model_change" && e["provider"] == "local"),
+        "the local engine names itself"
+    );
+}
+
+/// Issue 23, item 5 (the CLI): `persyk transcribe` against an unreachable provider with an
+/// on-device model at hand prints the words and says the device recognized them.
+#[cfg(feature = "local")]
+#[test]
+fn issue23_05_transcribe_falls_back_to_the_device() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out = persyk_cli()
+        .arg("transcribe")
+        .arg(support::test_model_dir().join("jfk.wav"))
+        .args(["--provider", "openai", "--provider-url", &unreachable_url()])
+        .args(["--realtime-factor", "0", "--model"])
+        .arg(support::test_model())
+        .arg("--root")
+        .arg(tmp.path().join("sessions"))
+        .env("OPENAI_API_KEY", KEY)
+        .env("PERSYK_CONFIG", tmp.path().join("no-settings.json"))
+        .output()
+        .expect("transcribe");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success()
+            && stdout.contains("your country")
+            && stderr.contains("provider.unreachable")
+            && stderr.contains("recognized on this device"),
+        "{}",
+        support::show(&out)
+    );
 }

@@ -204,7 +204,11 @@ pub(super) fn live_status(ui: &mut egui::Ui, l: &LiveRec, view: &EngineView) {
             AudioOrigin::File(_) => "Transcribing the saved recording".to_owned(),
         },
         (EngineState::Streaming, true) | (EngineState::Finishing, _) => "Finishing…".to_owned(),
-        (EngineState::Halted(reason), _) => format!("Stopped: {reason}"),
+        // Capture goes on: the audio is kept whatever the engine does.
+        (EngineState::Halted(reason), _) => format!(
+            "{}. Still recording: the audio is saved",
+            crate::app::model::halt_sentence(reason)
+        ),
         (EngineState::Finished, _) => "Finished".to_owned(),
     };
     ui.label(
@@ -265,7 +269,7 @@ pub(super) fn done_status(ui: &mut egui::Ui, d: &DoneRec) {
                 f.duration_ms as f64 / 1000.0,
                 f.halted
                     .as_deref()
-                    .map(|r| format!(" — {r}"))
+                    .map(|r| format!(". {}", crate::app::model::halt_sentence(r)))
                     .unwrap_or_default()
             ),
         );

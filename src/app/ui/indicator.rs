@@ -54,7 +54,7 @@ impl IndicatorState {
             IndicatorState::Recording => "Recording".into(),
             IndicatorState::Transcribing => "Transcribing".into(),
             IndicatorState::Finishing => "Finishing…".into(),
-            IndicatorState::Halted(reason) => format!("Stopped: {reason}"),
+            IndicatorState::Halted(reason) => crate::app::model::halt_sentence(reason),
         }
     }
 }
