@@ -1,0 +1,325 @@
+//! Issue #23 item 5 on the real binary: the provider's failure never stops the microphone.
+//!
+//! `persyk app` runs on its own Xvfb display, its microphone the default source of a private
+//! PulseAudio server (as in `tests/app_journey.rs`), its settings pointing at a provider
+//! that cannot be reached (a closed loopback port) and then at one that refuses the key
+//! (`persyk fake-provider` answering every upgrade with HTTP 401). Each time the user presses
+//! the hotkey, speaks and presses it again: the WAV holds the spoken audio (read by Python's
+//! `wave`), the recording ends `incomplete` with a gap named `provider.unreachable` or
+//! `provider.unauthorized`, and a later `persyk transcribe` of that WAV against a working
+//! provider yields the words. No on-device model is installed (a private data folder), so
+//! nothing is recognized locally.
+//!
+//! Needs Xvfb, xdotool, pulseaudio, pulseaudio-utils and espeak-ng (`scripts/setup`);
+//! skipped with `PERSYK_SKIP_PULSE=1`.
+#![cfg(all(feature = "app", target_os = "linux"))]
+
+mod app_support;
+mod fake_cli;
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use app_support::x11::{in_xvfb_child, press};
+use fake_cli::FakeProvider;
+use support::pulse::{PulseServer, missing_tools};
+use support::show;
+
+/// A guard against hangs only (never a performance threshold).
+const WAIT: Duration = Duration::from_secs(60);
+const SPOKEN: &str = "Dear team, the numbers are in. Persyk wrote this down.";
+
+/// Polls `probe` until it answers; on a timeout the app's log says what it saw.
+fn wait_for<T>(what: &str, log: &Path, mut probe: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = probe() {
+            return v;
+        }
+        assert!(
+            start.elapsed() < WAIT,
+            "timed out waiting for {what}; the app's log:\n{}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The real app, killed on drop if the test did not quit it.
+struct App {
+    child: Child,
+    log: PathBuf,
+}
+
+impl App {
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The visible window titled `title`, if there is one.
+fn window(title: &str) -> Option<String> {
+    let out = Command::new("xdotool")
+        .args(["search", "--onlyvisible", "--name"])
+        .arg(format!("^{title}$"))
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .map(str::to_owned)
+}
+
+/// The `session.jsonl` of every published session folder in `root` (staging folders are
+/// hidden, named with a leading dot, until their rename).
+fn sessions(root: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| e.path().join("session.jsonl"))
+        .filter(|p| p.is_file())
+        .collect()
+}
+
+fn persyk(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_persyk"))
+        .args(args)
+        .output()
+        .expect("run persyk")
+}
+
+/// Reads a WAV with Python's `wave` module: rate, channels, sample width, frames, and the
+/// RMS in dBFS of the quietest and the loudest 100 ms window.
+const WAV_FACTS: &str = r#"
+import array, json, math, sys, wave
+with wave.open(sys.argv[1], "rb") as w:
+    rate, channels, width, frames = w.getframerate(), w.getnchannels(), w.getsampwidth(), w.getnframes()
+    samples = array.array("h", w.readframes(frames))
+window = rate // 10
+levels = []
+for start in range(0, len(samples) - window + 1, window):
+    chunk = samples[start:start + window]
+    rms = math.sqrt(sum(s * s for s in chunk) / window)
+    levels.append(20 * math.log10(max(rms, 1e-9) / 32768))
+print(json.dumps({"rate": rate, "channels": channels, "width": width, "frames": frames,
+                  "quietest_db": min(levels), "loudest_db": max(levels)}))
+"#;
+
+/// A loopback URL where nothing listens.
+fn unreachable_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    drop(listener);
+    format!("ws://{addr}/v1")
+}
+
+/// One dictation by hotkey against `base_url`; returns the session folder.
+fn dictate(dir: &Path, name: &str, pulse: &PulseServer, speech: &Path, base_url: &str) -> PathBuf {
+    let root = dir.join(name);
+    std::fs::create_dir_all(&root).expect("sessions folder");
+    let settings = dir.join(format!("{name}.json"));
+    let json = serde_json::json!({
+        "sessions": {"directory": root},
+        "provider": {"baseUrl": base_url, "transcriptionModel": "gpt-transcribe"},
+        "afterDictation": {"action": "copy"},
+        "feedback": {"sounds": false},
+    });
+    std::fs::write(&settings, json.to_string()).expect("write settings");
+    let log = dir.join(format!("{name}.log"));
+    let mut app = App {
+        child: Command::new(env!("CARGO_BIN_EXE_persyk"))
+            .args(["app", "--hidden"])
+            .env("PERSYK_CONFIG", &settings)
+            .env("PULSE_SERVER", pulse.server_env())
+            .env("OPENAI_API_KEY", "sk-failure-test-key")
+            .env("XDG_DATA_HOME", dir.join("data"))
+            .env_remove("DBUS_SESSION_BUS_ADDRESS")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log file"))
+            .spawn()
+            .expect("start persyk app"),
+        log: log.clone(),
+    };
+    let persyk_window = wait_for("the app's window", &log, || {
+        if let Ok(Some(status)) = app.child.try_wait() {
+            panic!("persyk app exited ({status}):\n{}", app.log_text());
+        }
+        window("Persyk")
+    });
+    press("alt+space");
+    let session = wait_for("a published session folder", &log, || {
+        sessions(&root).into_iter().next()
+    });
+    let folder = session.parent().expect("session folder").to_path_buf();
+    wait_for("the recording's WAV asset", &log, || {
+        std::fs::read_dir(folder.join("assets"))
+            .ok()?
+            .flatten()
+            .find(|e| e.path().extension().is_some_and(|x| x == "wav"))
+    });
+    // The provider fails at once; the user talks on, as users do.
+    std::thread::sleep(Duration::from_millis(500));
+    let played = pulse
+        .command("paplay")
+        .args(["--device=vsink", "--latency-msec=50"])
+        .arg(speech)
+        .output()
+        .expect("paplay");
+    assert!(played.status.success(), "paplay: {}", show(&played));
+    std::thread::sleep(Duration::from_millis(300));
+    press("alt+space");
+    wait_for("recording.finished", &log, || {
+        std::fs::read_to_string(&session)
+            .ok()
+            .filter(|t| t.contains("\"recording.finished\""))
+    });
+    let focus = Command::new("xdotool")
+        .args(["windowfocus", "--sync", &persyk_window])
+        .status()
+        .expect("xdotool windowfocus");
+    assert!(focus.success());
+    press("ctrl+q");
+    let status = wait_for("the app to quit", &log, || {
+        app.child.try_wait().ok().flatten()
+    });
+    assert!(status.success(), "persyk app: {status}\n{}", app.log_text());
+    folder
+}
+
+#[test]
+fn issue23_05_the_real_app_keeps_recording_when_the_provider_fails() {
+    if std::env::var("PERSYK_SKIP_PULSE").as_deref() == Ok("1") {
+        eprintln!("SKIPPED: PERSYK_SKIP_PULSE=1");
+        return;
+    }
+    let missing = missing_tools();
+    assert!(
+        missing.is_empty(),
+        "this test needs {} on PATH (scripts/setup installs them), or PERSYK_SKIP_PULSE=1",
+        missing.join(", ")
+    );
+    if !in_xvfb_child("issue23_05_the_real_app_keeps_recording_when_the_provider_fails") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pulse = PulseServer::start(&dir.path().join("pulse"));
+    pulse
+        .pactl(&["set-default-source", "vsink.monitor"])
+        .expect("set-default-source");
+    let _room = pulse.room_noise(dir.path(), 180);
+    let speech = dir.path().join("speech.wav");
+    let made = Command::new("espeak-ng")
+        .arg("-w")
+        .arg(&speech)
+        .arg(SPOKEN)
+        .output()
+        .expect("espeak-ng");
+    assert!(made.status.success(), "espeak-ng: {}", show(&made));
+    let refusing = dir.path().join("refusing.json");
+    std::fs::write(
+        &refusing,
+        r#"{"name": "refusing", "reject_every_key": true, "accept_timeout_ms": 120000,
+            "connections": [{"utterances": []}]}"#,
+    )
+    .expect("scenario");
+    let refusing = FakeProvider::start_file(&refusing);
+    let cases = [
+        ("unreachable", unreachable_url(), "provider.unreachable"),
+        (
+            "unauthorized",
+            refusing.url.clone(),
+            "provider.unauthorized",
+        ),
+    ];
+    for (name, url, code) in cases {
+        let folder = dictate(dir.path(), name, &pulse, &speech, &url);
+        let text = std::fs::read_to_string(folder.join("session.jsonl")).expect("session");
+        let finished: serde_json::Value = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|e| e["type"] == "recording.finished")
+            .expect("recording.finished");
+        assert_eq!(finished["outcome"], "incomplete", "{name}: {finished}");
+        assert!(
+            finished["gaps"]
+                .as_array()
+                .is_some_and(|g| g.iter().any(|g| g["reason"] == code)),
+            "{name}: {finished}"
+        );
+        let check = persyk(&["check", folder.to_str().expect("UTF-8")]);
+        assert!(
+            check.status.success(),
+            "{name}: persyk check: {}",
+            show(&check)
+        );
+        let wav = std::fs::read_dir(folder.join("assets"))
+            .expect("assets")
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|x| x == "wav"))
+            .expect("a WAV asset");
+        let facts = Command::new("python3")
+            .arg("-c")
+            .arg(WAV_FACTS)
+            .arg(&wav)
+            .output()
+            .expect("python3 wave");
+        assert!(facts.status.success(), "wave: {}", show(&facts));
+        let facts: serde_json::Value = serde_json::from_slice(&facts.stdout).expect("facts");
+        let seconds = facts["frames"].as_f64().unwrap_or(0.0) / 24_000.0;
+        let spoken = speech_seconds(&speech);
+        assert!(
+            seconds >= spoken,
+            "{name}: the recording ({seconds:.2} s) is shorter than the speech ({spoken:.2} s)"
+        );
+        assert!(
+            facts["loudest_db"].as_f64().unwrap_or(-200.0) > -30.0,
+            "{name}: no speech in the recording: {facts}"
+        );
+        // "Transcribe again" against a working provider yields the words.
+        let working = FakeProvider::start("journey");
+        let settings = dir.path().join("working.json");
+        std::fs::write(
+            &settings,
+            serde_json::json!({"provider": {"transcriptionModel": "gpt-transcribe"}}).to_string(),
+        )
+        .expect("settings");
+        let again = Command::new(env!("CARGO_BIN_EXE_persyk"))
+            .arg("transcribe")
+            .arg(&wav)
+            .args(["--provider", "openai", "--provider-url", &working.url])
+            .args(["--realtime-factor", "0", "--root"])
+            .arg(dir.path().join(format!("{name}-again")))
+            .env("PERSYK_CONFIG", &settings)
+            .env("OPENAI_API_KEY", "sk-failure-test-key")
+            .env("XDG_DATA_HOME", dir.path().join("data"))
+            .stdin(Stdio::null())
+            .output()
+            .expect("persyk transcribe");
+        assert!(
+            again.status.success()
+                && String::from_utf8_lossy(&again.stdout).contains("the numbers are in"),
+            "{name}: transcribe again: {}",
+            show(&again)
+        );
+    }
+}
+
+/// The length of a WAV by its header (espeak-ng writes plain PCM).
+fn speech_seconds(path: &Path) -> f64 {
+    let reader = hound::WavReader::open(path).expect("espeak-ng's WAV");
+    reader.duration() as f64 / reader.spec().sample_rate as f64
+}
