@@ -19,103 +19,16 @@ mod fake_cli;
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
+use app_support::real_app::{App, WAV_FACTS, persyk, sessions, wait_for, window};
 use app_support::x11::{in_xvfb_child, press};
 use fake_cli::FakeProvider;
 use support::pulse::{PulseServer, missing_tools};
 use support::show;
 
-/// A guard against hangs only (never a performance threshold).
-const WAIT: Duration = Duration::from_secs(60);
 const SPOKEN: &str = "Dear team, the numbers are in. Persyk wrote this down.";
-
-/// Polls `probe` until it answers; on a timeout the app's log says what it saw.
-fn wait_for<T>(what: &str, log: &Path, mut probe: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = probe() {
-            return v;
-        }
-        assert!(
-            start.elapsed() < WAIT,
-            "timed out waiting for {what}; the app's log:\n{}",
-            std::fs::read_to_string(log).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// The real app, killed on drop if the test did not quit it.
-struct App {
-    child: Child,
-    log: PathBuf,
-}
-
-impl App {
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for App {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The visible window titled `title`, if there is one.
-fn window(title: &str) -> Option<String> {
-    let out = Command::new("xdotool")
-        .args(["search", "--onlyvisible", "--name"])
-        .arg(format!("^{title}$"))
-        .output()
-        .ok()?;
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()
-        .map(str::to_owned)
-}
-
-/// The `session.jsonl` of every published session folder in `root` (staging folders are
-/// hidden, named with a leading dot, until their rename).
-fn sessions(root: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(root) else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-        .map(|e| e.path().join("session.jsonl"))
-        .filter(|p| p.is_file())
-        .collect()
-}
-
-fn persyk(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_persyk"))
-        .args(args)
-        .output()
-        .expect("run persyk")
-}
-
-/// Reads a WAV with Python's `wave` module: rate, channels, sample width, frames, and the
-/// RMS in dBFS of the quietest and the loudest 100 ms window.
-const WAV_FACTS: &str = r#"
-import array, json, math, sys, wave
-with wave.open(sys.argv[1], "rb") as w:
-    rate, channels, width, frames = w.getframerate(), w.getnchannels(), w.getsampwidth(), w.getnframes()
-    samples = array.array("h", w.readframes(frames))
-window = rate // 10
-levels = []
-for start in range(0, len(samples) - window + 1, window):
-    chunk = samples[start:start + window]
-    rms = math.sqrt(sum(s * s for s in chunk) / window)
-    levels.append(20 * math.log10(max(rms, 1e-9) / 32768))
-print(json.dumps({"rate": rate, "channels": channels, "width": width, "frames": frames,
-                  "quietest_db": min(levels), "loudest_db": max(levels)}))
-"#;
 
 /// A loopback URL where nothing listens.
 fn unreachable_url() -> String {

@@ -2,6 +2,7 @@
 //! and a fixture with a temp root, the fake provider on loopback and the real backend.
 #![allow(dead_code)]
 
+pub mod real_app;
 pub mod shell;
 pub mod ui;
 pub mod x11;
