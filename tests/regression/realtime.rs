@@ -23,9 +23,9 @@ use persyk::session::{LeafSelector, Store, scan_path};
 use serde_json::{Value, json};
 use support::{fake_settings as settings, fresh_session};
 
-const KEY: &str = "sk-test-REGRESSION0123456789abcdef";
+pub(crate) const KEY: &str = "sk-test-REGRESSION0123456789abcdef";
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

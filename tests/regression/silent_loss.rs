@@ -15,14 +15,20 @@ use serde_json::Value;
 
 use super::realtime::support::{self, fresh_session};
 
-const KEY: &str = "sk-test-REGRESSION0123456789abcdef";
+use super::realtime::{KEY, runtime};
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
+/// The on-device fallback with the tiny.en test model, loaded now.
+#[cfg(feature = "local")]
+fn tiny_fallback() -> pipeline::Fallback {
+    use persyk::local::whisper::{self, LocalModel};
+    let model = LocalModel::load(&support::test_model()).expect("tiny.en loads");
+    let setup = whisper::setup(
+        &model,
+        persyk::local::options_for(None, true),
+        Duration::from_secs(60),
+    )
+    .expect("setup");
+    Box::new(move || Some(setup))
 }
 
 /// `ms` of a 440 Hz tone at `amplitude` (24 kHz mono).
@@ -408,22 +414,14 @@ fn issue23_05_unreachable_keeps_the_whole_recording() {
 #[cfg(feature = "local")]
 #[test]
 fn issue23_05_unauthorized_falls_back_to_the_device() {
-    use persyk::local::whisper::{self, LocalModel};
     let speech = support::jfk_as_recorded();
-    let model = LocalModel::load(&support::test_model()).expect("tiny.en loads");
-    let setup = whisper::setup(
-        &model,
-        persyk::local::options_for(None, true),
-        Duration::from_secs(60),
-    )
-    .expect("setup");
     let rt = runtime();
     let server = rt
         .block_on(fake::spawn(
             Scenario::from_json(UNAUTHORIZED).expect("scenario"),
         ))
         .expect("fake");
-    let fallback: pipeline::Fallback = Box::new(move || Some(setup));
+    let fallback = tiny_fallback();
     let (_tmp, dir, t) =
         record_failing(&format!("ws://{}/v1", server.addr), &speech, Some(fallback));
     server.shutdown();
@@ -461,15 +459,7 @@ fn issue23_05_unauthorized_falls_back_to_the_device() {
 #[cfg(feature = "local")]
 #[test]
 fn issue23_05_a_dropped_connection_falls_back_to_the_device() {
-    use persyk::local::whisper::{self, LocalModel};
     let speech = support::jfk_as_recorded();
-    let model = LocalModel::load(&support::test_model()).expect("tiny.en loads");
-    let setup = whisper::setup(
-        &model,
-        persyk::local::options_for(None, true),
-        Duration::from_secs(60),
-    )
-    .expect("setup");
     let rt = runtime();
     let scenario = r#"{"name": "drop", "connections": [{
         "utterances": [{"end_ms": 1, "transcript": "Never completed.", "delay_ms": 5000}],
@@ -480,7 +470,7 @@ fn issue23_05_a_dropped_connection_falls_back_to_the_device() {
             Scenario::from_json(scenario).expect("scenario"),
         ))
         .expect("fake");
-    let fallback: pipeline::Fallback = Box::new(move || Some(setup));
+    let fallback = tiny_fallback();
     let (_tmp, dir, t) =
         record_failing(&format!("ws://{}/v1", server.addr), &speech, Some(fallback));
     server.shutdown();
