@@ -41,6 +41,12 @@
 //!    `PERSYK_BENCH_CLIPS=a,b` keeps the named clips; `PERSYK_BENCH_PART=corpus` runs only
 //!    this part, `jfk` only parts 1-5.
 //!
+//! 7. **Stop → text by tail length** (`PERSYK_BENCH_PART=tails`): the first 1, 3, 6, 10 and
+//!    20 s of continuous reading (`sonnet-tight`) through the live path at real time,
+//!    stopped mid-speech: p50 / p95 of stop → text, CPU after the stop, CPU per second of
+//!    audio, and WER against one whole-file call on the same samples. **Baseline:** that
+//!    call's own time.
+//!
 //! `PERSYK_BENCH_THREADS=N` sets the whisper.cpp threads (default: Persyk's, the cores up
 //! to 8); the process CPU spent between the stop and the text is printed beside the wall
 //! time, a figure a busy machine distorts less.
@@ -292,6 +298,11 @@ fn main() {
         load_average()
     );
     let part = std::env::var("PERSYK_BENCH_PART").unwrap_or_default();
+    if part == "tails" {
+        tails(&model, &path, runs);
+        println!("load average at the end: {}", load_average());
+        return;
+    }
     if part == "corpus" {
         corpus_figures(&model, &path);
         println!("load average at the end: {}", load_average());
@@ -628,5 +639,66 @@ fn corpus_figures(model: &LocalModel, path: &Path) {
     }
     if live_err.words > 0 {
         println!("live, CI subset: WER {:.3}", live_err.rate());
+    }
+}
+
+/// Part 7, stop → text by the length of the speech before the stop (issue #22): the first
+/// 1, 3, 6, 10 and 20 s of `sonnet-tight` (continuous reading, no pause over 150 ms) fed in
+/// real time through the live path and stopped mid-speech, `runs` times each: p50 / p95 of
+/// stop → text, the process CPU after the stop, and the CPU per second of audio over the
+/// whole dictation (the recognizer keeps up when it stays under 1). **Baseline:** one
+/// whole-file whisper.cpp call on the same samples (the peers' method after a stop), in the
+/// same run.
+fn tails(model: &LocalModel, path: &Path, runs: usize) {
+    let Some(clip) = corpus::clips(Set::All)
+        .into_iter()
+        .find(|c| c.name() == "sonnet-tight")
+    else {
+        println!("tails: no corpus (scripts/fetch-corpus)");
+        return;
+    };
+    let ctx = WhisperContext::new_with_params(
+        path.to_str().expect("utf-8 path"),
+        WhisperContextParameters::default(),
+    )
+    .expect("whisper.cpp loads the model");
+    println!(
+        "{:<7} {:>22} {:>16} {:>12} {:>22} {:>9} {:>10}",
+        "tail s",
+        "stop→text p50/p95 ms",
+        "CPU after stop",
+        "CPU s/s",
+        "whole-file call ms",
+        "WER live",
+        "WER whole"
+    );
+    let lead = clip
+        .speech
+        .first()
+        .map_or(0, |&(from, _)| (from * RATE as f64) as usize);
+    for tail in [1usize, 3, 6, 10, 20] {
+        let end = (lead + tail * RATE).min(clip.samples.len());
+        let audio = &clip.samples[..end];
+        let (mut times, mut cpu_after, mut cpu, mut texts) =
+            (Vec::new(), Vec::new(), 0.0, Vec::new());
+        for _ in 0..runs {
+            let l = live(model, audio, audio.len());
+            times.push(l.stop_to_text);
+            cpu_after.push(l.cpu_after_stop);
+            cpu += l.cpu.as_secs_f64() / (audio.len() as f64 / RATE as f64);
+            texts.push(l.transcript);
+        }
+        let (w_wall, w_text, _) = whole(&ctx, audio);
+        let live_vs_whole = texts.iter().map(|t| wer(&w_text, t)).sum::<f64>() / texts.len() as f64;
+        println!(
+            "{:<7} {:>22} {:>16} {:>12.2} {:>22} {:>9.3} {:>10}",
+            tail,
+            stats(&times),
+            stats(&cpu_after),
+            cpu / runs as f64,
+            w_wall.as_millis(),
+            live_vs_whole,
+            "(ref)",
+        );
     }
 }

@@ -166,7 +166,7 @@ fn speak(dir: &Path, n: usize, text: &str) -> Vec<i16> {
 }
 
 #[test]
-fn phrases_separated_by_pauses_become_one_message_each_in_speech_order() {
+fn phrases_separated_by_pauses_become_messages_in_speech_order() {
     let dir = tempfile::tempdir().expect("tempdir");
     let phrases = [
         "The weather is very nice today.",
@@ -190,21 +190,25 @@ fn phrases_separated_by_pauses_become_one_message_each_in_speech_order() {
     check(&session);
     let entries = entries(&session);
     let texts: Vec<String> = messages(&entries).iter().map(|m| text_of(m)).collect();
-    assert_eq!(texts.len(), phrases.len(), "{texts:?}");
-    // espeak through tiny.en is rough ("The weather is very nice today." comes back as "But
-    // when there is very nice to me."): together the phrases are mostly right, and each
-    // message is its own phrase, closer to it than to any other.
+    // A file is recognized in windows of up to 25 s (the three phrases in one, as one
+    // whole-file call would), and its text is split into messages at the pauses where
+    // Whisper's segments end: here two or three messages, in speech order. espeak through
+    // tiny.en is rough ("The weather is very nice today." comes back as "But when there is
+    // very nice to me."): together the phrases are as right as one decode of the whole
+    // recording, and the last message ends with the last phrase.
+    assert!((2..=phrases.len()).contains(&texts.len()), "{texts:?}");
     let together = wer(&phrases.join(" "), &texts.join(" "));
-    assert!(together <= 0.4, "WER {together:.2}: {texts:?}");
-    for (i, text) in texts.iter().enumerate() {
-        let own = wer(phrases[i], text);
-        assert!(own < 1.0, "message {i} {text:?}: WER {own:.2}");
-        for (j, other) in phrases.iter().enumerate() {
-            if j != i {
-                assert!(own < wer(other, text), "message {i} {text:?} is phrase {j}");
-            }
-        }
-    }
+    let mut whole = persyk::local::whisper::LocalModel::load(&model_path())
+        .and_then(|m| m.recognizer(persyk::local::options_for(None, true)))
+        .expect("model");
+    let whole = whole.recognize(&recording).expect("one decode").text;
+    let bound = wer(&phrases.join(" "), &whole) + 0.05;
+    assert!(
+        together <= bound,
+        "WER {together:.2} > {bound:.2}: {texts:?} / {whole:?}"
+    );
+    let last = texts.last().expect("a message");
+    assert!(wer(phrases[2], last) < wer(phrases[0], last), "{texts:?}");
 }
 
 #[test]
@@ -316,7 +320,8 @@ fn live_local_dictation_shows_provisional_then_canonical_and_removes_without_a_p
             {
                 let v = view.borrow_and_update();
                 if !v.provisional.is_empty() {
-                    assert!(v.provisional.iter().all(|(_, t)| t == "transcribing…"));
+                    // Provisional: the marker, or text not yet committed (never a message).
+                    assert!(v.provisional.iter().all(|(_, t)| !t.is_empty()));
                     saw_provisional = true;
                 }
                 if let Some(m) = v.messages.first() {
@@ -460,9 +465,14 @@ fn a_wav_range_that_is_not_durable_or_not_equal_falls_back_to_an_asset_of_its_ow
     use std::io::BufWriter;
     use std::time::Duration;
 
+    // Hears the tone as speech and the faint noise around it as nothing, as Whisper would
+    // (every sample reaches the recognizer; it decides what is speech).
     struct Heard;
     impl Recognize for Heard {
         fn transcribe(&mut self, pcm: &[i16]) -> Result<Verdict, LocalError> {
+            if pcm.iter().all(|s| s.unsigned_abs() < 1_000) {
+                return Ok(Verdict::NoSpeech);
+            }
             Ok(Verdict::Text(format!("{} samples", pcm.len())))
         }
     }
@@ -603,8 +613,14 @@ fn a_wav_range_that_is_not_durable_or_not_equal_falls_back_to_an_asset_of_its_ow
             Some(bytes.len() as u64),
             "the whole asset"
         );
+        // The text is what the recognizer made of its window (the tone and the faint noise
+        // around it); the message's audio is the stretch of that window up to the pause.
         let heard = text_of(messages[0]);
-        assert_eq!(heard, format!("{} samples", bytes.len() / 2), "{fault:?}");
+        let window: usize = heard
+            .strip_suffix(" samples")
+            .and_then(|n| n.parse().ok())
+            .expect("the recognizer's text");
+        assert!(window >= bytes.len() / 2, "{fault:?}: {heard}");
         let given: Vec<i16> = samples;
         let asset_samples: Vec<i16> = bytes
             .chunks_exact(2)

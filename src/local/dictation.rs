@@ -2,55 +2,64 @@
 //! provider when recognition is local.
 //!
 //! ```text
-//!  pipeline chunks ─► intake thread ─► Segmenter ─► utterance jobs ─► recognizer thread
-//!   (bounded)          (samples of the open          (bounded)          (Recognize, then
-//!                       utterance only)                                  message or gap)
+//!  pipeline chunks ─► intake thread ─► pending audio (every sample) ─► recognizer thread
+//!   (bounded)          Segmenter: where      + pause cuts                (windows ≤ 25 s,
+//!                      the pauses are                                     timed segments,
+//!                                                                         commit rule)
 //!                                                    view (watch): provisional, messages
 //! ```
 //!
-//! Each utterance the [`Segmenter`] closes is recognized on the recognizer thread while the
-//! user keeps talking; its result is appended to the session as a canonical user message
-//! with an audio block that references the utterance's byte range of the capture WAV.
+//! Every sample of the recording reaches the recognizer: the voice-activity rule only says
+//! where a window may end (a pause), never what is heard — Whisper tells speech from noise
+//! and silence itself, at any level. The recognizer thread takes the audio not yet committed
+//! as a window: up to a pause the segmenter saw ([`MIN_WINDOW_MS`] or more), or, while the
+//! user keeps talking, everything so far once [`STEP_MS`] of new audio arrived (at most
+//! [`MAX_WINDOW_MS`]). Each window is decoded into timed segments with whisper.cpp's full
+//! window, and [`commit_rule`] decides what is final: a window that ends in a pause or at the
+//! stop commits all of it; an open one commits every segment but the last, which is decoded
+//! again with what follows (so a word is never cut at a window's edge). The committed text of
+//! a window becomes one canonical user message with an audio block on its WAV range.
+//!
+//! Stop to text stays short without trading words: a pause of [`SPECULATE_AFTER_MS`] inside
+//! an utterance makes the idle recognizer decode it ahead, to where the pause would end it
+//! (used only if the utterance does end there: the pause lasts or the stop comes); at the
+//! stop, the step window being decoded is abandoned (whisper.cpp's abort callback, checked
+//! after the encoder and each decoder step) and what is left is decoded once. Both only for
+//! a live source: a file is read faster than real time and gets neither.
 //!
 //! Invariants:
+//! - Every sample is either inside a committed window (recognized; its speech, if any, is a
+//!   message) or inside a recorded gap: a failed recognition is a gap over its window, and
+//!   what the stop's deadline leaves is one `local.deadline` gap. Nothing is skipped for being
+//!   quiet.
 //! - Inference runs only on the engine's own recognizer thread, never on a tokio worker or the
-//!   UI thread; utterances are recognized and published one at a time, in speech order.
-//! - A message is only ever a recognizer's [`Verdict::Text`]: [`Verdict::NoSpeech`] writes
-//!   nothing; a failed recognition is a gap `{reason: local.*, startMs, endMs}` recorded with
-//!   the recording, never text.
+//!   UI thread; windows are recognized and published one at a time, in speech order.
+//! - A message is only ever text the guard ([`judge`]) accepted for a committed segment; a
+//!   failure is a gap `{reason: local.*, startMs, endMs}`, never text.
 //! - A message references its WAV range only once the capture reports those bytes durable
 //!   (fsynced) and they equal the recognized samples; otherwise the samples go to their own
 //!   exclusive asset first (the Realtime path's rule).
-//! - An utterance shows in the view's `provisional` list ("transcribing…") from its end until
-//!   its message or gap is written; provisional text is never persisted.
-//! - A pause of [`SPECULATE_AFTER_MS`] inside an open utterance, with the recognizer idle,
-//!   makes a guess: the utterance so far (to where a pause would end it) is recognized ahead.
-//!   The guess lives only on the recognizer thread, is never shown or persisted, and becomes
-//!   the verdict of the utterance it covers only when that utterance ends exactly there (the
-//!   pause reaches its 600 ms, or the stop comes during it); otherwise it is dropped. So a stop
-//!   during the pause after the last word finds the text ready or in progress. (Joining a
-//!   guess with a separately recognized rest was tried and lost words at the cut: jfk.wav's
-//!   WER went from 0 to 0.32.)
-//! - Stop recognizes what is left within the drain deadline; past it every unrecognized
-//!   utterance (and audio not yet segmented) becomes a `local.deadline` gap, and nothing is
-//!   appended by this engine after [`LocalEngine::stop`] returns.
+//! - Carried text shows in the view's `provisional` list until it is committed; provisional
+//!   text is never persisted.
+//! - Stop recognizes what is left within the drain deadline; nothing is appended by this
+//!   engine after [`LocalEngine::stop`] returns.
 //! - Removal has no remote party: `message.removed` is appended directly (docs/format.md).
-//! - Queues are bounded: [`CHUNK_QUEUE`] chunks into the intake, [`JOB_QUEUE`] utterances
-//!   into the recognizer. A live source meets a full intake as backpressure (capture halts
-//!   visibly); a file source waits.
+//! - The intake queue is bounded ([`CHUNK_QUEUE`] chunks); a live source meets a full one as
+//!   backpressure (capture halts visibly), a file source waits.
 
 use std::collections::VecDeque;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, json};
 use tokio::sync::{oneshot, watch};
 
-use super::{LocalError, Verdict};
-use crate::audio::segment::{SegmentEvent, Segmenter, SegmenterConfig, Utterance};
+use super::{LocalError, Recognition, Verdict, judge};
+use crate::audio::segment::{EndReason, SegmentEvent, Segmenter, SegmenterConfig};
 use crate::audio::{PCM_RATE_HZ, WAV_HEADER_BYTES};
 use crate::recognize::{
     AudioChunk, AudioSink, CAPTURE_DURABLE_WAIT, CaptureLink, EngineFuture, EngineReport,
@@ -63,15 +72,28 @@ use crate::session::store::{Continuation, new_id};
 
 /// Chunks (100 ms each) queued into the intake: 25.6 s of audio.
 pub const CHUNK_QUEUE: usize = 256;
-/// Utterances queued for recognition.
-pub const JOB_QUEUE: usize = 32;
+/// The longest window: whisper.cpp's 30 s less room for the segment that carries over.
+pub const MAX_WINDOW_MS: u64 = 25_000;
+/// A live recording's text is committed at the first pause once this much audio waits;
+/// until then each pause decodes everything since the last commit again, ahead (shown, not
+/// committed), so each utterance is recognized with the ones before it, as in one
+/// whole-file call, and a stop in a pause finds all of it recognized.
+pub const BATCH_MS: u64 = 15_000;
+/// The shortest window a pause closes (shorter audio waits for more, or for the stop).
+pub const MIN_WINDOW_MS: u64 = 1_000;
+/// New audio after which an open window (no pause yet) is recognized again.
+pub const STEP_MS: u64 = 3_000;
+/// What an open window in which nothing was recognized keeps for the next one (speech may
+/// be starting at its end).
+pub const OPEN_TAIL_MS: u64 = 1_000;
+/// A pause this long inside an utterance the segmenter has not closed yet makes the idle
+/// recognizer decode the utterance ahead, to where the pause would end it; the result is
+/// used only if the utterance does end there (the pause lasts, or the stop comes).
+pub const SPECULATE_AFTER_MS: u64 = 300;
 /// Stop's default deadline for recognizing what is left.
 pub const DRAIN_DEADLINE: Duration = Duration::from_secs(30);
 /// The gap reason of utterances not recognized before the stop deadline.
 pub const DEADLINE_REASON: &str = "local.deadline";
-/// Non-speech after the last voiced frame of an open utterance after which it is recognized
-/// ahead (speculatively), in case it ends there.
-pub const SPECULATE_AFTER_MS: u64 = 300;
 /// What the view shows for an utterance being recognized.
 pub const PROVISIONAL_TEXT: &str = "transcribing…";
 /// The provider name in `model_change` and on messages.
@@ -80,7 +102,57 @@ pub const PROVIDER: &str = "local";
 /// Recognizes one utterance of 24 kHz mono PCM16 (the seam for tests: a recognizer that
 /// fails on purpose).
 pub trait Recognize: Send {
+    /// One utterance through the guard.
     fn transcribe(&mut self, pcm_24k: &[i16]) -> Result<Verdict, LocalError>;
+
+    /// A window of audio as timed segments, before the guard (the engine judges each one).
+    /// The default is one segment over the whole window with [`Recognize::transcribe`]'s
+    /// verdict (recognizers without timestamps).
+    fn segments(&mut self, pcm_24k: &[i16]) -> Result<Vec<Segment>, LocalError> {
+        Ok(match self.transcribe(pcm_24k)? {
+            Verdict::Text(text) => vec![Segment {
+                start_sample: 0,
+                end_sample: pcm_24k.len() as u64,
+                text,
+                no_speech_probability: 0.0,
+            }],
+            Verdict::NoSpeech => Vec::new(),
+        })
+    }
+
+    /// [`Recognize::segments`] as `how` says (no fallback, an abort flag). The default
+    /// ignores `how`.
+    fn decode(&mut self, pcm_24k: &[i16], how: &Decode) -> Result<Vec<Segment>, LocalError> {
+        let _ = how;
+        self.segments(pcm_24k)
+    }
+}
+
+/// How to decode one window.
+#[derive(Debug, Clone)]
+pub struct Decode {
+    /// whisper.cpp's temperature fallback for a decode that looks wrong.
+    pub fallback: bool,
+    /// Once set, the inference is abandoned (`local.aborted`).
+    pub abort: Option<Arc<AtomicBool>>,
+}
+
+impl Default for Decode {
+    fn default() -> Decode {
+        Decode {
+            fallback: true,
+            abort: None,
+        }
+    }
+}
+
+/// One timed piece of a window's recognition; samples (24 kHz) from the window's start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Segment {
+    pub start_sample: u64,
+    pub end_sample: u64,
+    pub text: String,
+    pub no_speech_probability: f32,
 }
 
 /// Where the text comes from, for `model_change` and the messages.
@@ -113,11 +185,14 @@ pub fn model_id(path: &std::path::Path) -> String {
 #[derive(Debug, Clone)]
 pub struct LocalSender {
     tx: SyncSender<AudioChunk>,
+    /// Set once audio arrives in real time (a live source sends without waiting).
+    live: Arc<AtomicBool>,
 }
 
 impl LocalSender {
     /// Without waiting; a full intake is backpressure.
     pub fn try_send(&self, chunk: AudioChunk) -> Result<(), SendError> {
+        self.live.store(true, Ordering::Relaxed);
         self.tx.try_send(chunk).map_err(|e| match e {
             TrySendError::Full(_) => SendError::Backpressure,
             TrySendError::Disconnected(_) => SendError::Stopped,
@@ -130,21 +205,6 @@ impl LocalSender {
     }
 }
 
-/// One utterance waiting for (or in) recognition, or a guess at the open one.
-struct Job {
-    /// The utterance's index; `None` for a speculative guess at the open utterance.
-    index: Option<u64>,
-    start_sample: u64,
-    pcm: Vec<i16>,
-}
-
-impl Job {
-    fn end_sample(&self) -> u64 {
-        self.start_sample + self.pcm.len() as u64
-    }
-}
-
-/// What does not change during a recording.
 struct Fixed {
     asset: String,
     recording_id: String,
@@ -162,13 +222,9 @@ struct Writer {
     messages: Vec<PublishedMessage>,
     gaps: Vec<Gap>,
     gap_at: Vec<usize>,
-    /// Ended utterances not yet resolved: (index, startMs, endMs).
-    pending: VecDeque<(u64, u64, u64)>,
-    /// Samples the intake has segmented so far.
-    segmented_samples: u64,
-    /// A speculative guess is queued or being recognized.
-    speculating: bool,
-    intake_done: bool,
+    /// What the view shows for audio not yet final: the text of a carried segment, or
+    /// [`PROVISIONAL_TEXT`] while a closed window is being recognized. Never persisted.
+    transcribing: Option<String>,
     provenance: Provenance,
 }
 
@@ -177,9 +233,9 @@ impl Writer {
         EngineView {
             state: self.state.clone(),
             provisional: self
-                .pending
+                .transcribing
                 .iter()
-                .map(|(i, _, _)| (format!("utterance-{i}"), PROVISIONAL_TEXT.to_owned()))
+                .map(|t| ("open".to_owned(), t.clone()))
                 .collect(),
             messages: self.messages.clone(),
             gaps: self.gaps.len(),
@@ -216,6 +272,7 @@ impl Shared {
 pub struct LocalEngine {
     sender: Option<LocalSender>,
     shared: Arc<Shared>,
+    audio: Arc<Audio>,
     view: watch::Receiver<EngineView>,
     done: Option<oneshot::Receiver<()>>,
     drain_deadline: Duration,
@@ -258,10 +315,7 @@ pub fn start(
         messages: Vec::new(),
         gaps: Vec::new(),
         gap_at: Vec::new(),
-        pending: VecDeque::new(),
-        segmented_samples: 0,
-        speculating: false,
-        intake_done: false,
+        transcribing: None,
         provenance: setup.provenance,
     };
     let shared = Arc::new(Shared {
@@ -270,29 +324,38 @@ pub fn start(
     });
     shared.publish(&shared.lock());
     let (chunk_tx, chunk_rx) = sync_channel::<AudioChunk>(CHUNK_QUEUE);
-    let (job_tx, job_rx) = sync_channel::<Job>(JOB_QUEUE);
     let (done_tx, done) = oneshot::channel();
+    let audio = Arc::new(Audio {
+        pending: Mutex::new(Pending::default()),
+        ready: Condvar::new(),
+        live: Arc::new(AtomicBool::new(false)),
+    });
     {
-        let shared = shared.clone();
+        let audio = audio.clone();
         std::thread::Builder::new()
             .name("persyk-local-intake".into())
-            .spawn(move || intake(chunk_rx, job_tx, &shared))
+            .spawn(move || intake(chunk_rx, &audio))
             .ok();
     }
     {
         let shared = shared.clone();
+        let audio = audio.clone();
         let recognizer = setup.recognizer;
         std::thread::Builder::new()
             .name("persyk-local-recognizer".into())
             .spawn(move || {
-                recognize_loop(job_rx, recognizer, &shared, &capture);
+                recognize_loop(recognizer, &shared, &audio, &capture);
                 let _ = done_tx.send(());
             })
             .ok();
     }
     LocalEngine {
-        sender: Some(LocalSender { tx: chunk_tx }),
+        sender: Some(LocalSender {
+            tx: chunk_tx,
+            live: audio.live.clone(),
+        }),
         shared,
+        audio,
         view,
         done: Some(done),
         drain_deadline: setup.drain_deadline,
@@ -346,6 +409,16 @@ impl LocalEngine {
     pub async fn stop(mut self) -> EngineReport {
         self.sender = None;
         {
+            // No new step window; the one being decoded is abandoned (the rest is decoded
+            // as one last window once the intake has seen the end).
+            let mut p = self.audio.lock();
+            p.stopping = true;
+            if let Some(flag) = p.in_flight.take() {
+                flag.store(true, Ordering::Relaxed);
+            }
+            self.audio.ready.notify_all();
+        }
+        {
             let mut w = self.shared.lock();
             if !matches!(w.state, EngineState::Halted(_)) {
                 w.state = EngineState::Finishing;
@@ -357,24 +430,22 @@ impl LocalEngine {
         }
         let mut w = self.shared.lock();
         w.closed = true;
-        // What is left past the deadline: each unrecognized utterance is a gap, and so is the
-        // audio the intake never segmented.
-        let left: Vec<_> = w.pending.drain(..).collect();
-        for (_, start_ms, end_ms) in left {
+        w.transcribing = None;
+        // What is left past the deadline is one gap: from the first sample not committed to
+        // the end of what arrived (open-ended if the intake never saw the end).
+        let (pieces, ended) = {
+            let mut p = self.audio.lock();
+            p.closed = true;
+            self.audio.ready.notify_all();
+            (left_unheard(&p), p.finished)
+        };
+        let last = pieces.len().saturating_sub(1);
+        for (i, (from, to)) in pieces.into_iter().enumerate() {
             w.gap(Gap {
                 reason: DEADLINE_REASON.into(),
                 item_id: None,
-                start_ms: Some(start_ms),
-                end_ms: Some(end_ms),
-            });
-        }
-        if !w.intake_done {
-            let start_ms = ms(w.segmented_samples);
-            w.gap(Gap {
-                reason: DEADLINE_REASON.into(),
-                item_id: None,
-                start_ms: Some(start_ms),
-                end_ms: None,
+                start_ms: Some(ms(from)),
+                end_ms: (ended || i < last).then(|| ms(to).max(ms(from) + 1)),
             });
         }
         let halted = match &w.state {
@@ -424,144 +495,273 @@ impl Recognizer for LocalEngine {
     }
 }
 
-/// The intake thread: segments the chunks and hands each ended utterance's samples over.
-fn intake(chunks: Receiver<AudioChunk>, jobs: SyncSender<Job>, shared: &Shared) {
-    let mut segmenter = Segmenter::new(SegmenterConfig::for_rate(PCM_RATE_HZ));
-    let keep_back = u64::from(PCM_RATE_HZ) * 3;
-    // Samples from `base` on (only what an utterance may still need).
-    let mut buf: Vec<i16> = Vec::new();
-    let mut base = 0u64;
-    let mut open_start: Option<u64> = None;
+/// The audio the recognizer has not committed yet, shared by the intake and the recognizer.
+#[derive(Default)]
+struct Pending {
+    /// Samples from `base` on; `base` is the first sample not yet committed.
+    buf: Vec<i16>,
+    base: u64,
+    /// Every sample received so far.
+    total: u64,
+    /// Where a pause ended an utterance (the segmenter's end of it): windows end there.
+    cuts: VecDeque<u64>,
+    /// Where the last window that kept its tail ended (a new one waits for more audio).
+    tried_to: u64,
+    /// The source ended (stop): the rest is one last window.
+    finished: bool,
+    /// The engine closed: nothing more is recognized.
+    closed: bool,
+    /// The stop was asked for: no new open window is started, and the one being decoded
+    /// (through `in_flight`) is abandoned.
+    stopping: bool,
+    /// The abort flag of the open window being decoded, if it may be abandoned at the stop.
+    in_flight: Option<Arc<AtomicBool>>,
+    /// The end of the last voiced frame the segmenter saw.
+    last_voiced: u64,
+    /// Where the open utterance would end if its current pause lasts (its hangover end),
+    /// once the pause is [`SPECULATE_AFTER_MS`] long; cleared when the voice comes back.
+    pause_end: Option<u64>,
+}
+
+struct Audio {
+    pending: Mutex<Pending>,
+    ready: Condvar,
+    /// The source is live: audio arrives in real time, so decoding ahead of a pause and a
+    /// reduced encoder window buy a short stop → text. A file (sent as fast as it reads)
+    /// gets neither: every window with the full encoder window.
+    live: Arc<AtomicBool>,
+}
+
+impl Audio {
+    fn lock(&self) -> MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// One stretch of audio handed to the recognizer.
+struct Window {
+    start_sample: u64,
+    pcm: Vec<i16>,
+    /// Ends where nothing more can follow in this window's speech: a pause the segmenter
+    /// saw, or the end of the recording.
+    closed: bool,
+    /// As long as a window gets ([`MAX_WINDOW_MS`]).
+    full: bool,
+    /// The pauses inside it (samples of the recording): its committed text is split there,
+    /// one message per stretch of speech.
+    cuts: Vec<u64>,
+    /// Why it was taken.
+    kind: Kind,
+}
+
+/// Why a window was taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// The user keeps talking: everything so far, every [`STEP_MS`] of new audio.
+    Open,
+    /// Up to a pause the segmenter closed.
+    Pause,
+    /// Ahead of time, up to where a pause the segmenter has not closed yet would end the
+    /// utterance ([`SPECULATE_AFTER_MS`]); final only if the utterance does end there.
+    Ahead,
+    /// The rest of the recording after the stop.
+    Last,
+}
+
+impl Window {
+    fn end_sample(&self) -> u64 {
+        self.start_sample + self.pcm.len() as u64
+    }
+}
+
+/// What a window's recognition commits: up to `commit_to` (a sample of the recording) the
+/// text is final; `carried` (the last segment of a window that did not end in a pause) is
+/// recognized again with what follows.
+#[derive(Debug, Clone, PartialEq)]
+struct Commit {
+    commit_to: u64,
+    committed: Vec<Segment>,
+    carried: Option<Segment>,
+}
+
+/// The commit rule. A closed window commits all of it. An open one (speech may go on)
+/// commits every segment but the last and carries the last from its start, so a word is
+/// never cut at a window's edge; with no segment at all it keeps its last
+/// [`OPEN_TAIL_MS`] (speech may be starting) and commits the rest.
+fn commit_rule(window: &Window, segments: Vec<Segment>) -> Commit {
+    let end = window.end_sample();
+    if window.closed {
+        return Commit {
+            commit_to: end,
+            committed: segments,
+            carried: None,
+        };
+    }
+    let tail = u64::from(PCM_RATE_HZ) * OPEN_TAIL_MS / 1000;
+    let mut segments = segments;
+    match segments.pop() {
+        None => Commit {
+            commit_to: end.saturating_sub(tail).max(window.start_sample),
+            committed: Vec::new(),
+            carried: None,
+        },
+        Some(last) => {
+            let carry_from = (window.start_sample + last.start_sample).min(end);
+            if segments.is_empty() && carry_from <= window.start_sample {
+                if window.full {
+                    // One segment over a whole window: commit it, or nothing ever would be.
+                    return Commit {
+                        commit_to: end,
+                        committed: vec![last],
+                        carried: None,
+                    };
+                }
+                // One segment from the very start: nothing is final yet.
+                return Commit {
+                    commit_to: window.start_sample,
+                    committed: Vec::new(),
+                    carried: Some(last),
+                };
+            }
+            Commit {
+                commit_to: carry_from,
+                committed: segments,
+                carried: Some(last),
+            }
+        }
+    }
+}
+
+/// The next window, or `None` when there is nothing to recognize yet. `pending` is
+/// consulted under its lock; the window's samples are copied out. `ahead` is where a
+/// window decoded ahead of a pause ends while its result waits for the pause to close.
+fn next_window(p: &mut Pending, ahead: Option<u64>, live: bool) -> Option<Window> {
+    let rate = u64::from(PCM_RATE_HZ);
+    let (min, step, batch, max) = (
+        rate * MIN_WINDOW_MS / 1000,
+        rate * STEP_MS / 1000,
+        rate * BATCH_MS / 1000,
+        rate * MAX_WINDOW_MS / 1000,
+    );
+    while p.cuts.front().is_some_and(|&c| c <= p.base) {
+        p.cuts.pop_front();
+    }
+    let available = p.total - p.base;
+    // The last pause a window may end at. Live, a window ends at each pause (the text comes
+    // while the user speaks); a file's windows end at the last pause before the longest
+    // window (closed utterances batched, so each is recognized with the others around it,
+    // as one whole-file call would).
+    let cut = p
+        .cuts
+        .iter()
+        .copied()
+        .rfind(|&c| c - p.base <= max)
+        .filter(|&c| c - p.base >= min);
+    let (end, closed, kind) = if p.finished && available <= max {
+        if available == 0 {
+            return None;
+        }
+        (p.total, true, Kind::Last)
+    } else if let Some(cut) =
+        cut.filter(|&c| p.finished || available >= max || (live && c - p.base >= batch))
+    {
+        (cut, true, Kind::Pause)
+    } else if available >= max {
+        (p.base + max, false, Kind::Open)
+    } else if !live || p.stopping || ahead.is_some() {
+        // A file waits for the longest window or its end; at the stop the rest waits for
+        // the end of the audio; a result decoded ahead waits for the stop (or the voice to
+        // come back).
+        return None;
+    } else if let Some(pause) = p
+        .pause_end
+        .or_else(|| p.cuts.back().copied())
+        .filter(|&e| e > p.base && e - p.base >= min && e - p.base <= max)
+        .filter(|&e| e <= p.total && p.tried_to < e)
+    {
+        (pause, true, Kind::Ahead)
+    } else if available >= batch && p.total >= p.tried_to.max(p.base) + step {
+        (p.total, false, Kind::Open)
+    } else {
+        return None;
+    };
+    let len = (end - p.base) as usize;
+    Some(Window {
+        start_sample: p.base,
+        pcm: p.buf[..len.min(p.buf.len())].to_vec(),
+        closed,
+        full: end - p.base >= max,
+        cuts: p.cuts.iter().copied().filter(|&c| c < end).collect(),
+        kind,
+    })
+}
+
+/// The intake thread: every sample goes into the pending audio; the segmenter only says
+/// where pauses are (window ends, the pause a window is decoded ahead of), never what is
+/// heard.
+fn intake(chunks: Receiver<AudioChunk>, audio: &Audio) {
+    let config = SegmenterConfig::for_rate(PCM_RATE_HZ);
+    let hangover = u64::from(PCM_RATE_HZ) * u64::from(config.hangover_ms) / 1000;
+    let speculate_after = u64::from(PCM_RATE_HZ) * SPECULATE_AFTER_MS / 1000;
+    let mut segmenter = Segmenter::new(config);
     let mut events = Vec::new();
     let mut samples = Vec::new();
-    let mut index = 0u64;
-    // The last range guessed at: each pause is guessed at once.
-    let mut guessed: Option<(u64, u64)> = None;
-    let speculate_after = u64::from(PCM_RATE_HZ) * SPECULATE_AFTER_MS / 1000;
-    let ended = |u: Utterance, buf: &[i16], base: u64, index: &mut u64| -> bool {
-        let (from, to) = (
-            (u.start_sample.max(base) - base) as usize,
-            (u.end_sample.saturating_sub(base) as usize).min(buf.len()),
-        );
-        if from >= to {
-            return true;
-        }
-        let job = Job {
-            index: Some(*index),
-            start_sample: base + from as u64,
-            pcm: buf[from..to].to_vec(),
-        };
-        {
-            let mut w = shared.lock();
-            if w.closed {
-                return false;
-            }
-            let end = base + to as u64;
-            w.pending.push_back((
-                *index,
-                ms(job.start_sample),
-                ms(end).max(ms(job.start_sample) + 1),
-            ));
-            shared.publish(&w);
-        }
-        *index += 1;
-        jobs.send(job).is_ok()
-    };
-    let mut alive = true;
-    while alive {
+    loop {
         let chunk = chunks.recv();
-        let finished = chunk.is_err();
         events.clear();
-        if let Ok(chunk) = chunk {
-            samples.clear();
-            samples.extend(
-                chunk
-                    .pcm
-                    .chunks_exact(2)
-                    .map(|b| i16::from_le_bytes([b[0], b[1]])),
-            );
-            buf.extend_from_slice(&samples);
-            segmenter.push(&samples, &mut events);
-        } else {
-            segmenter.finish(&mut events);
-        }
-        for e in &events {
-            match *e {
-                SegmentEvent::Started { start_sample } => open_start = Some(start_sample),
-                SegmentEvent::Ended(u) => {
-                    open_start = None;
-                    alive &= ended(u, &buf, base, &mut index);
-                }
+        samples.clear();
+        match &chunk {
+            Ok(chunk) => {
+                samples.extend(
+                    chunk
+                        .pcm
+                        .chunks_exact(2)
+                        .map(|b| i16::from_le_bytes([b[0], b[1]])),
+                );
+                segmenter.push(&samples, &mut events);
             }
+            Err(_) => segmenter.finish(&mut events),
         }
-        // Drop what no utterance can need any more.
+        let open = segmenter.open_utterance();
         let position = segmenter.position();
-        let keep_from = open_start.unwrap_or(position.saturating_sub(keep_back));
-        if keep_from > base + u64::from(PCM_RATE_HZ) {
-            let n = ((keep_from - base) as usize).min(buf.len());
-            buf.drain(..n);
-            base += n as u64;
+        let mut p = audio.lock();
+        if p.closed {
+            return;
         }
-        // A pause inside the open utterance: guess at it while the recognizer is idle, so
-        // that if it ends here (the pause goes on, or the user stops) its text is ready.
-        let guess = segmenter.open_utterance().filter(|open| {
-            !finished
-                && position >= open.last_voiced_end + speculate_after
-                && open.hangover_end <= position
-                && open.start_sample >= base
-                && guessed != Some((open.start_sample, open.hangover_end))
-                && super::worth_recognizing(open.voiced_ms)
-        });
-        let mut w = shared.lock();
-        w.segmented_samples = position;
-        if finished {
-            w.intake_done = true;
-            break;
-        }
-        if w.closed {
-            break;
-        }
-        if let Some(open) = guess
-            && w.pending.is_empty()
-            && !w.speculating
-        {
-            let (from, to) = (
-                (open.start_sample - base) as usize,
-                ((open.hangover_end - base) as usize).min(buf.len()),
-            );
-            let job = Job {
-                index: None,
-                start_sample: open.start_sample,
-                pcm: buf[from..to].to_vec(),
-            };
-            if jobs.try_send(job).is_ok() {
-                w.speculating = true;
-                guessed = Some((open.start_sample, open.hangover_end));
+        p.buf.extend_from_slice(&samples);
+        p.total += samples.len() as u64;
+        for e in &events {
+            if let SegmentEvent::Ended(u) = e {
+                p.cuts.push_back(u.end_sample);
+                let voiced_end = match u.reason {
+                    EndReason::Pause => u.end_sample.saturating_sub(hangover),
+                    _ => u.end_sample,
+                };
+                p.last_voiced = p.last_voiced.max(voiced_end);
             }
         }
-    }
-}
-
-/// The verdict on `job`: the guess when it covers exactly the same samples, else a
-/// recognition of the utterance.
-fn verdict_for(
-    job: &Job,
-    guess: Option<(u64, u64, Verdict)>,
-    recognizer: &mut dyn Recognize,
-) -> Result<Verdict, LocalError> {
-    match guess {
-        Some((start, end, verdict)) if start == job.start_sample && end == job.end_sample() => {
-            Ok(verdict)
+        p.pause_end = open.and_then(|o| {
+            (position >= o.last_voiced_end + speculate_after)
+                .then_some(o.hangover_end.min(position))
+        });
+        if let Some(o) = open {
+            p.last_voiced = p.last_voiced.max(o.last_voiced_end);
         }
-        _ => recognizer.transcribe(&job.pcm),
+        if chunk.is_err() {
+            p.finished = true;
+        }
+        audio.ready.notify_all();
+        if chunk.is_err() {
+            return;
+        }
     }
 }
 
-/// The recognizer thread: one utterance at a time, in order.
+/// The recognizer thread: windows in order, each committed by [`commit_rule`].
 fn recognize_loop(
-    jobs: Receiver<Job>,
     mut recognizer: Box<dyn Recognize>,
     shared: &Shared,
+    audio: &Audio,
     capture: &CaptureLink,
 ) {
     let (fixed, handle) = {
@@ -573,82 +773,251 @@ fn recognize_loop(
         };
         (fixed, w.continuation.handle().clone())
     };
-    // The last guess (start, end, verdict): only ever used for the utterance it guessed at,
-    // never published.
-    let mut guess: Option<(u64, u64, Verdict)> = None;
-    while let Ok(job) = jobs.recv() {
-        let Some(index) = job.index else {
-            let verdict = recognizer.transcribe(&job.pcm);
-            let mut w = shared.lock();
-            w.speculating = false;
-            if w.closed {
-                return;
+    let mut index = 0u64;
+    // A window decoded ahead of a pause and its segments, until the pause closes it.
+    let mut ahead: Option<(Window, Vec<Segment>)> = None;
+    loop {
+        let (window, decoded, abort) = {
+            let mut p = audio.lock();
+            loop {
+                if p.closed {
+                    return;
+                }
+                if let Some((w, _)) = &ahead {
+                    let end = w.end_sample();
+                    if w.start_sample == p.base && p.finished && p.cuts.contains(&end) {
+                        // The stop came in the pause the window ends in: its result is final.
+                        let (w, segments) = ahead.take().expect("checked");
+                        break (w, Some(segments), None);
+                    }
+                    if w.start_sample != p.base || p.last_voiced > end {
+                        // The voice came back: the utterance goes on.
+                        ahead = None;
+                    }
+                }
+                let live = audio.live.load(Ordering::Relaxed);
+                if let Some(w) =
+                    next_window(&mut p, ahead.as_ref().map(|(w, _)| w.end_sample()), live)
+                {
+                    // A step window of live speech may be abandoned at the stop: the rest is
+                    // then one last window.
+                    let abort =
+                        (w.kind == Kind::Open && !w.full).then(|| Arc::new(AtomicBool::new(false)));
+                    p.in_flight = abort.clone();
+                    if w.kind == Kind::Ahead {
+                        p.tried_to = w.end_sample();
+                    }
+                    break (w, None, abort);
+                }
+                if p.finished && ahead.is_none() {
+                    return;
+                }
+                p = audio
+                    .ready
+                    .wait_timeout(p, Duration::from_millis(100))
+                    .map(|(g, _)| g)
+                    .unwrap_or_else(|e| e.into_inner().0);
             }
-            guess = verdict
-                .ok()
-                .map(|v| (job.start_sample, job.end_sample(), v));
-            continue;
         };
-        let verdict = verdict_for(&job, guess.take(), recognizer.as_mut());
-        let Some((start_ms, end_ms)) = shared
-            .lock()
-            .pending
-            .iter()
-            .find(|p| p.0 == index)
-            .map(|p| (p.1, p.2))
-        else {
-            return;
+        let result = match decoded {
+            Some(segments) => Ok(segments),
+            None => {
+                if window.closed && window.kind != Kind::Ahead {
+                    let mut w = shared.lock();
+                    w.transcribing = Some(PROVISIONAL_TEXT.to_owned());
+                    shared.publish(&w);
+                }
+                let result = recognizer.decode(
+                    &window.pcm,
+                    &Decode {
+                        abort,
+                        ..Decode::default()
+                    },
+                );
+                audio.lock().in_flight = None;
+                match result {
+                    Err(LocalError::Aborted) => continue,
+                    Ok(segments) if window.kind == Kind::Ahead => {
+                        // Final only if the stop comes in this pause (checked above); shown
+                        // meanwhile, never saved.
+                        let mut w = shared.lock();
+                        w.transcribing = final_text(&segments);
+                        shared.publish(&w);
+                        drop(w);
+                        ahead = Some((window, segments));
+                        continue;
+                    }
+                    // A failure ahead is no loss: the window is decoded again when it closes.
+                    Err(_) if window.kind == Kind::Ahead => continue,
+                    other => other,
+                }
+            }
         };
-        // The reference waits (bounded) for the capture's fsync, outside the lock.
-        let audio = match &verdict {
-            Ok(Verdict::Text(_)) => Some(audio_block(
-                &fixed, &handle, capture, &job, start_ms, end_ms,
-            )),
-            _ => None,
+        let (start_ms, window_end_ms) = (
+            ms(window.start_sample),
+            ms(window.end_sample()).max(ms(window.start_sample) + 1),
+        );
+        let commit = match result {
+            Ok(segments) => commit_rule(&window, segments),
+            Err(e) => {
+                // A failure is a gap over the whole window, never text.
+                let mut w = shared.lock();
+                w.transcribing = None;
+                w.gap(Gap {
+                    reason: e.code().to_owned(),
+                    item_id: None,
+                    start_ms: Some(start_ms),
+                    end_ms: Some(window_end_ms),
+                });
+                shared.publish(&w);
+                advance(audio, window.end_sample(), window.end_sample());
+                continue;
+            }
         };
+        // One message per stretch between the pauses inside the window (batched windows keep
+        // one message per utterance); each covers its stretch of the WAV.
+        let stretches = stretches(&window, &commit);
+        let mut blocks = Vec::new();
+        for (from, to, text) in stretches {
+            let (s_ms, e_ms) = (ms(from), ms(to).max(ms(from) + 1));
+            let pcm = &window.pcm
+                [(from - window.start_sample) as usize..(to - window.start_sample) as usize];
+            let block = audio_block(&fixed, &handle, capture, from, pcm, s_ms, e_ms);
+            blocks.push((text, block, s_ms, e_ms));
+        }
         let mut w = shared.lock();
         if w.closed {
             return;
         }
-        match verdict {
-            Ok(Verdict::NoSpeech) => {}
-            Ok(Verdict::Text(text)) => {
-                match audio.unwrap_or_else(|| Err("local.internal".into())) {
-                    Ok(asset) => {
-                        let body = message_body(&fixed, asset, &text, start_ms, end_ms);
-                        match w.continuation.append_one(body) {
-                            Ok(entry_id) => w.messages.push(PublishedMessage {
+        w.transcribing = commit
+            .carried
+            .as_ref()
+            .map(|s| s.text.trim().to_owned())
+            .filter(|t| !t.is_empty());
+        for (text, block, s_ms, e_ms) in blocks {
+            match block {
+                Ok(asset) => {
+                    let body = message_body(&fixed, asset, &text, s_ms, e_ms);
+                    match w.continuation.append_one(body) {
+                        Ok(entry_id) => {
+                            w.messages.push(PublishedMessage {
                                 entry_id,
                                 item_id: format!("utterance-{index}"),
                                 speaker: Speaker::User,
                                 text,
                                 removed: false,
-                            }),
-                            Err(e) => {
-                                w.halt(e.code());
-                                w.closed = true;
-                            }
+                            });
+                        }
+                        Err(e) => {
+                            w.halt(e.code());
+                            w.closed = true;
+                            break;
                         }
                     }
-                    Err(code) => {
-                        w.halt(&code);
-                        w.closed = true;
-                    }
+                }
+                Err(code) => {
+                    w.halt(&code);
+                    w.closed = true;
+                    break;
                 }
             }
-            Err(e) => w.gap(Gap {
-                reason: e.code().to_owned(),
-                item_id: None,
-                start_ms: Some(start_ms),
-                end_ms: Some(end_ms),
-            }),
+            index += 1;
         }
-        w.pending.retain(|p| p.0 != index);
         shared.publish(&w);
         if w.closed {
+            audio.lock().closed = true;
             return;
         }
+        drop(w);
+        advance(audio, commit.commit_to, window.end_sample());
     }
+}
+
+/// What the stop's deadline leaves unrecognized: the pending audio split at its pauses,
+/// without the pieces that are digital silence (nothing could have been said there). When
+/// the intake never saw the end, the last piece is open-ended.
+fn left_unheard(p: &Pending) -> Vec<(u64, u64)> {
+    let mut bounds: Vec<u64> = p
+        .cuts
+        .iter()
+        .copied()
+        .filter(|&c| c > p.base && c < p.total)
+        .collect();
+    bounds.push(p.total);
+    let mut out = Vec::new();
+    let mut from = p.base;
+    for to in bounds {
+        let samples = &p.buf[(from - p.base) as usize..((to - p.base) as usize).min(p.buf.len())];
+        if samples.iter().any(|s| s.unsigned_abs() > SILENT_PEAK) || (!p.finished && to == p.total)
+        {
+            out.push((from, to));
+        }
+        from = to;
+    }
+    out
+}
+
+/// The loudest sample of audio taken for digital silence (about −60 dBFS).
+pub const SILENT_PEAK: u16 = 32;
+
+/// Moves the pending audio's start to `commit_to` (dropping what is committed) and notes
+/// that the audio up to `tried_to` was tried.
+fn advance(audio: &Audio, commit_to: u64, tried_to: u64) {
+    let mut p = audio.lock();
+    let n = (commit_to.saturating_sub(p.base) as usize).min(p.buf.len());
+    p.buf.drain(..n);
+    p.base += n as u64;
+    p.tried_to = tried_to;
+}
+
+/// The committed part of a window as stretches `(from, to, text)` of the recording, split at
+/// the window's pauses: a segment belongs to the stretch its middle falls in; stretches
+/// without speech (after the guard) give no message.
+fn stretches(window: &Window, commit: &Commit) -> Vec<(u64, u64, String)> {
+    let mut bounds: Vec<u64> = window
+        .cuts
+        .iter()
+        .copied()
+        .filter(|&c| c > window.start_sample && c < commit.commit_to)
+        .collect();
+    bounds.push(commit.commit_to);
+    let mut out = Vec::new();
+    let mut from = window.start_sample;
+    let mut segments = commit.committed.iter().peekable();
+    for to in bounds {
+        let mut mine = Vec::new();
+        while let Some(s) = segments.peek() {
+            let middle = window.start_sample + (s.start_sample + s.end_sample) / 2;
+            if middle < to || to == commit.commit_to {
+                mine.push((*s).clone());
+                segments.next();
+            } else {
+                break;
+            }
+        }
+        if let Some(text) = final_text(&mine) {
+            out.push((from, to, text));
+        }
+        from = to;
+    }
+    out
+}
+
+/// The committed segments' text after the guard, or `None` when nothing in them is speech.
+fn final_text(segments: &[Segment]) -> Option<String> {
+    let parts: Vec<String> = segments
+        .iter()
+        .filter_map(|s| {
+            match judge(&Recognition {
+                text: s.text.clone(),
+                no_speech_probability: s.no_speech_probability,
+            }) {
+                Verdict::Text(t) => Some(t),
+                Verdict::NoSpeech => None,
+            }
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(" "))
 }
 
 /// The asset reference of an utterance: its WAV range once durable and equal, else its own
@@ -657,13 +1026,14 @@ fn audio_block(
     w: &Fixed,
     handle: &crate::session::SessionHandle,
     capture: &CaptureLink,
-    job: &Job,
+    start_sample: u64,
+    pcm: &[i16],
     start_ms: u64,
     end_ms: u64,
 ) -> Result<Block, String> {
-    let mut bytes = Vec::with_capacity(job.pcm.len() * 2);
-    crate::audio::convert::extend_pcm16_le(&job.pcm, &mut bytes);
-    let start = WAV_HEADER_BYTES + job.start_sample * 2;
+    let mut bytes = Vec::with_capacity(pcm.len() * 2);
+    crate::audio::convert::extend_pcm16_le(pcm, &mut bytes);
+    let start = WAV_HEADER_BYTES + start_sample * 2;
     let asset = if wav_range_matches(capture, start, &bytes) {
         AssetRef::Available {
             path: format!("assets/{}", w.asset),
@@ -739,52 +1109,170 @@ impl Recognize for FailingRecognizer {
 mod tests {
     use super::*;
 
-    /// Says how many samples it heard, and remembers each call's length.
-    #[derive(Default)]
-    struct Counting(Vec<usize>);
+    const SECOND: u64 = PCM_RATE_HZ as u64;
 
-    impl Recognize for Counting {
-        fn transcribe(&mut self, pcm_24k: &[i16]) -> Result<Verdict, LocalError> {
-            self.0.push(pcm_24k.len());
-            Ok(Verdict::Text(format!("heard {}", pcm_24k.len())))
+    fn seg(start_s: f64, end_s: f64, text: &str) -> Segment {
+        Segment {
+            start_sample: (start_s * SECOND as f64) as u64,
+            end_sample: (end_s * SECOND as f64) as u64,
+            text: text.into(),
+            no_speech_probability: 0.0,
         }
     }
 
-    fn job(start: u64, len: usize) -> Job {
-        Job {
-            index: Some(0),
+    fn window(start: u64, seconds: u64, closed: bool) -> Window {
+        Window {
             start_sample: start,
-            pcm: vec![1; len],
+            pcm: vec![0; (seconds * SECOND) as usize],
+            closed,
+            full: seconds * 1000 >= MAX_WINDOW_MS,
+            cuts: Vec::new(),
+            kind: if closed { Kind::Pause } else { Kind::Open },
         }
     }
 
-    fn text(t: &str) -> Verdict {
-        Verdict::Text(t.into())
+    #[test]
+    fn a_closed_window_commits_everything() {
+        let w = window(SECOND, 6, true);
+        let c = commit_rule(&w, vec![seg(0.0, 2.0, "a"), seg(2.0, 5.5, "b")]);
+        assert_eq!(c.commit_to, 7 * SECOND);
+        assert_eq!(c.committed.len(), 2);
+        assert_eq!(c.carried, None);
     }
 
     #[test]
-    fn a_guess_at_the_same_range_is_the_verdict_without_recognizing_again() {
-        let mut r = Counting::default();
-        let v = verdict_for(&job(100, 50), Some((100, 150, text("guess"))), &mut r);
-        assert_eq!(v.expect("verdict"), text("guess"));
-        let v = verdict_for(&job(100, 50), Some((100, 150, Verdict::NoSpeech)), &mut r);
-        assert_eq!(v.expect("verdict"), Verdict::NoSpeech);
-        assert!(r.0.is_empty());
+    fn an_open_window_carries_its_last_segment_from_its_start() {
+        let w = window(SECOND, 6, false);
+        let c = commit_rule(&w, vec![seg(0.0, 2.0, "a"), seg(2.5, 6.0, "b")]);
+        assert_eq!(c.commit_to, SECOND + 2 * SECOND + SECOND / 2);
+        assert_eq!(c.committed, vec![seg(0.0, 2.0, "a")]);
+        assert_eq!(c.carried, Some(seg(2.5, 6.0, "b")));
+        // One segment from the start: nothing is final yet…
+        let c = commit_rule(&w, vec![seg(0.0, 6.0, "a b c")]);
+        assert_eq!((c.commit_to, c.committed.len()), (SECOND, 0));
+        // …unless the window is as long as a window gets.
+        let full = window(0, MAX_WINDOW_MS / 1000, false);
+        let c = commit_rule(&full, vec![seg(0.0, 25.0, "long")]);
+        assert_eq!((c.commit_to, c.committed.len()), (full.end_sample(), 1));
+        // Nothing heard: keep the last second for the next window.
+        let c = commit_rule(&w, Vec::new());
+        assert_eq!(c.commit_to, 7 * SECOND - SECOND * OPEN_TAIL_MS / 1000);
     }
 
     #[test]
-    fn a_guess_at_other_samples_is_not_used() {
-        // The utterance went on after the guess, started elsewhere, or ended before it.
-        for guess in [(100, 150), (0, 180), (100, 200)] {
-            let mut r = Counting::default();
-            let v = verdict_for(&job(100, 80), Some((guess.0, guess.1, text("x"))), &mut r);
-            assert_eq!(v.expect("verdict"), text("heard 80"), "{guess:?}");
-            assert_eq!(r.0, [80]);
-        }
-        let mut r = Counting::default();
-        let v = verdict_for(&job(100, 80), None, &mut r);
-        assert_eq!(v.expect("verdict"), text("heard 80"));
-        let v = verdict_for(&job(100, 80), None, &mut FailingRecognizer);
-        assert_eq!(v.map_err(|e| e.code()), Err("local.inference-failed"));
+    fn live_windows_batch_pauses_step_through_long_speech_and_never_exceed_the_longest() {
+        let mut p = Pending::default();
+        let push = |p: &mut Pending, seconds: u64| {
+            p.buf
+                .extend(std::iter::repeat_n(0i16, (seconds * SECOND) as usize));
+            p.total += seconds * SECOND;
+        };
+        push(&mut p, 4);
+        assert!(
+            next_window(&mut p, None, true).is_none(),
+            "speech, no pause yet"
+        );
+        p.cuts.push_back(3 * SECOND);
+        let w = next_window(&mut p, None, true).expect("a pause: decoded ahead");
+        assert_eq!(
+            (w.kind, w.end_sample(), w.closed),
+            (Kind::Ahead, 3 * SECOND, true)
+        );
+        p.tried_to = w.end_sample();
+        assert!(next_window(&mut p, None, true).is_none(), "once per pause");
+        push(&mut p, 13);
+        let w = next_window(&mut p, None, true).expect("17 s without a pause since");
+        assert_eq!(
+            (w.kind, w.end_sample(), w.closed),
+            (Kind::Open, 17 * SECOND, false)
+        );
+        p.tried_to = w.end_sample();
+        assert!(
+            next_window(&mut p, None, true).is_none(),
+            "the next step is 3 s on"
+        );
+        p.cuts.push_back(16 * SECOND);
+        let w = next_window(&mut p, None, true).expect("a pause after 15 s: committed");
+        assert_eq!(
+            (w.kind, w.end_sample(), w.closed),
+            (Kind::Pause, 16 * SECOND, true)
+        );
+        push(&mut p, 40);
+        p.cuts.clear();
+        let w = next_window(&mut p, None, true).expect("a full window");
+        assert_eq!(w.pcm.len() as u64, SECOND * MAX_WINDOW_MS / 1000);
+        assert!(!w.closed && w.full);
+        p.finished = true;
+        let w = next_window(&mut p, None, true).expect("the rest, in windows");
+        assert!(w.full && !w.closed, "57 s is three windows");
+    }
+
+    #[test]
+    fn a_pause_is_decoded_ahead_and_the_stop_starts_no_new_step() {
+        let mut p = Pending::default();
+        p.buf
+            .extend(std::iter::repeat_n(0i16, (2 * SECOND) as usize));
+        p.total = 2 * SECOND;
+        p.last_voiced = SECOND + SECOND / 2;
+        p.pause_end = Some(SECOND + SECOND * 7 / 10);
+        assert!(
+            next_window(&mut p, None, false).is_none(),
+            "a file: nothing ahead"
+        );
+        let w = next_window(&mut p, None, true).expect("ahead of the pause");
+        assert_eq!(
+            (w.kind, w.end_sample(), w.closed),
+            (Kind::Ahead, SECOND * 17 / 10, true)
+        );
+        p.tried_to = w.end_sample();
+        assert!(
+            next_window(&mut p, None, true).is_none(),
+            "decoded ahead once per pause"
+        );
+        p.buf
+            .extend(std::iter::repeat_n(0i16, (3 * SECOND) as usize));
+        p.total += 3 * SECOND;
+        assert!(
+            next_window(&mut p, Some(SECOND * 17 / 10), true).is_none(),
+            "a result waits for its pause: no step meanwhile"
+        );
+        p.pause_end = None;
+        p.stopping = true;
+        assert!(
+            next_window(&mut p, None, true).is_none(),
+            "stopping: no new step"
+        );
+        p.finished = true;
+        let w = next_window(&mut p, None, true).expect("the rest");
+        assert_eq!(
+            (w.kind, w.end_sample(), w.closed),
+            (Kind::Last, 5 * SECOND, true)
+        );
+    }
+
+    #[test]
+    fn a_file_batches_its_utterances_into_long_windows() {
+        let mut p = Pending::default();
+        p.buf
+            .extend(std::iter::repeat_n(0i16, (12 * SECOND) as usize));
+        p.total = 12 * SECOND;
+        p.cuts.extend([3 * SECOND, 7 * SECOND]);
+        assert!(
+            next_window(&mut p, None, false).is_none(),
+            "a file waits for more"
+        );
+        let w = next_window(&mut p, None, true).expect("live: everything to the last pause");
+        assert_eq!((w.kind, w.end_sample()), (Kind::Ahead, 7 * SECOND));
+        p.finished = true;
+        let w = next_window(&mut p, None, false).expect("the whole file");
+        assert_eq!((w.kind, w.end_sample()), (Kind::Last, 12 * SECOND));
+        p.buf
+            .extend(std::iter::repeat_n(0i16, (20 * SECOND) as usize));
+        p.total += 20 * SECOND;
+        let w = next_window(&mut p, None, false).expect("up to the last pause within 25 s");
+        assert_eq!(
+            (w.kind, w.end_sample(), w.closed),
+            (Kind::Pause, 7 * SECOND, true)
+        );
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! This module owns what recognizing one utterance on the device means: the model file
 //! ([`check_model_file`] before whisper.cpp ever sees it), the options (threads, language),
-//! the encoder window an utterance gets ([`audio_ctx_for`]), the result ([`Recognition`]) and the guard that keeps Whisper's inventions on silence
+//! the result ([`Recognition`]) and the guard that keeps Whisper's inventions on silence
 //! ("Thank you.", "[BLANK_AUDIO]") out of a transcript ([`judge`]). The engine itself,
 //! [`whisper::LocalModel`], sits behind the `local` cargo feature (on by default), because it
 //! builds whisper.cpp from source. [`dictation`] is the live engine the recording pipeline
@@ -34,32 +34,6 @@ pub use ggml::GGML_MAGIC;
 /// The rate whisper.cpp takes audio at.
 pub const WHISPER_RATE_HZ: u32 = 16_000;
 
-/// The encoder positions of whisper.cpp's full window (30 s, 50 a second).
-pub const FULL_AUDIO_CTX: u32 = 1_500;
-/// Encoder positions per second of audio.
-pub const AUDIO_CTX_PER_SECOND: u32 = 50;
-/// Audio the encoder sees beyond the utterance's end (padding), in the reduced window.
-pub const AUDIO_CTX_MARGIN_MS: u64 = 1_000;
-/// The shortest reduced window.
-pub const MIN_AUDIO_CTX: u32 = 192;
-
-/// The encoder window for `samples_16k` of audio: `None` is whisper.cpp's full 30 s window
-/// (audio that long or longer), `Some(n)` a window of `n` positions (20 ms each) covering
-/// the audio plus [`AUDIO_CTX_MARGIN_MS`], rounded up to a multiple of 64 and at least
-/// [`MIN_AUDIO_CTX`]. whisper.cpp pads every call to 30 s; the encoder's cost follows the
-/// window, so a 3 s utterance costs a tenth of the full window instead of all of it.
-pub fn audio_ctx_for(samples_16k: usize) -> Option<u32> {
-    let ms = (samples_16k as u64 * 1000).div_ceil(u64::from(WHISPER_RATE_HZ)) + AUDIO_CTX_MARGIN_MS;
-    let positions = ms
-        .saturating_mul(u64::from(AUDIO_CTX_PER_SECOND))
-        .div_ceil(1000);
-    let positions = positions
-        .div_ceil(64)
-        .saturating_mul(64)
-        .max(u64::from(MIN_AUDIO_CTX));
-    (positions < u64::from(FULL_AUDIO_CTX)).then_some(positions as u32)
-}
-
 /// Why on-device recognition could not run.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -76,6 +50,10 @@ pub enum LocalError {
     InferenceFailed,
     #[error("local.resample-failed: the audio could not be prepared for the model")]
     ResampleFailed,
+    /// The engine abandoned an inference whose result it no longer needs (a window still
+    /// open when the stop came); never recorded, the audio is recognized again.
+    #[error("local.aborted: the recognition was abandoned")]
+    Aborted,
 }
 
 impl LocalError {
@@ -88,6 +66,7 @@ impl LocalError {
             LocalError::Unavailable => "local.unavailable",
             LocalError::InferenceFailed => "local.inference-failed",
             LocalError::ResampleFailed => "local.resample-failed",
+            LocalError::Aborted => "local.aborted",
         }
     }
 }
@@ -210,32 +189,6 @@ pub enum Verdict {
 
 /// Above this no-speech probability a result is taken for silence.
 pub const NO_SPEECH_THRESHOLD: f32 = 0.6;
-
-/// Utterances with less voiced audio than this are never sent to the model.
-pub const MIN_VOICED_MS: u64 = 120;
-
-/// Whether an utterance with `voiced_ms` of voiced audio is worth recognizing at all
-/// (the energy gate; the segmenter already measured it).
-pub fn worth_recognizing(voiced_ms: u64) -> bool {
-    voiced_ms >= MIN_VOICED_MS
-}
-
-/// The voiced audio in `pcm_24k` by the segmenter's rule (the energy gate for audio that did
-/// not come through a live segmenter, and a second look at audio that did).
-pub fn voiced_ms(pcm_24k: &[i16]) -> u64 {
-    use crate::audio::segment::{SegmentEvent, Segmenter, SegmenterConfig};
-    let mut segmenter = Segmenter::new(SegmenterConfig::for_rate(24_000));
-    let mut events = Vec::new();
-    segmenter.push(pcm_24k, &mut events);
-    segmenter.finish(&mut events);
-    events
-        .iter()
-        .map(|e| match e {
-            SegmentEvent::Ended(u) => u.voiced_ms,
-            SegmentEvent::Started { .. } => 0,
-        })
-        .sum()
-}
 
 /// Keeps Whisper's inventions out: blank results, annotations (`[BLANK_AUDIO]`, `(silence)`,
 /// `[Music]`, `*cough*`) and results the model itself rated as probably not speech. Only
@@ -479,33 +432,6 @@ mod tests {
             judge(&rec("[BLANK_AUDIO] Hello there.", 0.1)),
             Verdict::Text("Hello there.".into())
         );
-    }
-
-    #[test]
-    fn the_encoder_window_follows_the_utterance() {
-        let s = |secs: f64| (secs * f64::from(WHISPER_RATE_HZ)) as usize;
-        // 1 s + 1 s margin = 100 positions, below the floor.
-        assert_eq!(audio_ctx_for(s(1.0)), Some(MIN_AUDIO_CTX));
-        // 11 s + 1 s = 600 positions → 640.
-        assert_eq!(audio_ctx_for(s(11.0)), Some(640));
-        // 27.7 s + 1 s = 1435 → 1472, still below the full window.
-        assert_eq!(audio_ctx_for(s(27.7)), Some(1_472));
-        // From 28.8 s on, the rounded window would reach 1500: the full window.
-        assert_eq!(audio_ctx_for(s(28.8)), None);
-        assert_eq!(audio_ctx_for(s(60.0)), None);
-        assert_eq!(audio_ctx_for(0), Some(MIN_AUDIO_CTX));
-        // Never shorter than the audio it covers.
-        for tenth in 0u32..300 {
-            if let Some(n) = audio_ctx_for(s(f64::from(tenth) / 10.0)) {
-                assert!(u64::from(n) * 20 >= u64::from(tenth) * 100 + AUDIO_CTX_MARGIN_MS);
-            }
-        }
-    }
-
-    #[test]
-    fn the_energy_gate_needs_voiced_audio() {
-        assert!(!worth_recognizing(60));
-        assert!(worth_recognizing(120));
     }
 
     #[test]

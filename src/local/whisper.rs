@@ -4,21 +4,25 @@
 //! tensor table), then lets whisper.cpp load it (Metal on
 //! Apple targets through the crate's `metal` feature). A [`Recognizer`] owns one inference
 //! state and recognizes utterances one at a time on whatever thread owns it — the callers
-//! give it a thread of its own. Each utterance is decoded on its own (`no_context`), greedy,
-//! with blank and non-speech tokens suppressed, then judged by [`super::judge`]. An utterance
-//! shorter than whisper.cpp's 30 s window is one segment encoded over a window that follows
-//! its length ([`super::audio_ctx_for`]: the audio plus 1 s), not the full 30 s: the encoder,
-//! the fixed cost of every call, shrinks with the utterance (a 3 s utterance costs about a
-//! tenth of a full window on tiny.en, with the same words on the clips measured).
+//! give it a thread of its own. A window of audio (up to 30 s) is decoded on its own
+//! (`no_context`), greedy, with whisper.cpp's full encoder window, timestamps on and
+//! `single_segment` off, into timed [`Segment`]s that the engine commits and judges
+//! ([`super::judge`]). A reduced encoder window (`audio_ctx`) is not used: whisper.cpp lists it
+//! as an experimental speed-up that degrades output; on natural speech it lost words and
+//! looped, and even for the short rest after a stop (checked, with a 3 s floor) tiny.en
+//! repeated the phrase fifteen to twenty times. An inference can be abandoned through a
+//! flag (`local.aborted`, [`Decode::abort`]).
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Once};
 
 use whisper_rs::{FullParams, SamplingStrategy, WhisperContext, WhisperContextParameters};
 
+use super::dictation::{Decode, Segment};
 use super::{
-    LocalError, LocalOptions, Recognition, Verdict, check_model_file, judge, to_whisper_rate,
-    voiced_ms, worth_recognizing,
+    LocalError, LocalOptions, Recognition, Verdict, WHISPER_RATE_HZ, check_model_file, judge,
+    to_whisper_rate,
 };
 
 /// The whisper.cpp version this build carries (for provenance in the session).
@@ -105,59 +109,131 @@ impl std::fmt::Debug for Recognizer {
 }
 
 impl Recognizer {
-    /// One utterance through every guard: audio without enough voiced frames never reaches
-    /// the model, and what the model returns is judged ([`judge`]).
+    /// Audio through the guard: what the model returns is judged ([`judge`]). Every sample
+    /// reaches the model; Whisper itself tells speech from silence and noise.
     pub fn transcribe(&mut self, pcm_24k: &[i16]) -> Result<Verdict, LocalError> {
-        if !worth_recognizing(voiced_ms(pcm_24k)) {
-            return Ok(Verdict::NoSpeech);
-        }
         Ok(judge(&self.recognize(pcm_24k)?))
     }
 
-    /// Recognizes 24 kHz mono PCM16 audio (one utterance), unguarded. Blocks for the
-    /// inference.
+    /// Recognizes 24 kHz mono PCM16 audio, unguarded: the segments' text joined, and the
+    /// highest no-speech probability among them. Blocks for the inference.
     pub fn recognize(&mut self, pcm_24k: &[i16]) -> Result<Recognition, LocalError> {
-        let audio = to_whisper_rate(pcm_24k)?;
-        let mut params = FullParams::new(SamplingStrategy::Greedy { best_of: 1 });
-        params.set_n_threads(i32::try_from(self.options.threads.max(1)).unwrap_or(1));
-        params.set_language(self.options.language.as_deref());
-        params.set_translate(false);
-        params.set_no_context(true);
-        params.set_no_timestamps(false);
-        // An utterance (at most the segmenter's 28 s) is one window, encoded only as far as
-        // it reaches (`audio_ctx_for`); longer audio keeps whisper.cpp's 30 s windows.
-        if let Some(n) = super::audio_ctx_for(audio.len()) {
-            params.set_audio_ctx(i32::try_from(n).unwrap_or(0));
-            params.set_single_segment(true);
-        }
-        params.set_suppress_blank(true);
-        params.set_suppress_nst(true);
-        params.set_print_special(false);
-        params.set_print_progress(false);
-        params.set_print_realtime(false);
-        params.set_print_timestamps(false);
-        self.state
-            .full(params, &audio)
-            .map_err(|_| LocalError::InferenceFailed)?;
-        let mut text = String::new();
-        let mut no_speech = 0.0f32;
-        for segment in self.state.as_iter() {
-            let piece = segment
-                .to_str_lossy()
-                .map_err(|_| LocalError::InferenceFailed)?;
-            text.push_str(&piece);
-            no_speech = no_speech.max(segment.no_speech_probability());
-        }
+        let segments = self.segments(pcm_24k)?;
+        let text: Vec<&str> = segments.iter().map(|s| s.text.trim()).collect();
         Ok(Recognition {
-            text: text.trim().to_owned(),
-            no_speech_probability: no_speech,
+            text: text.join(" ").trim().to_owned(),
+            no_speech_probability: segments
+                .iter()
+                .map(|s| s.no_speech_probability)
+                .fold(0.0, f32::max),
         })
     }
+
+    /// Recognizes a window of 24 kHz mono PCM16 audio (up to 30 s) as timed segments,
+    /// unguarded, with whisper.cpp's full 30 s encoder window, timestamps on and segments
+    /// split where the model ends them ([`params`]). Blocks for the inference.
+    pub fn segments(&mut self, pcm_24k: &[i16]) -> Result<Vec<Segment>, LocalError> {
+        self.decode(pcm_24k, &Decode::default())
+    }
+
+    /// [`Recognizer::segments`] as `how` says: without the temperature fallback, or with a
+    /// flag that abandons the inference (`local.aborted`).
+    pub fn decode(&mut self, pcm_24k: &[i16], how: &Decode) -> Result<Vec<Segment>, LocalError> {
+        let mut audio = to_whisper_rate(pcm_24k)?;
+        // whisper.cpp skips input shorter than 1 s; a short word is padded with silence.
+        let shortest = WHISPER_RATE_HZ as usize * 11 / 10;
+        if audio.len() < shortest {
+            audio.resize(shortest, 0.0);
+        }
+        let language = self.options.language.clone();
+        let mut params = params(self.options.threads, language.as_deref());
+        if !how.fallback {
+            params.set_temperature_inc(0.0);
+        }
+        let abort = how.abort.clone();
+        if let Some(flag) = &abort {
+            // SAFETY: `aborted` only reads the `AtomicBool` behind the pointer, and `flag`
+            // (an `Arc` held on this stack frame) outlives the `full` call that uses it.
+            // whisper-rs's closure variant (`set_abort_callback_safe`) is not used: in 0.16 it
+            // instantiates its trampoline with the closure's type while the pointer it passes
+            // is a boxed trait object.
+            unsafe {
+                params.set_abort_callback(Some(aborted));
+                params.set_abort_callback_user_data(Arc::as_ptr(flag) as *mut std::ffi::c_void);
+            }
+        }
+        let result = self.state.full(params, &audio);
+        if abort.is_some_and(|f| f.load(Ordering::Relaxed)) {
+            return Err(LocalError::Aborted);
+        }
+        result.map_err(|_| LocalError::InferenceFailed)?;
+        let len = pcm_24k.len() as u64;
+        // Timestamps are in 10 ms steps: 240 samples at 24 kHz.
+        let at = |t: i64| (u64::try_from(t).unwrap_or(0) * 240).min(len);
+        let mut out = Vec::new();
+        for segment in self.state.as_iter() {
+            let text = segment
+                .to_str_lossy()
+                .map_err(|_| LocalError::InferenceFailed)?;
+            out.push(Segment {
+                start_sample: at(segment.start_timestamp()),
+                end_sample: at(segment.end_timestamp()),
+                text: text.into_owned(),
+                no_speech_probability: segment.no_speech_probability(),
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// whisper.cpp's abort callback: the flag behind `flag` is set.
+unsafe extern "C" fn aborted(flag: *mut std::ffi::c_void) -> bool {
+    // SAFETY: the pointer is the `AtomicBool` of an `Arc` that `Recognizer::decode` keeps
+    // alive for the whole inference.
+    unsafe { (*(flag as *const AtomicBool)).load(Ordering::Relaxed) }
+}
+
+/// Temperature steps of the fallback when a decode looks wrong (whisper.cpp's entropy and
+/// log-probability checks): 0, 0.2, … 1.0, whisper.cpp's own default — at most six decoder
+/// passes over one encoding of a window. (Steps of 0.4 cost fewer passes and lost words the
+/// default keeps: "8 of spades" came back "8 of speeds" in the cards clip.)
+pub const TEMPERATURE_STEP: f32 = 0.2;
+
+/// How whisper.cpp decodes a window: greedy, the full 30 s encoder window (a reduced one
+/// makes the standard models repeat themselves and lose words), timestamps on and
+/// `single_segment` off (so a decode that stops early is continued, not dropped), blank and
+/// non-speech tokens suppressed, each window on its own (`no_context`), a bounded
+/// temperature fallback.
+fn params(threads: usize, language: Option<&str>) -> FullParams<'_, '_> {
+    let mut params = FullParams::new(SamplingStrategy::Greedy { best_of: 1 });
+    params.set_n_threads(i32::try_from(threads.max(1)).unwrap_or(1));
+    params.set_language(language);
+    params.set_translate(false);
+    params.set_no_context(true);
+    params.set_no_timestamps(false);
+    params.set_single_segment(false);
+    params.set_suppress_blank(true);
+    params.set_suppress_nst(true);
+    params.set_temperature(0.0);
+    params.set_temperature_inc(TEMPERATURE_STEP);
+    params.set_print_special(false);
+    params.set_print_progress(false);
+    params.set_print_realtime(false);
+    params.set_print_timestamps(false);
+    params
 }
 
 impl super::dictation::Recognize for Recognizer {
     fn transcribe(&mut self, pcm_24k: &[i16]) -> Result<Verdict, LocalError> {
         Recognizer::transcribe(self, pcm_24k)
+    }
+
+    fn segments(&mut self, pcm_24k: &[i16]) -> Result<Vec<Segment>, LocalError> {
+        Recognizer::segments(self, pcm_24k)
+    }
+
+    fn decode(&mut self, pcm_24k: &[i16], how: &Decode) -> Result<Vec<Segment>, LocalError> {
+        Recognizer::decode(self, pcm_24k, how)
     }
 }
 
