@@ -106,6 +106,13 @@ impl App {
         self.harness.state_mut().show_page(Page::Settings);
         self.harness.step();
         self.click_nth(Role::RadioButton, "On this device (Whisper)", 0);
+        // The choice applies at once (issue 24, item 11); the page settles once it is saved
+        // (the welcome card then says what is missing).
+        self.wait_until("the choice to be saved", |h| {
+            h.state().settings().recognition.engine == RecognitionEngine::Local
+        });
+        self.harness.step();
+        self.harness.step();
     }
 
     fn model_file(&self, name: &str) -> PathBuf {
@@ -447,4 +454,35 @@ fn issue24_03_a_download_shows_bytes_speed_and_time_left_and_a_failure_what_next
     assert!(wrong.has_label("Details: models."));
     assert!(!wrong.model_file("base.en").exists());
     wrong.shutdown();
+}
+
+/// Issue 24, item 1: without a key but with the model already on disk (downloaded earlier,
+/// or by the CLI), the fix is to use it, not to download it again.
+#[test]
+fn issue24_01_an_installed_model_is_offered_when_there_is_no_key() {
+    let server = serve(MODEL_LEN, model_byte, vec![Serve::Full]);
+    let mut f = fixture(None, None, 1.0, |_| {});
+    let store = ModelStore::new(f.dir.path().join("models"))
+        .with_catalog(test_catalog())
+        .with_base_url(&server.url())
+        .unwrap();
+    let never = std::sync::atomic::AtomicBool::new(false);
+    store
+        .download(&test_catalog()[0], &never, &mut |_| {})
+        .expect("the model, downloaded before");
+    f.ui.set_model_store(store);
+    let mut app = UiApp::new(f, 700.0, 1000.0);
+    app.harness.state_mut().show_page(Page::Dictation);
+    app.wait_label("or use the downloaded base.en model on this Mac");
+    assert!(start_control(&app).0, "Start is off");
+    app.click("Use base.en on this Mac");
+    app.wait_until("the settings to name the device", |h| {
+        h.state().settings().recognition.engine == RecognitionEngine::Local
+    });
+    app.wait_until("Start to be enabled", |h| {
+        !h.get_by_role_and_label(Role::Button, "Start dictation")
+            .accesskit_node()
+            .is_disabled()
+    });
+    app.shutdown();
 }

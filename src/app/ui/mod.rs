@@ -843,7 +843,20 @@ impl PersykUi {
                 self.saving.pop_front();
                 self.form_error = Some(format!("Not saved: {code}"));
             }
-            Update::Models(rows) => self.models.rows = Some(rows),
+            Update::Models(rows) => {
+                // Rows listed for another store (one replaced since it was asked) are not
+                // this folder's: its catalog is a different table.
+                let current = self.models.store.as_ref().is_some_and(|store| {
+                    rows.len() == store.catalog().len()
+                        && rows
+                            .iter()
+                            .zip(store.catalog())
+                            .all(|(r, m)| std::ptr::eq(r.model, m))
+                });
+                if current {
+                    self.models.rows = Some(rows);
+                }
+            }
             Update::ModelProgress { name, progress } => {
                 self.models.notes.remove(&name);
                 self.models.failures.remove(&name);

@@ -57,10 +57,22 @@ impl PersykUi {
         }
     }
 
+    /// Whether the models folder holds `name`, verified (as last listed).
+    fn is_installed(&self, name: &str) -> bool {
+        self.models.rows.as_ref().is_some_and(|rows| {
+            rows.iter()
+                .any(|r| r.model.name == name && r.state == ModelState::Installed)
+        })
+    }
+
     /// The sentence that says why Start cannot be pressed.
     pub(super) fn blocker_sentence(&self, blocker: Blocker) -> String {
         let model = self.local_model_name().unwrap_or(DEFAULT_LOCAL_MODEL);
         match blocker {
+            Blocker::NoKey if self.is_installed(DEFAULT_LOCAL_MODEL) => format!(
+                "To dictate, add an OpenAI API key (online), or use the downloaded \
+                 {DEFAULT_LOCAL_MODEL} model on this Mac without a network."
+            ),
             Blocker::NoKey => format!(
                 "To dictate, add an OpenAI API key (online), or download the {DEFAULT_LOCAL_MODEL} \
                  model{} once and dictate on this Mac without a network.",
@@ -182,11 +194,18 @@ impl PersykUi {
     }
 
     /// "Download base.en (141 MiB)", unless it is downloading already.
+    /// An installed default model that is not in use yet is offered as "Use base.en on this
+    /// Mac" (the same action: an installed model "downloads" at once, then switches).
     fn download_button_ui(&self, ui: &mut egui::Ui, name: &str, actions: &mut Vec<Action>) {
         if self.models.progress.contains_key(name) || self.models.store.is_none() {
             return;
         }
-        if ui.button(self.download_label(name)).clicked() {
+        let label = if self.is_installed(name) {
+            format!("Use {name} on this Mac")
+        } else {
+            self.download_label(name)
+        };
+        if ui.button(label).clicked() {
             actions.push(if name == DEFAULT_LOCAL_MODEL {
                 Action::GetDefaultModel
             } else {
@@ -312,12 +331,9 @@ impl PersykUi {
                     .map(|s| format!(" ({s})"))
                     .unwrap_or_default()
             )));
-            let installed = self.models.rows.as_ref().is_some_and(|rows| {
-                rows.iter().any(|r| {
-                    r.model.name == DEFAULT_LOCAL_MODEL && r.state == ModelState::Installed
-                })
-            });
-            if installed {
+            let in_use = self.settings.recognition.engine == RecognitionEngine::Local
+                && self.local_model_name() == Some(DEFAULT_LOCAL_MODEL);
+            if self.is_installed(DEFAULT_LOCAL_MODEL) && in_use {
                 ui.label(format!("{DEFAULT_LOCAL_MODEL} is downloaded."));
             } else if self.models.store.is_none() {
                 ui.colored_label(
