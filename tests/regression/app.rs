@@ -1562,3 +1562,28 @@ fn issue24_07_failed_starts_leave_nothing_and_any_session_can_be_deleted() {
     assert!(!kept.exists());
     app.shutdown();
 }
+
+/// Issue 24, item 4, on the Search page: a damaged row showed its bare diagnostic code and a
+/// failed open "Could not open the session (project.not-authoritative)". Both are sentences
+/// now; the code is in the tooltip or the details line.
+#[test]
+fn issue24_04_history_problems_are_sentences_too() {
+    let f = fixture(None, Some("sk-test"), 1.0, |_| {});
+    let mut app = UiApp::new(f, 640.0, 900.0);
+    let damaged = app.root.join("0195b4a2-0000-7000-8000-00000000bbbb");
+    std::fs::create_dir_all(&damaged).unwrap();
+    std::fs::copy(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/reject/asset.field-type.jsonl"),
+        damaged.join("session.jsonl"),
+    )
+    .unwrap();
+    app.harness.state_mut().show_page(Page::Search);
+    app.wait_label("cannot be read fully");
+    assert!(!app.has_label("asset.field-type"), "a bare code on the row");
+    app.click("Open");
+    app.wait_label("This session could not be opened.");
+    assert!(app.has_label("Details: "));
+    assert!(!app.has_label("Could not open the session ("));
+    app.shutdown();
+}

@@ -201,6 +201,9 @@ impl PersykUi {
                 ui.visuals().weak_text_color()
             };
             ui.colored_label(color, text);
+            if let (true, Some(code)) = (*error, &self.search.details) {
+                super::onboarding::details_ui(ui, code);
+            }
         }
         if self.search.waiting || self.search.edited_at.is_some() {
             ui.label(RichText::new("Searching…").weak());
@@ -218,8 +221,9 @@ impl PersykUi {
         if let Some(code) = results.error {
             ui.colored_label(
                 ui.visuals().error_fg_color,
-                format!("Invalid query ({code})"),
+                "This search cannot be run: try other words.",
             );
+            super::onboarding::details_ui(ui, code);
         }
         if !results.skipped.is_empty() {
             ui.colored_label(
@@ -475,7 +479,9 @@ pub(super) fn result_row(
         if row.needs_recovery {
             ui.label(RichText::new("needs recovery").color(ui.visuals().warn_fg_color));
         } else if let Some(code) = row.diagnostic {
-            ui.label(RichText::new(code).color(ui.visuals().warn_fg_color));
+            // A sentence on the row; the file's first diagnostic code in its tooltip.
+            ui.label(RichText::new("cannot be read fully").color(ui.visuals().warn_fg_color))
+                .on_hover_text(format!("Details: {code}"));
         }
     });
     if let Some(excerpt) = &row.excerpt {

@@ -185,6 +185,8 @@ struct SearchState {
     open_generation: u64,
     opening: bool,
     message: Option<(String, bool)>,
+    /// The stable code behind an error `message`: its details line (also logged).
+    details: Option<String>,
     /// The row ↑/↓ selected (Enter opens it, ⌘C copies it).
     selected: Option<usize>,
     /// Scroll the selected row into view next frame.
@@ -193,6 +195,15 @@ struct SearchState {
     focus_query: bool,
     /// Each row's local day, time and duration (beside `results.rows`).
     times: Vec<history::RowTime>,
+}
+
+impl SearchState {
+    /// An error said as a sentence; its code goes to the details line and the log.
+    fn failed(&mut self, sentence: &str, code: String) {
+        eprintln!("persyk: {sentence} ({code})");
+        self.message = Some((sentence.to_owned(), true));
+        self.details = Some(code);
+    }
 }
 
 /// What a click asks for; applied after the frame's layout.
@@ -739,6 +750,7 @@ impl PersykUi {
                         true,
                     ),
                 });
+                self.search.details = None;
                 self.run_search();
             }
             Update::Results(results) => {
@@ -781,8 +793,7 @@ impl PersykUi {
                             self.search.opened_pages.insert(start, m);
                         }
                         Err(code) => {
-                            self.search.message =
-                                Some((format!("Could not read the session ({code})"), true));
+                            self.search.failed("This session could not be read.", code);
                         }
                     }
                 }
@@ -793,20 +804,21 @@ impl PersykUi {
                 }
                 Ok(t) => self.copy(&t),
                 Err(code) => {
-                    self.search.message =
-                        Some((format!("Could not read the session ({code})"), true));
+                    self.search.failed("This session could not be read.", code);
                 }
             },
             Update::OpenFailed { code, .. } => {
                 self.search.opening = false;
-                self.search.message = Some((format!("Could not open the session ({code})"), true));
+                self.search
+                    .failed("This session could not be opened.", code);
             }
             Update::Recovered { summary, .. } => {
                 self.search.message = Some((format!("Recovered: {summary}"), false));
                 self.run_search();
             }
             Update::RecoverFailed { code, .. } => {
-                self.search.message = Some((format!("Recovery failed ({code})"), true));
+                self.search
+                    .failed("This session could not be recovered.", code);
             }
             Update::Recent(items) => {
                 self.history_known = true;
