@@ -1587,3 +1587,45 @@ fn issue24_04_history_problems_are_sentences_too() {
     assert!(!app.has_label("Could not open the session ("));
     app.shutdown();
 }
+
+/// Issue 24, item 1: the welcome card vanished the moment a download was asked for, and
+/// never came back even though nothing had worked. It stays until one dictation has worked,
+/// then it is gone, also in the next launch (read from the history, not a flag).
+#[test]
+fn issue24_01_the_welcome_stays_until_a_dictation_has_worked() {
+    let f = fixture(
+        Some(one_utterance("issue24-01-welcome", "The first words.")),
+        Some("sk-test"),
+        30.0,
+        |_| {},
+    );
+    let mut app = UiApp::new(f, 640.0, 1400.0);
+    app.harness.state_mut().show_page(Page::Settings);
+    app.harness.step();
+    assert!(app.has_label("Welcome to Persyk"));
+    assert!(app.has_label("Ready to dictate."));
+    app.click("Go to Dictation");
+    app.click("Start dictation");
+    app.wait_until("the first message", |h| {
+        h.query_all_by_label_contains("The first words.")
+            .next()
+            .is_some()
+    });
+    app.click("Stop dictation");
+    app.wait_label(" recorded.");
+    app.harness.state_mut().show_page(Page::Settings);
+    app.harness.step();
+    assert!(!app.has_label("Welcome to Persyk"));
+
+    // The next launch, on the same folder: no welcome.
+    let root = app.root.clone();
+    let f = fixture(None, Some("sk-test"), 1.0, |s| {
+        s.sessions.directory = Some(root);
+    });
+    let mut again = UiApp::new(f, 640.0, 1400.0);
+    again.harness.state_mut().show_page(Page::Settings);
+    again.harness.step();
+    assert!(!again.has_label("Welcome to Persyk"));
+    again.shutdown();
+    app.shutdown();
+}
