@@ -101,7 +101,7 @@ fn child(messages: u64) {
     let start = Instant::now();
     loop {
         h.step();
-        if has(&h, "read-only, at leaf") && has(&h, &first_words) {
+        if has(&h, "Read-only: the session as it was") && has(&h, &first_words) {
             break;
         }
         assert!(

@@ -240,6 +240,34 @@ impl FeedbackSettings {
     }
 }
 
+/// The window's colours.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ThemeChoice {
+    /// Follow the system's appearance (light where the system says nothing).
+    #[default]
+    System,
+    Light,
+    Dark,
+}
+
+/// The `appearance` section.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppearanceSettings {
+    #[serde(default)]
+    pub theme: ThemeChoice,
+    /// Keys of this section this version does not know, kept as they were.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+impl AppearanceSettings {
+    fn is_default(&self) -> bool {
+        self.theme == ThemeChoice::System && self.other.is_empty()
+    }
+}
+
 /// What happens to a finished recording's transcript besides being saved.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -333,6 +361,9 @@ pub struct Settings {
         skip_serializing_if = "AfterDictationSettings::is_default"
     )]
     pub after_dictation: AfterDictationSettings,
+    /// Light, dark or the system's (absent from the file while it follows the system).
+    #[serde(default, skip_serializing_if = "AppearanceSettings::is_default")]
+    pub appearance: AppearanceSettings,
     /// Keys this version does not know, kept as they were.
     #[serde(flatten)]
     pub other: Map<String, Value>,

@@ -171,14 +171,14 @@ fn issue14_04_arrows_move_a_selection_and_enter_opens_it() {
     app.key(Key::ArrowUp);
     assert!(app.query_focused(), "the arrows do not move the focus away");
     app.key(Key::Enter);
-    app.wait_label("read-only, at leaf");
+    app.wait_label("Read-only: the session as it was");
     assert!(app.has_label("Middle note"));
     assert!(app.has_label("about pears"));
     assert!(!app.has_label("Newest note"));
     // Esc goes back to the results, the field focused again.
     app.key(Key::Escape);
     app.wait_label("Oldest note");
-    assert!(!app.has_label("read-only, at leaf"));
+    assert!(!app.has_label("Read-only: the session as it was"));
     assert!(app.query_focused());
     app.shutdown();
 }
@@ -233,7 +233,7 @@ fn issue14_04_command_c_copies_the_selected_row_unless_the_field_has_a_selection
     app.wait_copies(2);
     assert_eq!(app.copies()[1], "Newest note about plums");
     assert!(
-        !app.has_label("read-only, at leaf"),
+        !app.has_label("Read-only: the session as it was"),
         "copied without opening"
     );
 
@@ -355,7 +355,7 @@ fn issue14_04_rows_are_grouped_by_day_with_time_duration_and_a_copy_button() {
     let copies = app.effects.copies.clone();
     app.wait_until("the copy", move |_| !copies.lock().unwrap().is_empty());
     assert_eq!(app.copies(), vec!["From today second part".to_owned()]);
-    assert!(!app.has_label("read-only, at leaf"));
+    assert!(!app.has_label("Read-only: the session as it was"));
     assert_eq!(
         app.harness
             .query_all_by_role_and_label(Role::Button, "Copy")
@@ -398,7 +398,7 @@ fn issue14_04_the_selected_row_is_scrolled_into_view() {
     let y = app.y_of(target);
     assert!((0.0..height).contains(&y), "scrolled into view (y = {y})");
     app.key(Key::Enter);
-    app.wait_label("read-only, at leaf");
+    app.wait_label("Read-only: the session as it was");
     assert!(app.has_label(target));
     app.shutdown();
 }

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use app_support::fixture;
 use app_support::ui::UiApp;
 use eframe::egui::accesskit::Role;
-use egui_kittest::kittest::Queryable;
+use egui_kittest::kittest::{NodeT, Queryable};
 use model_server::{MODEL_LEN, Serve, Server, model_byte, serve, sha256_of};
 use persyk::app::ui::Page;
 use persyk::local::models::{CatalogModel, ModelStore};
@@ -106,6 +106,13 @@ impl App {
         self.harness.state_mut().show_page(Page::Settings);
         self.harness.step();
         self.click_nth(Role::RadioButton, "On this device (Whisper)", 0);
+        // The choice applies at once (issue 24, item 11); the page settles once it is saved
+        // (the welcome card then says what is missing).
+        self.wait_until("the choice to be saved", |h| {
+            h.state().settings().recognition.engine == RecognitionEngine::Local
+        });
+        self.harness.step();
+        self.harness.step();
     }
 
     fn model_file(&self, name: &str) -> PathBuf {
@@ -203,36 +210,279 @@ fn a_model_file_that_is_not_a_model_is_not_saved() {
     app.harness.step();
     app.click("Save settings");
     app.wait_label("Not saved: local.model-invalid");
-    assert!(!app.config.exists(), "nothing saved");
+    // Choosing "On this device" applied at once (issue 24, item 11); the file never did.
+    let saved = Settings::load(&app.config).unwrap();
+    assert_eq!(
+        saved.recognition.local_model, None,
+        "the file was not saved"
+    );
     app.shutdown();
 }
 
 #[test]
 fn first_run_offers_a_key_or_an_offline_download() {
     let mut app = app(None, vec![Serve::Full]);
-    // No key: the window opens on Settings with both ways to start.
+    // No key: the window opens on Settings with the welcome card and both ways to start.
     assert_eq!(app.harness.state().page(), Page::Settings);
-    app.harness.step();
-    assert!(app.has_label("Persyk needs an OpenAI API key"));
-    assert!(app.harness.query_by_label("API key").is_some());
-    assert!(app.has_label("Offline: download the Whisper model base.en"));
-    app.click("Download base.en and dictate offline");
-    // The choice is saved at once and the model downloads.
-    app.wait_label("Downloaded and verified");
+    app.wait_label("Welcome to Persyk");
+    assert!(app.harness.query_by_label("OpenAI API key").is_some());
+    assert!(app.has_label("Download the model base.en (3 MiB) once"));
+    app.click("Download base.en (3 MiB)");
+    // Downloaded and verified, and only then the engine moves to the device.
+    app.wait_label("base.en is downloaded");
+    app.wait_until("the settings to name the device", |h| {
+        h.state().settings().recognition.engine == RecognitionEngine::Local
+    });
     assert!(served_bytes_match(&app.model_file("base.en")));
     let saved = Settings::load(&app.config).unwrap();
     assert_eq!(saved.recognition.engine, RecognitionEngine::Local);
-    // The first-run explanation has made way for the Recognition section.
-    assert!(!app.has_label("Persyk needs an OpenAI API key"));
-    assert!(
-        app.harness
-            .query_all_by_role_and_label(Role::RadioButton, "On this device (Whisper)")
-            .next()
-            .is_some()
-    );
+    // Ready, and the welcome stays until a dictation has worked.
+    app.wait_label("Ready to dictate.");
+    assert!(app.has_label("Welcome to Persyk"));
     // The dictation page no longer asks for a key.
     app.harness.state_mut().show_page(Page::Dictation);
     app.harness.step();
-    assert!(!app.has_label("Add your OpenAI API key"));
+    assert!(!app.has_label("To dictate, add an OpenAI API key"));
+    app.shutdown();
+}
+
+/// The Dictation page's Start control, as a screen reader finds it.
+fn start_control(app: &UiApp) -> (bool, Option<String>) {
+    let node = app
+        .harness
+        .get_by_role_and_label(Role::Button, "Start dictation")
+        .accesskit_node();
+    (node.is_disabled(), node.description())
+}
+
+/// Issue 24, item 1: "Download base.en and dictate offline" without a network saved
+/// `recognition.engine: "local"` anyway, hid the welcome card, said "the connection dropped"
+/// (it never connected) and "Partly downloaded (0 MiB)"; the Dictation page looked ready and
+/// Start failed with a bare `models.not-downloaded`. Now nothing is switched before the model
+/// is verified, the failure says what to do, and Start is disabled with the reason.
+#[test]
+fn issue24_01_without_a_network_the_download_fails_in_a_sentence_and_nothing_switches() {
+    let mut f = fixture(None, None, 1.0, |_| {});
+    let models = f.dir.path().join("models");
+    // Nothing listens on port 1 of the loopback: the server is never reached.
+    f.ui.set_model_store(
+        ModelStore::new(models.clone())
+            .with_catalog(test_catalog())
+            .with_base_url("http://127.0.0.1:1/models")
+            .unwrap(),
+    );
+    let mut app = UiApp::new(f, 700.0, 1400.0);
+    app.wait_label("Welcome to Persyk");
+    app.click("Download base.en (3 MiB)");
+    app.wait_label("No network connection: the download server could not be reached.");
+    assert!(app.has_label("Details: models.offline"));
+    assert!(!app.has_label("connection dropped"));
+    assert_eq!(
+        app.harness
+            .query_all_by_role_and_label(Role::Button, "Try again")
+            .count(),
+        1
+    );
+    // Nothing switched, nothing half-there, and the welcome card stays.
+    assert_eq!(
+        app.harness.state().settings().recognition.engine,
+        RecognitionEngine::Openai
+    );
+    assert!(!app.config.exists(), "no setting was written");
+    assert_eq!(
+        ModelStore::new(models)
+            .with_catalog(test_catalog())
+            .state(&test_catalog()[0]),
+        persyk::local::models::ModelState::Absent
+    );
+    assert!(app.has_label("Welcome to Persyk"));
+    assert!(!app.has_label("Partly downloaded"));
+    // The Dictation page says why in one sentence, with both fixes beside it, and Start is
+    // disabled with that sentence as its reason.
+    app.harness.state_mut().show_page(Page::Dictation);
+    app.harness.step();
+    app.harness.step();
+    let why = "To dictate, add an OpenAI API key (online), or download the base.en model \
+               (3 MiB) once and dictate on this Mac without a network.";
+    assert!(app.has_label(why));
+    assert_eq!(start_control(&app), (true, Some(why.to_owned())));
+    for fix in ["Add an OpenAI key", "Download base.en (3 MiB)"] {
+        assert_eq!(
+            app.harness
+                .query_all_by_role_and_label(Role::Button, fix)
+                .count(),
+            1,
+            "{fix}"
+        );
+    }
+    // The download's failure is said there too.
+    assert!(app.has_label("No network connection"));
+    app.click("Add an OpenAI key");
+    assert_eq!(app.harness.state().page(), Page::Settings);
+    app.shutdown();
+}
+
+/// Issue 24, item 1: saved as on-device recognition with the model missing (what the bug
+/// left behind), the Dictation page says so with the download beside it and Start is off;
+/// once downloaded, Start is on.
+#[test]
+fn issue24_01_a_missing_model_disables_start_with_the_download_beside_it() {
+    let server = serve(MODEL_LEN, model_byte, vec![Serve::Full]);
+    let mut f = fixture(None, None, 1.0, |s| {
+        s.recognition.engine = RecognitionEngine::Local;
+    });
+    let models = f.dir.path().join("models");
+    f.ui.set_model_store(
+        ModelStore::new(models)
+            .with_catalog(test_catalog())
+            .with_base_url(&server.url())
+            .unwrap(),
+    );
+    let mut app = UiApp::new(f, 700.0, 1000.0);
+    assert_eq!(app.harness.state().page(), Page::Dictation);
+    let why = "The on-device model base.en is not downloaded yet: download it to dictate.";
+    app.wait_label(why);
+    let node = app
+        .harness
+        .get_by_role_and_label(Role::Button, "Start dictation")
+        .accesskit_node();
+    assert!(node.is_disabled());
+    assert_eq!(node.description().as_deref(), Some(why));
+    app.click("Download base.en (3 MiB)");
+    app.wait_until("Start to be enabled", |h| {
+        !h.get_by_role_and_label(Role::Button, "Start dictation")
+            .accesskit_node()
+            .is_disabled()
+    });
+    assert!(!app.has_label(why));
+    app.shutdown();
+}
+
+/// Issue 24, item 2: the online path has its own field and button on the welcome card; the
+/// key is checked with the provider at once and kept only if it was not refused.
+#[test]
+fn issue24_02_the_welcome_card_checks_a_pasted_key_at_once() {
+    use app_support::scenario;
+    // A provider that refuses every key: the key is not kept.
+    let refusing = scenario(
+        r#"{"name": "key-check-401", "reject_every_key": true, "connections": [{"utterances": []}]}"#,
+    );
+    let mut app = UiApp::new(fixture(Some(refusing), None, 1.0, |_| {}), 700.0, 1400.0);
+    app.wait_label("Welcome to Persyk");
+    // The no-key Dictation page mentions the offline way too.
+    app.harness.state_mut().show_page(Page::Dictation);
+    app.harness.step();
+    assert!(app.has_label("or download the base.en model"));
+    app.harness.state_mut().show_page(Page::Settings);
+    app.harness.step();
+    app.harness.get_by_label("OpenAI API key").focus();
+    app.harness.step();
+    app.harness
+        .get_by_label("OpenAI API key")
+        .type_text("sk-refused");
+    app.harness.step();
+    app.click("Use this key");
+    app.wait_label("OpenAI refused this key. Check that you copied all of it.");
+    assert!(app.has_label("Details: provider.unauthorized"));
+    assert_eq!(app.keys.0.lock().unwrap().as_deref(), None);
+    app.shutdown();
+
+    // A provider that accepts it: "Ready", kept, and Start works.
+    let accepting = scenario(r#"{"name": "key-check", "connections": [{"utterances": []}]}"#);
+    let mut app = UiApp::new(fixture(Some(accepting), None, 1.0, |_| {}), 700.0, 1400.0);
+    app.wait_label("Welcome to Persyk");
+    app.harness.get_by_label("OpenAI API key").focus();
+    app.harness.step();
+    app.harness
+        .get_by_label("OpenAI API key")
+        .type_text("sk-accepted");
+    app.harness.step();
+    app.click("Use this key");
+    app.wait_label("Ready: OpenAI accepted the key.");
+    assert!(app.has_label("Ready to dictate."));
+    assert_eq!(app.keys.0.lock().unwrap().as_deref(), Some("sk-accepted"));
+    app.click("Go to Dictation");
+    assert_eq!(app.harness.state().page(), Page::Dictation);
+    assert!(!app.has_label("To dictate, add an OpenAI API key"));
+    let node = app
+        .harness
+        .get_by_role_and_label(Role::Button, "Start dictation")
+        .accesskit_node();
+    assert!(!node.is_disabled());
+    // The key never reaches the settings file.
+    if app.config.exists() {
+        let file = std::fs::read_to_string(&app.config).unwrap();
+        assert!(!file.contains("sk-accepted"));
+    }
+    app.shutdown();
+}
+
+/// Issue 24, item 3: a download shows bytes, speed and time left (not a bare percentage);
+/// a failed one says what to do next.
+#[test]
+fn issue24_03_a_download_shows_bytes_speed_and_time_left_and_a_failure_what_next() {
+    let mut trickle = app(Some("sk-test"), vec![Serve::Trickle]);
+    trickle.choose_on_this_device();
+    trickle.wait_button("Download");
+    trickle.click_nth(Role::Button, "Download", 0);
+    trickle.wait_label("Downloading ");
+    trickle.wait_label(" MiB/s · about ");
+    assert!(trickle.has_label(" of 3 MiB"));
+    assert!(trickle.has_label(" left"));
+    trickle.wait_label("Downloaded and verified");
+    trickle.shutdown();
+
+    // The server sends something else: nothing installed, and the next steps offered.
+    let mut wrong = app(
+        Some("sk-test"),
+        vec![Serve::Body(b"<html>nope</html>".to_vec())],
+    );
+    wrong.choose_on_this_device();
+    wrong.wait_button("Download");
+    wrong.click_nth(Role::Button, "Download", 0);
+    wrong.wait_label("The downloaded file was not the expected model, so nothing was installed.");
+    for next in ["Try again", "Choose another model"] {
+        assert_eq!(
+            wrong
+                .harness
+                .query_all_by_role_and_label(Role::Button, next)
+                .count(),
+            1,
+            "{next}"
+        );
+    }
+    assert!(wrong.has_label("Details: models."));
+    assert!(!wrong.model_file("base.en").exists());
+    wrong.shutdown();
+}
+
+/// Issue 24, item 1: without a key but with the model already on disk (downloaded earlier,
+/// or by the CLI), the fix is to use it, not to download it again.
+#[test]
+fn issue24_01_an_installed_model_is_offered_when_there_is_no_key() {
+    let server = serve(MODEL_LEN, model_byte, vec![Serve::Full]);
+    let mut f = fixture(None, None, 1.0, |_| {});
+    let store = ModelStore::new(f.dir.path().join("models"))
+        .with_catalog(test_catalog())
+        .with_base_url(&server.url())
+        .unwrap();
+    let never = std::sync::atomic::AtomicBool::new(false);
+    store
+        .download(&test_catalog()[0], &never, &mut |_| {})
+        .expect("the model, downloaded before");
+    f.ui.set_model_store(store);
+    let mut app = UiApp::new(f, 700.0, 1000.0);
+    app.harness.state_mut().show_page(Page::Dictation);
+    app.wait_label("or use the downloaded base.en model on this Mac");
+    assert!(start_control(&app).0, "Start is off");
+    app.click("Use base.en on this Mac");
+    app.wait_until("the settings to name the device", |h| {
+        h.state().settings().recognition.engine == RecognitionEngine::Local
+    });
+    app.wait_until("Start to be enabled", |h| {
+        !h.get_by_role_and_label(Role::Button, "Start dictation")
+            .accesskit_node()
+            .is_disabled()
+    });
     app.shutdown();
 }

@@ -273,7 +273,7 @@ fn removal_timeout_closes_the_connection_and_stops_the_recording() {
     app.click("Stop dictation");
     app.wait_label("Saved:");
     assert!(app.has_label("No answer in time"));
-    assert!(app.has_label("incomplete"));
+    assert!(app.has_label("part of it was not transcribed"));
     assert!(!app.harness.state().is_recording());
     // Local acknowledged history stays: both messages are copied.
     assert_eq!(
@@ -331,14 +331,14 @@ fn transcribe_again_streams_the_saved_wav_into_a_new_session() {
     app.wait_label("The connection to OpenAI was lost. Still recording: the audio is saved");
     app.click("Stop dictation");
     app.wait_label("Saved:");
-    assert!(app.has_label("incomplete"));
+    assert!(app.has_label("part of it was not transcribed"));
     let first = app.sessions();
     assert_eq!(first.len(), 1);
     let first_text = session_text(&first[0]);
     assert!(first_text.contains("\"outcome\":\"incomplete\""));
     app.click("Transcribe again");
     app.wait_until("a second, complete session", |h| {
-        h.query_all_by_label_contains(", complete").next().is_some()
+        h.query_all_by_label_contains(" recorded.").next().is_some()
     });
     assert!(app.has_label("Transcribed again."));
     let sessions = app.sessions();
@@ -359,13 +359,18 @@ fn transcribe_again_streams_the_saved_wav_into_a_new_session() {
 #[test]
 fn starting_without_a_key_says_so() {
     let mut app = app(None, None, 5.0);
-    // First run opens on Settings with the explanation.
+    // First run opens on Settings with the welcome card.
     assert_eq!(app.harness.state().page(), Page::Settings);
-    assert!(app.has_label("Persyk needs an OpenAI API key"));
+    app.wait_label("Welcome to Persyk");
     app.harness.state_mut().show_page(Page::Dictation);
     app.harness.step();
-    app.click("Start dictation");
-    app.wait_label("no API key; add one in Settings (credentials.no-key)");
+    // Start says why it cannot start, and the page offers the fix.
+    assert!(app.has_label("To dictate, add an OpenAI API key"));
+    assert_eq!(app.buttons("Add an OpenAI key"), 1);
+    // The hotkey or the menu-bar icon still reach the backend, which refuses in a sentence.
+    app.harness.state_mut().start();
+    app.wait_label("Persyk needs an OpenAI API key to dictate online");
+    assert!(app.has_label("Details: credentials.no-key"));
     assert!(app.sessions().is_empty(), "nothing recorded");
     app.shutdown();
 }
@@ -465,7 +470,7 @@ fn search_finds_opens_the_pinned_leaf_and_recovers() {
     // Rows are newest first: c (damaged), then a and its copy.
     let open_index = 1;
     app.click_nth("Open", open_index);
-    app.wait_label("read-only, at leaf");
+    app.wait_label("Read-only: the session as it was");
     assert!(app.has_label("The first note"));
     assert!(app.has_label("Find the Needle here"));
     assert!(
@@ -674,7 +679,9 @@ fn a_refused_key_keeps_recording_and_says_so_in_a_sentence() {
     assert!(app.harness.state().is_recording());
     app.click("Stop dictation");
     app.wait_label("Saved:");
-    assert!(app.has_label("incomplete. OpenAI refused the API key — check it in Settings"));
+    assert!(app.has_label("part of it was not transcribed"));
+    assert!(app.has_label("OpenAI refused the API key — check it in Settings."));
+    assert!(app.has_label("Details: provider.unauthorized"));
     let text = session_text(&app.sessions()[0]);
     assert!(
         text.contains("\"reason\":\"provider.unauthorized\""),

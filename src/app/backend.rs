@@ -23,14 +23,16 @@
 //! - With `recognition.engine` local a recording needs no API key: the settings' model is
 //!   loaded off the async workers by the first local recording and kept while the settings
 //!   name the same file; inference runs on the local engine's own thread.
-//! - Discard deletes only a session this backend created, and never while it records.
+//! - Discard deletes any session of the configured roots the user confirmed, through the
+//!   store's whole-session deletion, never the one recording. A recording that could not be
+//!   finished and holds no audio leaves no session: it is deleted as it ends.
 //! - A search result is dropped when a newer query has been asked meanwhile.
 //! - Model downloads run on blocking threads beside everything else, one per model; quitting
 //!   cancels them (their parts stay for the next download to resume).
 //! - Search and listing reuse per-file summaries ([`SearchCache`]) between keystrokes; a
 //!   changed file is scanned again.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -242,7 +244,6 @@ impl BackendHandle {
                         updates: upd_tx,
                         waker,
                         active: None,
-                        created: HashSet::new(),
                         latest_search: Arc::new(AtomicU64::new(0)),
                         downloads: Arc::new(Mutex::new(HashMap::new())),
                         #[cfg(feature = "local")]
@@ -346,8 +347,6 @@ struct Backend {
     updates: mpsc::Sender<Update>,
     waker: Waker,
     active: Option<Active>,
-    /// Sessions this backend created (the only ones Discard may delete).
-    created: HashSet<PathBuf>,
     latest_search: Arc<AtomicU64>,
     /// The cancel flag of each running model download, by model name.
     downloads: Downloads,
@@ -372,6 +371,7 @@ async fn recording_done(active: &mut Option<Active>) -> Finished {
                 complete: false,
                 halted: None,
                 error: Some("app.recording-task-failed".into()),
+                removed: false,
             },
         },
         None => std::future::pending().await,
@@ -414,6 +414,7 @@ impl Backend {
                 },
                 finished = recording_done(&mut self.active) => {
                     self.active = None;
+                    let finished = self.drop_if_empty(finished).await;
                     self.notifier().send(Update::Ended(Box::new(finished))).await;
                 }
                 _ = shutdown.changed() => break,
@@ -496,6 +497,32 @@ impl Backend {
             }
             Command::Discard { session } => {
                 let update = self.discard(&session).await;
+                notify.send(update).await;
+            }
+            Command::DeleteEmpty => {
+                let update = match self.store() {
+                    Ok(store) => {
+                        let settings = self.settings.clone();
+                        let dev = self.config.dev;
+                        let live = self.active.as_ref().map(|a| a.session.clone());
+                        let cache = self.search_cache.clone();
+                        tokio::task::spawn_blocking(move || {
+                            delete_empty(&settings, dev, &store, live.as_deref(), &cache)
+                        })
+                        .await
+                        .unwrap_or(Update::EmptyDeleted {
+                            deleted: 0,
+                            failed: 1,
+                        })
+                    }
+                    Err(code) => {
+                        eprintln!("persyk: empty sessions: {code}");
+                        Update::EmptyDeleted {
+                            deleted: 0,
+                            failed: 1,
+                        }
+                    }
+                };
                 notify.send(update).await;
             }
             Command::Search {
@@ -621,6 +648,14 @@ impl Backend {
                     notify.send(Update::Devices(devices)).await;
                 });
             }
+            Command::CheckKey { key } => {
+                let provider = self.settings.provider().map_err(|e| e.code());
+                let keys = self.config.keys.clone();
+                tokio::spawn(async move {
+                    let update = check_and_keep_key(provider, keys, key).await;
+                    notify.send(update).await;
+                });
+            }
             Command::SaveSettings { settings, api_key } => {
                 let update = self.save_settings(*settings, api_key).await;
                 notify.send(update).await;
@@ -729,7 +764,6 @@ impl Backend {
             .continuation(&LeafSelector::Default)
             .map_err(|e| e.code().to_owned())?;
         let session = handle.dir().to_path_buf();
-        self.created.insert(session.clone());
         let (stop, stop_rx) = watch::channel(false);
         let (view_tx, view_rx) = oneshot::channel();
         let (removals, removals_rx) = mpsc::channel(16);
@@ -838,13 +872,27 @@ impl Backend {
         Err(crate::local::LocalError::Unavailable.code().to_owned())
     }
 
+    /// A recording that failed (could not be finished, or halted) without recording any
+    /// audio leaves no session behind (a failed start is not history): it is deleted, and
+    /// `removed` says so. A recording the user stopped at once is kept.
+    async fn drop_if_empty(&mut self, mut finished: Finished) -> Finished {
+        let failed = finished.error.is_some() || finished.halted.is_some();
+        if !failed || finished.duration_ms > 0 || !finished.transcript.is_empty() {
+            return finished;
+        }
+        match self.discard(&finished.session).await {
+            Update::DiscardFailed { code } => {
+                eprintln!("persyk: an empty recording's session was kept: {code}");
+            }
+            _ => finished.removed = true,
+        }
+        finished
+    }
+
     async fn discard(&mut self, session: &Path) -> Update {
         let failed = |code: &str| Update::DiscardFailed { code: code.into() };
         if self.active.as_ref().is_some_and(|a| a.session == session) {
             return failed("app.session-recording");
-        }
-        if !self.created.contains(session) {
-            return failed("app.not-created-here");
         }
         let store = match self.store() {
             Ok(s) => s,
@@ -857,12 +905,9 @@ impl Backend {
         })
         .await;
         match result {
-            Ok(Ok(())) => {
-                self.created.remove(session);
-                Update::Discarded {
-                    session: session.to_path_buf(),
-                }
-            }
+            Ok(Ok(())) => Update::Discarded {
+                session: session.to_path_buf(),
+            },
             Ok(Err(e)) => failed(e.code()),
             Err(_) => failed("app.task-failed"),
         }
@@ -915,6 +960,42 @@ impl Backend {
         self.settings = settings;
         Update::SettingsSaved
     }
+}
+
+/// Checks `key` with the provider, then keeps it in the key store unless the provider
+/// refused it: a key that could not be checked (no network) is kept, so the user is not
+/// asked again once the network is back. Neither the key nor the provider's answer text is
+/// logged or shown; only the stable code.
+async fn check_and_keep_key(
+    provider: Result<crate::realtime::protocol::Settings, &'static str>,
+    keys: Arc<dyn KeyStore>,
+    key: String,
+) -> Update {
+    let key = key.trim().to_owned();
+    if key.is_empty() {
+        return Update::KeyChecked {
+            code: Some("credentials.empty-key".into()),
+            stored: false,
+        };
+    }
+    let checked = match &provider {
+        Ok(p) => crate::realtime::engine::check_key(p, &key).await,
+        Err(code) => Err(*code),
+    };
+    let keep = match checked {
+        Ok(()) => true,
+        Err(code) => code == crate::realtime::engine::UNREACHABLE,
+    };
+    let mut code = checked.err().map(str::to_owned);
+    let mut stored = false;
+    if keep {
+        match tokio::task::spawn_blocking(move || keys.set(&key)).await {
+            Ok(Ok(())) => stored = true,
+            Ok(Err(c)) => code = Some(c),
+            Err(_) => code = Some("app.task-failed".into()),
+        }
+    }
+    Update::KeyChecked { code, stored }
 }
 
 fn lock_downloads(
@@ -995,6 +1076,7 @@ fn finished_from(
             complete: t.report.complete && t.halted.is_none(),
             halted: t.halted.or(t.report.halted),
             error: None,
+            removed: false,
         },
         Err(e) => Finished {
             session,
@@ -1004,6 +1086,7 @@ fn finished_from(
             complete: false,
             halted: None,
             error: Some(e.code().to_owned()),
+            removed: false,
         },
     }
 }
@@ -1130,6 +1213,65 @@ fn copy_row(location: &Path, leaf: Option<String>) -> Result<String, String> {
         Some(pages) => copy_all(&pages),
         None => Ok(String::new()),
     }
+}
+
+/// Deletes every listed session that holds no message and no recorded audio (never the one
+/// recording, never a duplicate or a damaged one), through the store's whole-session
+/// deletion.
+fn delete_empty(
+    settings: &Settings,
+    dev: bool,
+    store: &Store,
+    live: Option<&Path>,
+    cache: &SearchCache,
+) -> Update {
+    let (mut deleted, mut failed) = (0, 0);
+    let Ok(roots) = settings.roots(dev) else {
+        return Update::EmptyDeleted { deleted, failed: 1 };
+    };
+    let specs = RootSpec::from_roots(&roots, settings.sessions.directory.is_none());
+    let discovery = discover(&specs);
+    let mut cursor = None;
+    let mut empty = Vec::new();
+    loop {
+        let request = PageRequest {
+            limit: 500,
+            cursor: cursor.take(),
+        };
+        let page = search_cache::list(&discovery, &request, cache);
+        empty.extend(
+            page.rows
+                .into_iter()
+                .filter(|r| {
+                    live != Some(r.location.as_path())
+                        && r.duplicate_of.is_none()
+                        && r.diagnostic.is_none()
+                        && r.duration_ms.unwrap_or(0) == 0
+                })
+                .map(|r| r.location),
+        );
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    for location in empty {
+        // No message at all at the default leaf (read, not guessed from the listing).
+        let Ok(opened) = open_session(&location, None) else {
+            continue;
+        };
+        if opened.pages.is_some() {
+            continue;
+        }
+        match store.open_path(&location).and_then(|h| store.delete(&h)) {
+            Ok(()) => deleted += 1,
+            Err(e) => {
+                eprintln!("persyk: an empty session was not deleted: {}", e.code());
+                failed += 1;
+            }
+        }
+    }
+    Update::EmptyDeleted { deleted, failed }
 }
 
 /// Sessions looked at for "Recent": the newest that have any text, up to `limit`.

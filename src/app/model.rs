@@ -31,8 +31,12 @@ pub enum Command {
     Stop,
     /// Remove a published canonical message of the running recording.
     Remove { entry_id: String },
-    /// Delete the session the app just created (the user confirmed).
+    /// Delete a session (the user confirmed): the one just recorded or any history row; never
+    /// the one recording. Through the store's whole-session deletion.
     Discard { session: PathBuf },
+    /// Delete every session of the configured roots that holds no message and no audio
+    /// (what a failed start left behind in older versions); answered with `EmptyDeleted`.
+    DeleteEmpty,
     /// Search the configured roots (an empty query lists recent sessions); `after` asks
     /// for the page that follows an earlier answer of the same generation.
     Search {
@@ -79,6 +83,9 @@ pub enum Command {
     CancelDownload { name: String },
     /// Delete a downloaded model (and any part of it).
     DeleteModel { store: ModelStore, name: String },
+    /// Check an API key with the provider at once (a connection is opened and closed), then
+    /// keep it in the key store unless the provider refused it (answered with `KeyChecked`).
+    CheckKey { key: String },
 }
 
 /// Where a recording's audio comes from.
@@ -118,6 +125,8 @@ pub struct Finished {
     pub halted: Option<String>,
     /// The recording could not be finished at all (a stable code).
     pub error: Option<String>,
+    /// It recorded no audio, so its session was deleted (a failed start is not history).
+    pub removed: bool,
 }
 
 /// One search or listing row.
@@ -252,6 +261,12 @@ pub enum Update {
     DiscardFailed {
         code: String,
     },
+    /// The answer to `Command::DeleteEmpty`: how many empty sessions were deleted, and how
+    /// many could not be.
+    EmptyDeleted {
+        deleted: usize,
+        failed: usize,
+    },
     Results(Box<SearchResults>),
     Opened(Box<OpenedSession>),
     /// A page of an opened session (`generation` as asked), or a stable code.
@@ -301,6 +316,13 @@ pub enum Update {
     ModelDeleted {
         name: String,
     },
+    /// The answer to `Command::CheckKey`: `code` is `None` when the provider accepted the
+    /// key, else why not (`provider.unauthorized`, `provider.unreachable`, …); `stored` says
+    /// whether the key is now in the key store (a key that could not be checked is kept).
+    KeyChecked {
+        code: Option<String>,
+        stored: bool,
+    },
 }
 
 /// Wakes the window after an update. The context is known only once the first frame runs;
@@ -336,13 +358,131 @@ impl std::fmt::Debug for Waker {
 }
 
 /// An engine's halt reason as one sentence for the window (`provider.unauthorized: HTTP 401`
-/// → "OpenAI refused the API key — check it in Settings"); reasons without a provider code
-/// stay as they are.
+/// → "OpenAI refused the API key — check it in Settings"; `capture.silent-input` → "The
+/// microphone sent only silence …"), without a final full stop: callers continue it.
+/// A reason without a code reads "The transcription stopped"; its text goes to the details
+/// line ([`halt_details`]), never into the sentence.
 pub fn halt_sentence(reason: &str) -> String {
     let code = crate::pipeline::halt_code(reason);
     if code.starts_with("provider.") {
         crate::realtime::engine::failure_sentence(code).to_owned()
+    } else if code == "engine.halted" {
+        "The transcription stopped".to_owned()
     } else {
-        reason.to_owned()
+        problem(code).sentence.trim_end_matches('.').to_owned()
     }
+}
+
+/// What the details line under a halt says: the reason's stable code, or the engine's own
+/// reason when it has none (fixed text, never content).
+pub fn halt_details(reason: &str) -> &str {
+    match crate::pipeline::halt_code(reason) {
+        "engine.halted" => reason,
+        code => code,
+    }
+}
+
+/// The one action that fixes a [`Problem`]: the button shown beside its sentence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fix {
+    /// "Add an OpenAI key": the welcome card's key field on the Settings page.
+    AddKey,
+    /// "Check API key": the key field on the Settings page.
+    CheckKey,
+    /// "Download base.en (141 MiB)": the default on-device model.
+    DownloadModel,
+    /// "Choose a model": Settings › Recognition.
+    ChooseModel,
+    /// "Choose microphone": Settings › Microphone.
+    ChooseMicrophone,
+    /// "Open Microphone Privacy Settings": System Settings › Privacy & Security › Microphone.
+    MicrophonePrivacy,
+    /// "Open Settings".
+    OpenSettings,
+}
+
+/// A rejection as the window says it: a sentence a Mac user understands (fixed text per
+/// code, never content or a secret) and the action that fixes it. The code itself goes to
+/// the details line and the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Problem {
+    pub sentence: &'static str,
+    pub fix: Option<Fix>,
+}
+
+/// The [`Problem`] a stable code stands for (a start refused, a recording halted).
+pub fn problem(code: &str) -> Problem {
+    let (sentence, fix) = match code {
+        "credentials.no-key" | "credentials.empty-key" => (
+            "Persyk needs an OpenAI API key to dictate online, or a downloaded model to \
+             dictate on this Mac.",
+            Some(Fix::AddKey),
+        ),
+        "credentials.store-unavailable" => (
+            "Persyk could not read the API key from the system's key store.",
+            Some(Fix::CheckKey),
+        ),
+        "provider.unauthorized" => ("OpenAI refused the API key.", Some(Fix::CheckKey)),
+        "provider.unreachable" => (
+            "OpenAI could not be reached. Check the network connection.",
+            None,
+        ),
+        c if c.starts_with("provider.") => ("The transcription service stopped.", None),
+        "models.not-downloaded" | "local.model-missing" => (
+            "The on-device model is not downloaded yet.",
+            Some(Fix::DownloadModel),
+        ),
+        "models.damaged"
+        | "models.invalid-file"
+        | "local.model-invalid"
+        | "local.model-unreadable" => (
+            "The on-device model file is damaged or is not a Whisper model.",
+            Some(Fix::ChooseModel),
+        ),
+        "local.unavailable" => (
+            "This copy of Persyk cannot recognize speech on the device.",
+            Some(Fix::AddKey),
+        ),
+        c if c.starts_with("local.") => ("Recognition on this Mac failed.", None),
+        "capture.permission-denied" => (
+            "Persyk may not use the microphone. Turn Persyk on in System Settings › Privacy & \
+             Security › Microphone, then start again. Nothing was recorded.",
+            Some(Fix::MicrophonePrivacy),
+        ),
+        "capture.silent-input" => (
+            "The microphone sent only silence. Check that the right microphone is chosen and \
+             that it is not muted.",
+            Some(Fix::ChooseMicrophone),
+        ),
+        "capture.device-not-found" => (
+            "The chosen microphone is not connected.",
+            Some(Fix::ChooseMicrophone),
+        ),
+        "capture.no-device" | "capture.no-microphone" => (
+            "No microphone was found. Connect one, or choose another.",
+            Some(Fix::ChooseMicrophone),
+        ),
+        "capture.device-lost" | "capture.source-disconnected" => (
+            "The microphone stopped working during the recording.",
+            Some(Fix::ChooseMicrophone),
+        ),
+        "capture.max-length" => ("The recording reached its longest possible length.", None),
+        c if c.starts_with("capture.") => (
+            "The microphone could not be used.",
+            Some(Fix::ChooseMicrophone),
+        ),
+        "app.already-recording" => ("A recording is already running.", None),
+        "app.shutting-down" => ("Persyk is quitting.", None),
+        c if c.starts_with("settings.") => ("The settings are not valid.", Some(Fix::OpenSettings)),
+        c if c.starts_with("store.") => (
+            "Persyk could not write to the sessions folder.",
+            Some(Fix::OpenSettings),
+        ),
+        "capture.wav-write" | "capture.backpressure" => (
+            "Persyk could not keep up writing the recording to disk.",
+            None,
+        ),
+        _ => ("Something went wrong.", None),
+    };
+    Problem { sentence, fix }
 }

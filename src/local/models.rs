@@ -466,8 +466,9 @@ impl ModelStore {
             Ok(m) if m.is_file() => return ModelState::Damaged { bytes: m.len() },
             _ => {}
         }
+        // An empty part (a download that never received a byte) holds nothing to resume.
         match fs::symlink_metadata(self.part_path(model.name)) {
-            Ok(m) if m.is_file() => ModelState::Partial { bytes: m.len() },
+            Ok(m) if m.is_file() && m.len() > 0 => ModelState::Partial { bytes: m.len() },
             _ => ModelState::Absent,
         }
     }

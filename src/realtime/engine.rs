@@ -1635,6 +1635,30 @@ pub fn failure_sentence(code: &str) -> &'static str {
     }
 }
 
+/// Checks `api_key` with the provider without transcribing anything: the same websocket
+/// upgrade a recording opens (same URL and `Authorization`), closed at once. `Err` is the
+/// stable code a recording would halt with: [`UNAUTHORIZED`] when the provider refused the
+/// key, [`UNREACHABLE`] when it could not be reached (or did not answer within
+/// [`CONNECT_TIMEOUT`]), [`CONNECT_FAILED`] for any other refusal. Nothing is written.
+pub async fn check_key(settings: &Settings, api_key: &str) -> Result<(), &'static str> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut req = settings
+        .url()
+        .into_client_request()
+        .map_err(|_| CONNECT_FAILED)?;
+    let auth = HeaderValue::from_str(&format!("Bearer {api_key}")).map_err(|_| UNAUTHORIZED)?;
+    req.headers_mut().insert("Authorization", auth);
+    match tokio::time::timeout(CONNECT_TIMEOUT, tokio_tungstenite::connect_async(req)).await {
+        Ok(Ok((mut ws, _))) => {
+            // The answer is in; the close is a courtesy with its own deadline.
+            let _ = tokio::time::timeout(CLOSE_TIMEOUT, ws.close(None)).await;
+            Ok(())
+        }
+        Ok(Err(e)) => Err(connect_code(&e)),
+        Err(_) => Err(UNREACHABLE),
+    }
+}
+
 /// The stable code of a failed connection attempt: the key refused (HTTP 401), the service
 /// not reachable (network, DNS, TLS, timeout), or any other refusal of the upgrade.
 fn connect_code(e: &tokio_tungstenite::tungstenite::Error) -> &'static str {

@@ -75,6 +75,8 @@ pub struct Recorded {
     pub notes: Arc<Mutex<Vec<(String, String)>>>,
     /// Make the clipboard fail (a locked or missing clipboard).
     pub broken: Arc<std::sync::atomic::AtomicBool>,
+    /// Notification failures to report (what a system without notifications answers).
+    pub notify_failures: Arc<Mutex<Vec<String>>>,
 }
 
 impl Effects for Recorded {
@@ -90,6 +92,9 @@ impl Effects for Recorded {
             .lock()
             .unwrap()
             .push((title.to_owned(), body.to_owned()));
+    }
+    fn failures(&mut self) -> Option<String> {
+        self.notify_failures.lock().unwrap().pop()
     }
 }
 

@@ -36,7 +36,7 @@ impl UiApp {
         let harness = Harness::builder()
             .with_size(eframe::egui::vec2(width, height))
             .build_ui_state(|ui, state: &mut PersykUi| state.ui(ui), f.ui);
-        UiApp {
+        let mut app = UiApp {
             harness,
             effects: f.effects,
             keys: f.keys,
@@ -45,7 +45,11 @@ impl UiApp {
             dir: f.dir,
             fake: f.fake,
             wait: WAIT,
-        }
+        };
+        // The welcome card appears (or not) once the history answered; wait for that so no
+        // click lands on a page that moves under it.
+        app.wait_until("the history's first answer", |h| h.state().history_known());
+        app
     }
 
     /// Steps the UI (other threads are working) until `done` holds.

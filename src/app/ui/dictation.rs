@@ -7,12 +7,12 @@ use super::*;
 
 impl PersykUi {
     pub(super) fn dictation_page(&mut self, ui: &mut egui::Ui) {
-        if !self.form.key_stored && self.settings.recognition.engine == RecognitionEngine::Openai {
-            ui.colored_label(
-                ui.visuals().warn_fg_color,
-                "Add your OpenAI API key in Settings to start dictating.",
-            );
+        // While no recognizer is usable: why, with the button that fixes it (Start is off).
+        let blocker = self.blocker().filter(|_| !self.is_recording());
+        if let Some(b) = blocker {
+            self.blocker_ui(ui, b);
         }
+        let blocked = blocker.map(|b| self.blocker_sentence(b));
         if let Some(note) = &self.microphone_note {
             ui.colored_label(ui.visuals().warn_fg_color, note);
         }
@@ -49,7 +49,8 @@ impl PersykUi {
                 Dictation::Live(l) => (RecordFace::Stop, "Stop dictation", Some(l.live.level())),
             };
             let meter = level.map(|l| ((20.0 * l.max(1e-6).log10() + 60.0) / 60.0).clamp(0.0, 1.0));
-            if style::record_button(ui, face, label, meter).clicked() {
+            let disabled = blocked.as_deref().filter(|_| face == RecordFace::Start);
+            if style::record_button(ui, face, label, meter, disabled).clicked() {
                 actions.push(match face {
                     RecordFace::Stop => Action::Stop,
                     _ => Action::Start,
@@ -68,7 +69,10 @@ impl PersykUi {
                     ui.label(style::caption(if keys.trim().is_empty() {
                         "Click here or the menu-bar icon, then talk.".to_owned()
                     } else {
-                        format!("Click here, the menu-bar icon or press {}, then talk.", keys.trim())
+                        format!(
+                            "Click here, the menu-bar icon or press {}, then talk.",
+                            keys.trim()
+                        )
                     }));
                 }
                 Dictation::Starting if self.waiting_permission => {
@@ -82,27 +86,20 @@ impl PersykUi {
                 }
                 Dictation::Failed(code) => {
                     ui.label(RichText::new("Start dictation").strong());
-                    ui.colored_label(
-                        ui.visuals().error_fg_color,
-                        format!("Could not start: {}", describe_start_failure(code)),
-                    );
-                    if code == "capture.permission-denied" {
-                        ui.label(
-                            "Persyk may not use the microphone. Turn Persyk on in System Settings > \
-                             Privacy & Security > Microphone, then start again. Nothing was recorded.",
-                        );
-                        if ui.button("Open Microphone Privacy Settings").clicked() {
-                            actions.push(Action::OpenMicrophoneSettings);
-                        }
-                    }
+                    // A sentence and its fix; the code in the details line (and the log).
+                    let color = ui.visuals().error_fg_color;
+                    self.problem_ui(ui, code, color, &mut actions);
                 }
                 Dictation::Live(l) => {
                     let view = l.live.view.borrow();
                     live_status(ui, l, &view);
                 }
                 Dictation::Done(d) => {
-                    done_status(ui, d);
-                    if !d.discarded {
+                    done_status(ui, d, &mut actions, |ui, code, actions| {
+                        let color = ui.visuals().warn_fg_color;
+                        self.problem_ui(ui, code, color, actions)
+                    });
+                    if !d.discarded && !d.finished.removed {
                         centered_row(ui, "done-actions", |ui| {
                             if !d.finished.transcript.is_empty()
                                 && ui
@@ -129,21 +126,25 @@ impl PersykUi {
         });
         // The transcript under it, in a card filling the rest of the window.
         let view = match &self.dictation {
-            Dictation::Live(l) => {
-                Some((std::borrow::Cow::Owned(l.live.view.borrow().clone()), true))
-            }
+            Dictation::Live(l) => Some((
+                std::borrow::Cow::Owned(l.live.view.borrow().clone()),
+                true,
+                false,
+            )),
+            // Removal after the recording needed the provider's connection; on the device
+            // nothing was remote, so the note would not apply.
             Dictation::Done(d) => d
                 .view
                 .as_ref()
-                .map(|v| (std::borrow::Cow::Borrowed(v), false)),
+                .map(|v| (std::borrow::Cow::Borrowed(v), false, d.online)),
             _ => None,
         };
-        if let Some((view, live)) = view {
+        if let Some((view, live, note)) = view {
             let rows = &mut self.transcript_rows;
             ui.add_space(space::M);
             style::card(ui).show(ui, |ui| {
                 ui.set_min_size(ui.available_size());
-                transcript(ui, &view, live, &self.removals, rows, &mut actions);
+                transcript(ui, &view, (live, note), &self.removals, rows, &mut actions);
             });
         }
         self.pending.extend(actions);
@@ -151,8 +152,15 @@ impl PersykUi {
 
     pub(super) fn discard_dialog(&mut self, ctx: &egui::Context) {
         let mut actions = Vec::new();
+        // The session just recorded is discarded; one from the history is deleted.
+        let just_recorded = matches!(&self.dictation, Dictation::Done(d)
+            if self.confirm_discard.as_ref() == Some(&d.finished.session));
         let modal = egui::Modal::new(egui::Id::unique("persyk-discard")).show(ctx, |ui| {
-            ui.heading("Discard this session?");
+            ui.heading(if just_recorded {
+                "Discard this session?"
+            } else {
+                "Delete this session?"
+            });
             ui.label(
                 "The session, its recording and its transcript are deleted from disk. \
                  This cannot be undone.",
@@ -170,23 +178,6 @@ impl PersykUi {
             actions.push(Action::CancelDiscard);
         }
         self.pending.extend(actions);
-    }
-}
-
-pub(super) fn describe_start_failure(code: &str) -> String {
-    let hint = match code {
-        "credentials.no-key" => "no API key; add one in Settings",
-        "credentials.store-unavailable" => "the secret store could not be read",
-        "app.already-recording" => "a recording is already running",
-        "capture.permission-denied" => "microphone access is off for Persyk",
-        c if c.starts_with("capture.") => "the microphone could not be opened",
-        c if c.starts_with("settings.") => "the settings are not valid",
-        _ => "",
-    };
-    if hint.is_empty() {
-        code.to_owned()
-    } else {
-        format!("{hint} ({code})")
     }
 }
 
@@ -224,7 +215,7 @@ pub(super) fn live_status(ui: &mut egui::Ui, l: &LiveRec, view: &EngineView) {
     ui.add_space(space::XS);
     style::level_meter(ui, l.live.level(), 200.0);
     ui.add_space(space::XS);
-    ui.label(style::caption(format!("Saving to {}", l.session.display())));
+    ui.label(style::caption("Saved to disk as you speak"));
 }
 
 /// A row of buttons centred in `ui` (its width is measured on the frame before; a change
@@ -245,34 +236,68 @@ pub(super) fn centered_row(ui: &mut egui::Ui, salt: &str, add: impl FnOnce(&mut 
     });
 }
 
-pub(super) fn done_status(ui: &mut egui::Ui, d: &DoneRec) {
+/// Under the control once a recording ended: what was saved, why part of it was not
+/// transcribed (a sentence with its fix, the code in a details line), what became of the
+/// text. `problem_ui` draws a code as a sentence with its fix.
+pub(super) fn done_status(
+    ui: &mut egui::Ui,
+    d: &DoneRec,
+    actions: &mut Vec<Action>,
+    problem_ui: impl Fn(&mut egui::Ui, &str, &mut Vec<Action>),
+) {
     let f = &d.finished;
     if d.discarded {
         ui.label("This session was deleted.");
         return;
     }
+    if f.removed {
+        // A start that recorded nothing: said as a sentence, and no session was left.
+        ui.colored_label(
+            ui.visuals().error_fg_color,
+            "The recording could not start.",
+        );
+        let code = f
+            .error
+            .as_deref()
+            .or(f.halted.as_deref().map(crate::pipeline::halt_code));
+        if let Some(code) = code {
+            problem_ui(ui, code, actions);
+        }
+        ui.label("Nothing was recorded, so no session was kept.");
+        return;
+    }
+    let length = fmt_elapsed(Duration::from_millis(f.duration_ms));
     if let Some(code) = &f.error {
         ui.colored_label(
             ui.visuals().error_fg_color,
-            format!("The recording could not be finished ({code})"),
+            "The recording could not be finished.",
         );
+        problem_ui(ui, code, actions);
     } else if f.complete {
-        ui.label(format!(
-            "Saved: {:.1} s, complete",
-            f.duration_ms as f64 / 1000.0
-        ));
+        ui.label(format!("Saved: {length} recorded."));
     } else {
         ui.colored_label(
             ui.visuals().warn_fg_color,
-            format!(
-                "Saved: {:.1} s, incomplete{}",
-                f.duration_ms as f64 / 1000.0,
-                f.halted
-                    .as_deref()
-                    .map(|r| format!(". {}", crate::app::model::halt_sentence(r)))
-                    .unwrap_or_default()
-            ),
+            format!("Saved: {length} recorded, but part of it was not transcribed."),
         );
+        if let Some(reason) = f.halted.as_deref() {
+            let code = crate::pipeline::halt_code(reason);
+            if code.starts_with("provider.") || code == "engine.halted" {
+                let fix = (code == "provider.unauthorized").then_some(Fix::CheckKey);
+                ui.colored_label(
+                    ui.visuals().warn_fg_color,
+                    format!("{}.", crate::app::model::halt_sentence(reason)),
+                );
+                if let Some(fix) = fix
+                    && ui.button("Check API key").clicked()
+                {
+                    actions.push(Action::Fix(fix));
+                }
+                super::onboarding::details_ui(ui, crate::app::model::halt_details(reason));
+            } else {
+                problem_ui(ui, code, actions);
+            }
+        }
     }
     match &d.clipboard {
         Some(Ok(())) => {
@@ -293,7 +318,6 @@ pub(super) fn done_status(ui: &mut egui::Ui, d: &DoneRec) {
         None => {}
     }
     super::after_dictation::paste_outcome(ui, d.paste.as_ref());
-    ui.label(style::caption(format!("Session: {}", f.session.display())));
 }
 
 /// One row of the transcript list.
@@ -310,8 +334,9 @@ pub(super) enum Line {
 }
 
 /// The transcript's rows in reading order: canonical messages with their gap markers
-/// (`gap_at` is sorted), then provisional text, then the note.
-pub(super) fn transcript_lines(view: &EngineView, live: bool) -> Vec<Line> {
+/// (`gap_at` is sorted), then provisional text, then the note when `note` (a finished
+/// recording whose removals needed the provider's connection).
+pub(super) fn transcript_lines(view: &EngineView, note: bool) -> Vec<Line> {
     let mut lines = Vec::with_capacity(view.messages.len() + view.gap_at.len() + 2);
     let mut gaps = view.gap_at.iter().peekable();
     for i in 0..=view.messages.len() {
@@ -324,7 +349,7 @@ pub(super) fn transcript_lines(view: &EngineView, live: bool) -> Vec<Line> {
     }
     lines.extend(gaps.map(|_| Line::Gap));
     lines.extend((0..view.provisional.len()).map(Line::Provisional));
-    if !live && !view.messages.is_empty() {
+    if note && !view.messages.is_empty() {
         lines.push(Line::Note);
     }
     lines
@@ -335,12 +360,12 @@ pub(super) fn transcript_lines(view: &EngineView, live: bool) -> Vec<Line> {
 pub(super) fn transcript(
     ui: &mut egui::Ui,
     view: &EngineView,
-    live: bool,
+    (live, note): (bool, bool),
     removals: &HashMap<String, RemovalStatus>,
     rows: &mut RowHeights,
     actions: &mut Vec<Action>,
 ) {
-    let lines = transcript_lines(view, live);
+    let lines = transcript_lines(view, note);
     let options = ListOptions {
         stick_to_bottom: true,
         shrink_height: true,
@@ -441,7 +466,7 @@ mod tests {
     fn transcript_lines_put_gaps_before_the_message_they_precede() {
         use Line::*;
         assert_eq!(
-            transcript_lines(&view(3, vec![0, 2, 2, 3], 1), true),
+            transcript_lines(&view(3, vec![0, 2, 2, 3], 1), false),
             vec![
                 Gap,
                 Message(0),
@@ -454,9 +479,14 @@ mod tests {
             ]
         );
         assert_eq!(
-            transcript_lines(&view(1, vec![], 0), false),
+            transcript_lines(&view(1, vec![], 0), true),
             vec![Message(0), Note]
         );
-        assert_eq!(transcript_lines(&view(0, vec![0], 0), false), vec![Gap]);
+        assert_eq!(transcript_lines(&view(0, vec![0], 0), true), vec![Gap]);
+        // On the device nothing was remote: no note.
+        assert_eq!(
+            transcript_lines(&view(1, vec![], 0), false),
+            vec![Message(0)]
+        );
     }
 }

@@ -15,6 +15,30 @@ use super::*;
 use eframe::egui::{Key, Modifiers};
 
 impl PersykUi {
+    /// A deleted session leaves the list and, if it was open, the opened view.
+    pub(super) fn forget_session(&mut self, session: &std::path::Path) {
+        if let Some(results) = &mut self.search.results
+            && let Some(i) = results.rows.iter().position(|r| r.location == session)
+        {
+            results.rows.remove(i);
+            if i < self.search.times.len() {
+                self.search.times.remove(i);
+            }
+            self.search.selected = None;
+            self.search.result_rows = RowHeights::default();
+        }
+        if self
+            .search
+            .opened
+            .as_ref()
+            .is_some_and(|o| o.location == session)
+        {
+            self.search.opened = None;
+            self.search.opened_pages.clear();
+            self.search.pages_asked.clear();
+        }
+    }
+
     pub(super) fn run_search(&mut self) {
         self.search.generation += 1;
         self.search.waiting = true;
@@ -177,6 +201,9 @@ impl PersykUi {
                 ui.visuals().weak_text_color()
             };
             ui.colored_label(color, text);
+            if let (true, Some(code)) = (*error, &self.search.details) {
+                super::onboarding::details_ui(ui, code);
+            }
         }
         if self.search.waiting || self.search.edited_at.is_some() {
             ui.label(RichText::new("Searching…").weak());
@@ -194,14 +221,29 @@ impl PersykUi {
         if let Some(code) = results.error {
             ui.colored_label(
                 ui.visuals().error_fg_color,
-                format!("Invalid query ({code})"),
+                "This search cannot be run: try other words.",
             );
+            super::onboarding::details_ui(ui, code);
         }
         if !results.skipped.is_empty() {
             ui.colored_label(
                 ui.visuals().warn_fg_color,
                 format!("{} session(s) could not be searched", results.skipped.len()),
             );
+        }
+        // Older versions left a session per failed start: one action clears those (the
+        // backend deletes only sessions without a message and without audio).
+        if self.search.query.trim().is_empty()
+            && results
+                .rows
+                .iter()
+                .any(|r| r.duration_ms.unwrap_or(0) == 0 && r.diagnostic.is_none())
+            && ui
+                .button("Remove empty sessions")
+                .on_hover_text("Delete every session that holds no words and no audio")
+                .clicked()
+        {
+            actions.push(Action::DeleteEmpty);
         }
         if results.rows.is_empty() && results.error.is_none() {
             ui.label(if self.search.query.trim().is_empty() {
@@ -437,7 +479,9 @@ pub(super) fn result_row(
         if row.needs_recovery {
             ui.label(RichText::new("needs recovery").color(ui.visuals().warn_fg_color));
         } else if let Some(code) = row.diagnostic {
-            ui.label(RichText::new(code).color(ui.visuals().warn_fg_color));
+            // A sentence on the row; the file's first diagnostic code in its tooltip.
+            ui.label(RichText::new("cannot be read fully").color(ui.visuals().warn_fg_color))
+                .on_hover_text(format!("Details: {code}"));
         }
     });
     if let Some(excerpt) = &row.excerpt {
@@ -456,6 +500,13 @@ pub(super) fn result_row(
         }
         if row.needs_recovery && ui.button("Recover").clicked() {
             actions.push(Action::Recover(row.location.clone()));
+        }
+        if ui
+            .button("Delete…")
+            .on_hover_text("Delete this session, its recording and its transcript")
+            .clicked()
+        {
+            actions.push(Action::AskDelete(row.location.clone()));
         }
     });
 }
@@ -496,15 +547,17 @@ pub(super) fn opened_session(
             }
         }
     });
+    // Where it lives and which leaf it shows are details: in the tooltip, not the page.
     ui.label(
-        RichText::new(format!(
-            "{} (read-only, at leaf {})",
-            opened.location.display(),
-            opened.leaf.as_deref().unwrap_or("none")
-        ))
-        .small()
-        .weak(),
-    );
+        RichText::new("Read-only: the session as it was when it was found.")
+            .small()
+            .weak(),
+    )
+    .on_hover_text(format!(
+        "{} (at leaf {})",
+        opened.location.display(),
+        opened.leaf.as_deref().unwrap_or("none")
+    ));
     if total == 0 {
         ui.label("No messages.");
     }

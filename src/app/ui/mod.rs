@@ -9,8 +9,10 @@
 //! [`Action`]s), the control surface the shell and tests drive, backend updates and the page
 //! header. One module per page renders it: [`dictation`] (start/stop, live transcript,
 //! finished recording), [`history`] (search and the opened session), [`settings`] (the form,
-//! recognition and models, first run) with [`after_dictation`] (copy or paste, and the
-//! paste outcome under a finished recording). Shared pieces: [`widgets`] (labelled fields,
+//! recognition and models) with [`after_dictation`] (copy or paste, and the
+//! paste outcome under a finished recording), [`onboarding`] (the welcome card, what keeps
+//! Start from working and its fix, model download progress and failures, problem sentences).
+//! Shared pieces: [`widgets`] (labelled fields,
 //! match highlighting, form rows and sections), [`style`] (the visual language: spacing,
 //! type, light/dark colours, painted icons; installed once by the shell) and
 //! [`virtual_list`] (rows laid out only when in view). Pages are `impl PersykUi` blocks in
@@ -27,9 +29,10 @@
 //! - No timer runs while idle: repaints are requested only while a recording runs (meter and
 //!   elapsed time) or a search is debouncing.
 //! - Model downloads run in the backend; the Settings page only shows their `ModelProgress`
-//!   updates (the backend's waker repaints) and sends Download / Cancel / Delete. First run
-//!   (no key, online recognition) offers both a key and an offline download of the default
-//!   model.
+//!   updates (the backend's waker repaints) and sends Download / Cancel / Delete. Until one
+//!   dictation has worked a welcome card offers both a key (checked at once) and an offline
+//!   download of the default model; recognition moves to the device only once that model is
+//!   installed and verified.
 //! - An opened session's messages are a virtualized list ([`virtual_list::virtual_rows_budgeted`]): only the rows in
 //!   view are laid out and exposed to accessibility, others keep a measured or estimated
 //!   height. Messages come from the backend a page (≤ `MAX_PAGE`) at a time as rows come
@@ -46,6 +49,7 @@ mod after_dictation;
 mod dictation;
 mod history;
 pub mod indicator;
+mod onboarding;
 mod settings;
 pub mod style;
 mod virtual_list;
@@ -54,13 +58,12 @@ mod widgets;
 pub use settings::SettingsForm;
 pub use widgets::{highlighted, match_ranges};
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use eframe::egui::{self, Color32, RichText};
 
-use self::settings::describe_model_failure;
 use self::virtual_list::{ListOptions, RowHeights, virtual_rows_budgeted, virtual_rows_with};
 use self::widgets::field;
 use super::backend::{BackendHandle, ShutdownStatus};
@@ -68,8 +71,8 @@ use super::effects::{Delivered, Effects, first_words};
 use super::event::TrayState;
 use super::hotkey;
 use super::model::{
-    AudioOrigin, Command, Finished, Live, OpenedMessage, OpenedSession, RECENT_LEN, RecentItem,
-    ResultRow, SearchResults, Update, Waker,
+    AudioOrigin, Command, Finished, Fix, Live, OpenedMessage, OpenedSession, Problem, RECENT_LEN,
+    RecentItem, ResultRow, SearchResults, Update, Waker, problem,
 };
 use super::paste::{Delivery, PasteAvailability, PasteError};
 use crate::local::models::DEFAULT_LOCAL_MODEL;
@@ -79,7 +82,7 @@ use crate::realtime::protocol::{
 };
 use crate::recognize::{EngineState, EngineView, RemovalOutcome};
 use crate::session::history::MAX_PAGE;
-use crate::settings::{HotkeyMode, RecognitionEngine, Settings};
+use crate::settings::{HotkeyMode, RecognitionEngine, Settings, ThemeChoice};
 
 /// Quiet time after typing before a search runs.
 pub const SEARCH_DEBOUNCE: Duration = Duration::from_millis(250);
@@ -129,11 +132,12 @@ impl RemovalStatus {
 }
 
 struct LiveRec {
-    session: PathBuf,
     origin: AudioOrigin,
     live: Live,
     started: Instant,
     stopping: bool,
+    /// Recognized by the online provider (removal needs its connection).
+    online: bool,
 }
 
 struct DoneRec {
@@ -146,6 +150,9 @@ struct DoneRec {
     /// The delivery (copy and paste) still running off the UI thread, by its id.
     delivering: Option<u64>,
     discarded: bool,
+    /// Recognized by the online provider: after the recording, removal is no longer offered
+    /// (the transcript says why).
+    online: bool,
 }
 
 enum Dictation {
@@ -178,6 +185,8 @@ struct SearchState {
     open_generation: u64,
     opening: bool,
     message: Option<(String, bool)>,
+    /// The stable code behind an error `message`: its details line (also logged).
+    details: Option<String>,
     /// The row ↑/↓ selected (Enter opens it, ⌘C copies it).
     selected: Option<usize>,
     /// Scroll the selected row into view next frame.
@@ -186,6 +195,15 @@ struct SearchState {
     focus_query: bool,
     /// Each row's local day, time and duration (beside `results.rows`).
     times: Vec<history::RowTime>,
+}
+
+impl SearchState {
+    /// An error said as a sentence; its code goes to the details line and the log.
+    fn failed(&mut self, sentence: &str, code: String) {
+        eprintln!("persyk: {sentence} ({code})");
+        self.message = Some((sentence.to_owned(), true));
+        self.details = Some(code);
+    }
 }
 
 /// What a click asks for; applied after the frame's layout.
@@ -199,8 +217,13 @@ enum Action {
     /// "After dictation": paste was chosen (ask for access), or open the Accessibility pane.
     AfterDictation(after_dictation::AfterDictationRequest),
     AskDiscard,
+    /// A history row's or the opened session's "Delete…": ask first.
+    AskDelete(PathBuf),
     ConfirmDiscard,
     CancelDiscard,
+    /// Search: delete every session without messages or audio (older versions left one
+    /// per failed start).
+    DeleteEmpty,
     TranscribeAgain(PathBuf),
     Open(ResultRow),
     CloseOpened,
@@ -216,8 +239,45 @@ enum Action {
     DownloadModel(String),
     CancelDownload(String),
     DeleteModel(String),
-    /// First run: choose on-device recognition with the default model and download it.
-    OfflineFirstRun,
+    /// Download the default model and switch recognition to it once it is installed and
+    /// verified (the welcome card's and the Dictation page's "Download base.en").
+    GetDefaultModel,
+    /// The button beside a problem's sentence.
+    Fix(Fix),
+    /// The welcome card's "Use this key": check the typed key with the provider.
+    CheckKey,
+    /// Leave Settings for the Dictation page (the welcome card, once ready).
+    GoToDictation,
+}
+
+/// Why no recognizer can run now: the Dictation page says it in one sentence with the
+/// button that fixes it, and Start is disabled with that sentence as its reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Blocker {
+    /// Online recognition and no API key.
+    NoKey,
+    /// On-device recognition and the chosen catalog model is not installed.
+    ModelMissing,
+    /// On-device recognition and the chosen model is downloading.
+    ModelDownloading,
+}
+
+/// The welcome card's key check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum KeyCheck {
+    Checking,
+    /// The provider's answer (`None`: accepted) and whether the key was kept.
+    Done {
+        code: Option<String>,
+        stored: bool,
+    },
+}
+
+/// A Settings section a fix scrolls to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SettingsSection {
+    Recognition,
+    Microphone,
 }
 
 /// The Settings page's view of the models folder.
@@ -231,6 +291,14 @@ struct ModelsView {
     progress: HashMap<String, Progress>,
     /// The last outcome per model (text, is_error).
     notes: HashMap<String, (String, bool)>,
+    /// The last failure per model (a stable code): its sentence and what to do next.
+    failures: HashMap<String, String>,
+    /// When each running download's first report in the downloading phase arrived, and its
+    /// bytes then: the speed and the time left are measured from there.
+    since: HashMap<String, (Instant, u64)>,
+    /// The model whose install switches recognition to the device (the welcome card's and
+    /// the Dictation page's download): the engine changes only once it is verified.
+    switch_when_installed: Option<String>,
 }
 
 /// The whole window's state.
@@ -247,7 +315,9 @@ pub struct PersykUi {
     recent: Vec<RecentItem>,
     /// A one-line status (text, is_error) under the page tabs.
     notice: Option<(String, bool)>,
-    confirm_discard: bool,
+    /// The session a confirmation dialog asks about deleting (the one just recorded, or a
+    /// history row).
+    confirm_discard: Option<PathBuf>,
     search: SearchState,
     /// Measured row heights of the transcript on the Dictation page (live or finished).
     transcript_rows: RowHeights,
@@ -272,6 +342,28 @@ pub struct PersykUi {
     quitting: bool,
     /// The starting recording waits for the user's answer to the microphone prompt.
     waiting_permission: bool,
+    /// The history already holds a dictation with words in it, or one finished in this run
+    /// (the welcome card is shown until then).
+    dictation_worked: bool,
+    /// The history's answer about that has arrived (nothing is shown before it).
+    history_known: bool,
+    /// The welcome card's API key field (checked with the provider, never saved unchecked).
+    welcome_key: String,
+    key_check: Option<KeyCheck>,
+    /// Give the welcome card's key field the keyboard focus next frame.
+    focus_key: bool,
+    /// Scroll Settings to this section next frame.
+    scroll_to: Option<SettingsSection>,
+    /// A notification could not be shown (a content-free reason): Settings says so once.
+    notifications_off: Option<String>,
+    /// The theme choice last applied to the context (`None`: none yet).
+    applied_theme: Option<ThemeChoice>,
+    /// The settings the form last asked to save (or as loaded) and the key typed then: a
+    /// change from these is saved (Settings apply when made).
+    sent: Settings,
+    sent_key: String,
+    /// Saves asked and not answered yet, oldest first, with whether a key went along.
+    saving: VecDeque<(Settings, bool)>,
     /// Where the API key is kept (said on the Settings page).
     key_storage: Option<crate::credentials::KeyStorage>,
     models: ModelsView,
@@ -310,7 +402,7 @@ impl PersykUi {
             removals: HashMap::new(),
             last_transcript: None,
             notice: None,
-            confirm_discard: false,
+            confirm_discard: None,
             search: SearchState::default(),
             transcript_rows: RowHeights::default(),
             settings,
@@ -335,9 +427,31 @@ impl PersykUi {
             paste_availability,
             window_focused: false,
             recent: Vec::new(),
+            dictation_worked: false,
+            history_known: false,
+            welcome_key: String::new(),
+            key_check: None,
+            focus_key: false,
+            scroll_to: None,
+            notifications_off: None,
+            applied_theme: None,
+            sent: Settings::default(),
+            sent_key: String::new(),
+            saving: VecDeque::new(),
         };
+        ui.sent = ui.form.to_settings(&ui.settings);
         ui.send(Command::Recent { limit: RECENT_LEN });
+        ui.list_models();
         ui
+    }
+
+    /// Asks what the models folder holds (the Dictation page needs it to know whether the
+    /// chosen model is there).
+    fn list_models(&mut self) {
+        if let Some(store) = self.models.store.clone() {
+            self.models.asked = true;
+            self.send(Command::ListModels { store });
+        }
     }
 
     // -----------------------------------------------------------------------------------
@@ -363,6 +477,12 @@ impl PersykUi {
         self.page = page;
     }
 
+    /// Whether the history's answer about earlier dictations has arrived: until then the
+    /// welcome card is not shown (tests wait for it before they click by position).
+    pub fn history_known(&self) -> bool {
+        self.history_known
+    }
+
     pub fn is_recording(&self) -> bool {
         matches!(self.dictation, Dictation::Starting | Dictation::Live(_))
     }
@@ -372,7 +492,7 @@ impl PersykUi {
             self.send(Command::Start);
             self.stop_on_start = false;
             self.removals.clear();
-            self.confirm_discard = false;
+            self.confirm_discard = None;
             self.dictation = Dictation::Starting;
             self.notice = None;
         }
@@ -470,6 +590,7 @@ impl PersykUi {
             store: Some(store),
             ..ModelsView::default()
         };
+        self.list_models();
     }
 
     pub fn set_tray_note(&mut self, note: Option<String>) {
@@ -531,14 +652,32 @@ impl PersykUi {
                 record_delivery(&mut *self.effects, done, delivery);
             }
         }
-        if let Some(reason) = self.effects.failures() {
-            self.notice = Some((
-                format!(
-                    "The notification could not be shown ({reason}); the text is on the clipboard"
-                ),
-                true,
-            ));
+        // Said once, in Settings (not as an error on every page): the text was copied.
+        while let Some(reason) = self.effects.failures() {
+            if self.notifications_off.is_none() {
+                eprintln!("persyk: notifications are off: {reason}");
+            }
+            self.notifications_off = Some(reason);
         }
+        self.apply_theme(ctx);
+    }
+
+    /// Applies Settings › Appearance when it changes. Following the system leaves the
+    /// context's own preference alone (the shell installs that), so only a choice the user
+    /// made is ever forced.
+    fn apply_theme(&mut self, ctx: &egui::Context) {
+        let choice = self.form.theme;
+        if self.applied_theme == Some(choice) {
+            return;
+        }
+        if self.applied_theme.is_some() || choice != ThemeChoice::System {
+            ctx.set_theme(match choice {
+                ThemeChoice::System => egui::ThemePreference::System,
+                ThemeChoice::Light => egui::ThemePreference::Light,
+                ThemeChoice::Dark => egui::ThemePreference::Dark,
+            });
+        }
+        self.applied_theme = Some(choice);
     }
 
     /// Applies one backend update (tests and benches inject their own).
@@ -548,18 +687,18 @@ impl PersykUi {
                 self.waiting_permission = matches!(self.dictation, Dictation::Starting);
             }
             Update::Started {
-                session,
+                session: _,
                 origin,
                 live,
             } => {
                 self.waiting_permission = false;
                 self.transcript_rows = RowHeights::default();
                 self.dictation = Dictation::Live(LiveRec {
-                    session,
                     origin,
                     live,
                     started: Instant::now(),
                     stopping: false,
+                    online: self.settings.recognition.engine == RecognitionEngine::Openai,
                 });
                 if std::mem::take(&mut self.stop_on_start) {
                     self.stop();
@@ -584,15 +723,35 @@ impl PersykUi {
                 );
             }
             Update::Discarded { session } => {
-                if let Dictation::Done(d) = &mut self.dictation {
+                if let Dictation::Done(d) = &mut self.dictation
+                    && d.finished.session == session
+                {
                     d.discarded = true;
+                    self.last_transcript = None;
                 }
-                self.last_transcript = None;
                 self.recent.retain(|r| r.session != session);
                 self.notice = Some(("The session was deleted".into(), false));
+                self.forget_session(&session);
+                if self.page == Page::Search {
+                    self.run_search();
+                }
             }
             Update::DiscardFailed { code } => {
-                self.notice = Some((format!("The session was not deleted ({code})"), true));
+                eprintln!("persyk: the session was not deleted: {code}");
+                self.notice = Some(("The session could not be deleted.".into(), true));
+            }
+            Update::EmptyDeleted { deleted, failed } => {
+                eprintln!("persyk: removed {deleted} empty session(s), {failed} failed");
+                self.search.message = Some(match (deleted, failed) {
+                    (0, 0) => ("There were no empty sessions.".to_owned(), false),
+                    (n, 0) => (format!("Removed {n} empty session(s)."), false),
+                    (n, f) => (
+                        format!("Removed {n} empty session(s); {f} could not be removed."),
+                        true,
+                    ),
+                });
+                self.search.details = None;
+                self.run_search();
             }
             Update::Results(results) => {
                 if results.generation == self.search.generation {
@@ -634,8 +793,7 @@ impl PersykUi {
                             self.search.opened_pages.insert(start, m);
                         }
                         Err(code) => {
-                            self.search.message =
-                                Some((format!("Could not read the session ({code})"), true));
+                            self.search.failed("This session could not be read.", code);
                         }
                     }
                 }
@@ -646,22 +804,25 @@ impl PersykUi {
                 }
                 Ok(t) => self.copy(&t),
                 Err(code) => {
-                    self.search.message =
-                        Some((format!("Could not read the session ({code})"), true));
+                    self.search.failed("This session could not be read.", code);
                 }
             },
             Update::OpenFailed { code, .. } => {
                 self.search.opening = false;
-                self.search.message = Some((format!("Could not open the session ({code})"), true));
+                self.search
+                    .failed("This session could not be opened.", code);
             }
             Update::Recovered { summary, .. } => {
                 self.search.message = Some((format!("Recovered: {summary}"), false));
                 self.run_search();
             }
             Update::RecoverFailed { code, .. } => {
-                self.search.message = Some((format!("Recovery failed ({code})"), true));
+                self.search
+                    .failed("This session could not be recovered.", code);
             }
             Update::Recent(items) => {
+                self.history_known = true;
+                self.dictation_worked |= !items.is_empty();
                 // A recording that finished meanwhile stays first.
                 for item in items {
                     if self.recent.len() < RECENT_LEN
@@ -673,36 +834,99 @@ impl PersykUi {
             }
             Update::Devices(list) => self.devices = Some(list),
             Update::SettingsSaved => {
-                self.settings = self.form.to_settings(&self.settings);
-                if !self.form.api_key.trim().is_empty() {
+                // The backend answers saves in the order they were asked.
+                let (settings, with_key) = self
+                    .saving
+                    .pop_front()
+                    .unwrap_or_else(|| (self.form.to_settings(&self.settings), false));
+                self.settings = settings;
+                if with_key {
                     self.form.key_stored = true;
+                    if self.form.api_key == self.sent_key {
+                        self.form.api_key.clear();
+                        self.sent_key.clear();
+                    }
                 }
-                self.form.api_key.clear();
                 self.form_saved = true;
                 self.form_error = None;
                 self.settings_generation += 1;
             }
             Update::SettingsFailed { code } => {
+                self.saving.pop_front();
                 self.form_error = Some(format!("Not saved: {code}"));
             }
-            Update::Models(rows) => self.models.rows = Some(rows),
+            Update::Models(rows) => {
+                // Rows listed for another store (one replaced since it was asked) are not
+                // this folder's: its catalog is a different table.
+                let current = self.models.store.as_ref().is_some_and(|store| {
+                    rows.len() == store.catalog().len()
+                        && rows
+                            .iter()
+                            .zip(store.catalog())
+                            .all(|(r, m)| std::ptr::eq(r.model, m))
+                });
+                if current {
+                    self.models.rows = Some(rows);
+                }
+            }
             Update::ModelProgress { name, progress } => {
                 self.models.notes.remove(&name);
+                self.models.failures.remove(&name);
+                if progress.phase == Phase::Downloading {
+                    self.models
+                        .since
+                        .entry(name.clone())
+                        .or_insert((Instant::now(), progress.done_bytes));
+                }
                 self.models.progress.insert(name, progress);
             }
             Update::ModelDownloaded { name } => {
                 self.models.progress.remove(&name);
+                self.models.since.remove(&name);
+                self.models.failures.remove(&name);
                 self.models
                     .notes
-                    .insert(name, ("Downloaded and verified".into(), false));
+                    .insert(name.clone(), ("Downloaded and verified".into(), false));
+                if self.models.switch_when_installed.as_deref() == Some(name.as_str()) {
+                    // Verified and installed: now recognition moves to the device.
+                    self.models.switch_when_installed = None;
+                    self.form.local = true;
+                    self.form.use_model_file = false;
+                    self.form.local_model = name;
+                    self.save_settings();
+                }
             }
             Update::ModelFailed { name, code } => {
                 self.models.progress.remove(&name);
-                let note = match code.as_str() {
-                    "models.cancelled" => ("Stopped; Download resumes it".to_owned(), false),
-                    c => (describe_model_failure(c), true),
-                };
-                self.models.notes.insert(name, note);
+                self.models.since.remove(&name);
+                eprintln!("persyk: model {name}: {code}");
+                match code.as_str() {
+                    "models.cancelled" => {
+                        self.models.switch_when_installed = None;
+                        self.models
+                            .notes
+                            .insert(name, ("Stopped; Download resumes it".to_owned(), false));
+                    }
+                    _ => {
+                        self.models.notes.remove(&name);
+                        self.models.failures.insert(name, code);
+                    }
+                }
+            }
+            Update::KeyChecked { code, stored } => {
+                if let Some(c) = &code {
+                    eprintln!("persyk: the API key check: {c}");
+                }
+                if stored {
+                    self.form.key_stored = true;
+                    self.welcome_key.clear();
+                    // A key that works and nothing else usable: recognition goes online.
+                    if code.is_none() && self.blocker().is_some() && self.form.local {
+                        self.form.local = false;
+                        self.save_settings();
+                    }
+                }
+                self.key_check = Some(KeyCheck::Done { code, stored });
             }
             Update::ModelDeleted { name } => {
                 self.models.notes.insert(name, ("Deleted".into(), false));
@@ -711,9 +935,9 @@ impl PersykUi {
     }
 
     fn finish(&mut self, finished: Finished) {
-        let view = match &self.dictation {
-            Dictation::Live(l) => Some(l.live.view.borrow().clone()),
-            _ => None,
+        let (view, online) = match &self.dictation {
+            Dictation::Live(l) => (Some(l.live.view.borrow().clone()), l.online),
+            _ => (None, false),
         };
         let mut done = DoneRec {
             finished,
@@ -722,6 +946,7 @@ impl PersykUi {
             paste: None,
             delivering: None,
             discarded: false,
+            online,
         };
         // Effects: the session is already saved whatever happens here.
         let text = done.finished.transcript.clone();
@@ -738,6 +963,7 @@ impl PersykUi {
                 }
                 Delivered::Later(id) => done.delivering = Some(id),
             }
+            self.dictation_worked = true;
             let session = done.finished.session.clone();
             self.recent.retain(|r| r.session != session);
             self.recent.insert(
@@ -785,7 +1011,7 @@ impl PersykUi {
                 Page::Settings => self.settings_page(ui),
             }
         });
-        if self.confirm_discard {
+        if self.confirm_discard.is_some() {
             self.discard_dialog(ui.ctx());
         }
         if self.is_recording() {
@@ -828,14 +1054,21 @@ impl PersykUi {
                     .insert(entry_id.clone(), RemovalStatus::Waiting);
                 self.send(Command::Remove { entry_id });
             }
-            Action::AskDiscard => self.confirm_discard = true,
-            Action::CancelDiscard => self.confirm_discard = false,
-            Action::ConfirmDiscard => {
-                self.confirm_discard = false;
+            Action::AskDiscard => {
                 if let Dictation::Done(d) = &self.dictation {
-                    let session = d.finished.session.clone();
+                    self.confirm_discard = Some(d.finished.session.clone());
+                }
+            }
+            Action::AskDelete(session) => self.confirm_discard = Some(session),
+            Action::CancelDiscard => self.confirm_discard = None,
+            Action::ConfirmDiscard => {
+                if let Some(session) = self.confirm_discard.take() {
                     self.send(Command::Discard { session });
                 }
+            }
+            Action::DeleteEmpty => {
+                self.search.message = Some(("Removing empty sessions…".into(), false));
+                self.send(Command::DeleteEmpty);
             }
             Action::TranscribeAgain(wav) => {
                 if !self.is_recording() {
@@ -880,13 +1113,22 @@ impl PersykUi {
                     self.send(Command::DeleteModel { store, name });
                 }
             }
-            Action::OfflineFirstRun => {
-                self.form.local = true;
-                self.form.use_model_file = false;
-                self.form.local_model = DEFAULT_LOCAL_MODEL.to_owned();
-                self.save_settings();
+            Action::GetDefaultModel => {
+                // The engine switches once the model is installed and verified
+                // (`Update::ModelDownloaded`), never before: a failed download leaves the
+                // settings as they were.
+                self.models.switch_when_installed = Some(DEFAULT_LOCAL_MODEL.to_owned());
                 self.download_model(DEFAULT_LOCAL_MODEL.to_owned());
             }
+            Action::Fix(fix) => self.fix(fix),
+            Action::CheckKey => {
+                let key = self.welcome_key.trim().to_owned();
+                if !key.is_empty() {
+                    self.key_check = Some(KeyCheck::Checking);
+                    self.send(Command::CheckKey { key });
+                }
+            }
+            Action::GoToDictation => self.show_page(Page::Dictation),
         }
     }
 

@@ -1,11 +1,12 @@
 //! The Settings page: the editable form, recognition and model downloads, first run.
 //!
 //! The form is a column of sections (`widgets::section`): Recognition, Microphone, Shortcut,
-//! History, After dictation — one method each (`*_ui`), so a new control is a row in its
+//! History, After dictation, Appearance — one method each (`*_ui`), so a new control is a row in its
 //! section's method. The sections scroll; the Save bar stays at the bottom of the window.
 
+use super::onboarding::download_state_ui;
 use super::style::{self, Icon, space};
-use super::widgets;
+use super::widgets::{self, fmt_mib};
 use super::*;
 
 /// The Settings page's editable copy.
@@ -44,6 +45,8 @@ pub struct SettingsForm {
     pub indicator: bool,
     /// Copy only, or copy and paste.
     pub after: super::after_dictation::AfterDictationForm,
+    /// Light, dark or the system's appearance.
+    pub theme: ThemeChoice,
 }
 
 impl SettingsForm {
@@ -99,6 +102,7 @@ impl SettingsForm {
             sounds: s.feedback.sounds_enabled(),
             indicator: s.feedback.indicator_enabled(),
             after: super::after_dictation::AfterDictationForm::from_settings(&s.after_dictation),
+            theme: s.appearance.theme,
         }
     }
 
@@ -164,6 +168,7 @@ impl SettingsForm {
             Some(self.indicator)
         };
         s.after_dictation = self.after.to_settings();
+        s.appearance.theme = self.theme;
         s
     }
 }
@@ -187,9 +192,6 @@ impl PersykUi {
             if let Some(e) = &self.form_error {
                 ui.colored_label(ui.visuals().error_fg_color, e);
             }
-            if let Some(note) = &self.hotkey_note {
-                ui.colored_label(ui.visuals().warn_fg_color, note);
-            }
             ui.separator();
             ui.with_layout(egui::Layout::top_down(egui::Align::Min), |ui| {
                 egui::ScrollArea::vertical()
@@ -197,11 +199,13 @@ impl PersykUi {
                     .show(ui, |ui| self.settings_page_ui(ui));
             });
         });
+        self.autosave(ui.ctx());
     }
 
     pub(super) fn settings_page_ui(&mut self, ui: &mut egui::Ui) {
-        if !self.form.key_stored && self.settings.recognition.engine == RecognitionEngine::Openai {
-            self.first_run_ui(ui);
+        // Until one dictation has worked (known once the history answered).
+        if self.history_known && !self.dictation_worked {
+            self.welcome_ui(ui);
         }
         if self.devices.is_none() && !self.devices_asked {
             self.devices_asked = true;
@@ -209,17 +213,36 @@ impl PersykUi {
         }
         let before = self.form.clone();
         let mut switch_model = false;
+        let scroll_to = self.scroll_to.take();
         widgets::section(ui, "Recognition", |ui| {
+            if scroll_to == Some(SettingsSection::Recognition) {
+                ui.scroll_to_cursor(Some(egui::Align::Min));
+            }
             self.recognition_ui(ui);
             if !self.form.local {
                 switch_model = self.provider_ui(ui);
             }
         });
-        widgets::section(ui, "Microphone", |ui| self.microphone_ui(ui));
+        widgets::section(ui, "Microphone", |ui| {
+            if scroll_to == Some(SettingsSection::Microphone) {
+                ui.scroll_to_cursor(Some(egui::Align::Min));
+            }
+            self.microphone_ui(ui)
+        });
         widgets::section(ui, "Shortcut", |ui| self.shortcut_ui(ui));
         widgets::section(ui, "History", |ui| self.history_folders_ui(ui));
         widgets::section(ui, "After dictation", |ui| {
             self.after_dictation_settings_ui(ui)
+        });
+        widgets::section(ui, "Appearance", |ui| {
+            widgets::row(ui, "Theme", |ui, _| {
+                ui.horizontal_wrapped(|ui| {
+                    let t = &mut self.form.theme;
+                    ui.radio_value(t, ThemeChoice::System, "Follow the system");
+                    ui.radio_value(t, ThemeChoice::Light, "Light");
+                    ui.radio_value(t, ThemeChoice::Dark, "Dark");
+                });
+            });
         });
         if self.form != before {
             self.form_saved = false;
@@ -242,11 +265,13 @@ impl PersykUi {
             }
             None => {}
         }
+        // "Check API key" lands here when the welcome card (which takes it) is not shown.
+        let focus = std::mem::take(&mut self.focus_key);
         let f = &mut self.form;
         let mut switch_model = false;
         let stored = f.key_stored;
         field(ui, "API key", |ui| {
-            ui.add(
+            let edit = ui.add(
                 egui::TextEdit::singleline(&mut f.api_key)
                     .password(true)
                     .desired_width(f32::INFINITY)
@@ -255,7 +280,12 @@ impl PersykUi {
                     } else {
                         "sk-…"
                     }),
-            )
+            );
+            if focus {
+                edit.request_focus();
+                edit.scroll_to_me(Some(egui::Align::Center));
+            }
+            edit
         });
         field(ui, "Provider base URL", |ui| {
             ui.add(
@@ -414,6 +444,25 @@ impl PersykUi {
                     .hint_text("empty: no hotkey"),
             )
         });
+        // Beside the field, and gone once it is fixed: what is typed is checked as typed;
+        // what the system refused is checked at each registration (the shell's note).
+        let typed = crate::settings::HotkeySettings {
+            keys: Some(f.hotkey.trim().to_owned()),
+            mode: HotkeyMode::Toggle,
+        };
+        if let Err(e) = hotkey::parse(&typed) {
+            widgets::row(ui, "", |ui, _| {
+                ui.colored_label(
+                    ui.visuals().error_fg_color,
+                    "Not a key combination Persyk understands: try Alt+Space or Ctrl+Shift+D.",
+                );
+                super::onboarding::details_ui(ui, e.code());
+            });
+        } else if let Some(note) = &self.hotkey_note {
+            widgets::row(ui, "", |ui, _| {
+                ui.colored_label(ui.visuals().warn_fg_color, note);
+            });
+        }
         widgets::row(ui, "Hotkey mode", |ui, _| {
             ui.horizontal_wrapped(|ui| {
                 ui.radio_value(&mut f.push_to_talk, false, "Toggle");
@@ -448,6 +497,11 @@ impl PersykUi {
     /// `after_dictation.rs`), the sounds and the recording indicator, one row each.
     fn after_dictation_settings_ui(&mut self, ui: &mut egui::Ui) {
         self.after_dictation_ui(ui);
+        // Said once, here: a failed notification is no error on every page.
+        if let Some(reason) = &self.notifications_off {
+            ui.colored_label(ui.visuals().warn_fg_color, NOTIFICATIONS_OFF);
+            super::onboarding::details_ui(ui, reason);
+        }
         let f = &mut self.form;
         widgets::row(ui, "Sounds", |ui, _| {
             ui.checkbox(&mut f.sounds, "Play start and stop sounds");
@@ -455,45 +509,6 @@ impl PersykUi {
         widgets::row(ui, "Indicator", |ui, _| {
             ui.checkbox(&mut f.indicator, "Show a recording indicator");
         });
-    }
-
-    /// No key yet and online recognition: both ways to start.
-    pub(super) fn first_run_ui(&mut self, ui: &mut egui::Ui) {
-        let size = self
-            .models
-            .store
-            .as_ref()
-            .and_then(|s| s.find(DEFAULT_LOCAL_MODEL))
-            .map(|m| format!(" ({})", fmt_mib(m.bytes)))
-            .unwrap_or_default();
-        let mut clicked = false;
-        ui.add_space(space::S);
-        style::card(ui).show(ui, |ui| {
-            ui.set_width(ui.available_width());
-            ui.label(style::heading(
-                "Welcome. Choose how Persyk turns speech into text:",
-            ));
-            ui.colored_label(
-                ui.visuals().warn_fg_color,
-                "Online: Persyk needs an OpenAI API key to transcribe. Paste it below: it is \
-                 never written to a file or a session.",
-            );
-            ui.label(format!(
-                "Offline: download the Whisper model {DEFAULT_LOCAL_MODEL}{size} once and \
-                 dictate on this device, without a key or a network."
-            ));
-            clicked = ui
-                .add_enabled(
-                    self.models.store.is_some(),
-                    egui::Button::new(format!(
-                        "Download {DEFAULT_LOCAL_MODEL} and dictate offline"
-                    )),
-                )
-                .clicked();
-        });
-        if clicked {
-            self.pending.push(Action::OfflineFirstRun);
-        }
     }
 
     /// "Recognition": online or on this device, the model picker and threads.
@@ -546,25 +561,8 @@ impl PersykUi {
                                     f.use_model_file = false;
                                     f.local_model = model.name.to_owned();
                                 }
-                                if let Some(p) = m.progress.get(model.name) {
-                                    ui.add(
-                                        egui::ProgressBar::new(p.fraction())
-                                            .desired_width(120.0)
-                                            .show_percentage(),
-                                    );
-                                    ui.label(match p.phase {
-                                        Phase::Checking => {
-                                            "Checking the partial download…".to_owned()
-                                        }
-                                        Phase::Downloading => format!(
-                                            "Downloading {} of {}",
-                                            fmt_mib(p.done_bytes),
-                                            fmt_mib(p.total_bytes)
-                                        ),
-                                    });
-                                    if ui.button("Cancel").clicked() {
-                                        actions.push(Action::CancelDownload(model.name.to_owned()));
-                                    }
+                                if m.progress.contains_key(model.name) {
+                                    // The bar, bytes, speed, time left and Cancel: below.
                                     return;
                                 }
                                 match state {
@@ -577,7 +575,7 @@ impl PersykUi {
                                     }
                                     Some(other) => {
                                         ui.label(match other {
-                                            ModelState::Partial { bytes } => {
+                                            ModelState::Partial { bytes } if bytes > 0 => {
                                                 format!("Partly downloaded ({})", fmt_mib(bytes))
                                             }
                                             ModelState::Damaged { .. } => {
@@ -604,6 +602,7 @@ impl PersykUi {
                                 }
                             });
                             ui.label(style::caption(model.description));
+                            download_state_ui(ui, m, model.name, &mut actions);
                             if let Some((text, error)) = m.notes.get(model.name) {
                                 let color = if *error {
                                     ui.visuals().error_fg_color
@@ -656,46 +655,51 @@ impl PersykUi {
 
     pub(super) fn save_settings(&mut self) {
         let settings = self.form.to_settings(&self.settings);
+        // What was asked, valid or not: the same form is not asked again.
+        self.sent = settings.clone();
+        self.sent_key = self.form.api_key.clone();
         if let Err(e) = settings.validate() {
             self.form_error = Some(e.to_string());
             return;
         }
-        if let Err(e) = hotkey::parse(&settings.hotkey) {
-            self.form_error = Some(e.to_string());
+        if hotkey::parse(&settings.hotkey).is_err() {
+            // Said beside the hotkey field (`shortcut_ui`), until it is fixed.
+            self.form_error = None;
             return;
         }
         self.form_error = None;
         let key = self.form.api_key.trim();
         let api_key = (!key.is_empty()).then(|| key.to_owned());
+        self.saving.push_back((settings.clone(), api_key.is_some()));
         self.send(Command::SaveSettings {
             settings: Box::new(settings),
             api_key,
         });
     }
-}
 
-pub(super) fn fmt_mib(bytes: u64) -> String {
-    format!("{:.0} MiB", bytes as f64 / (1024.0 * 1024.0))
-}
-
-pub(super) fn describe_model_failure(code: &str) -> String {
-    let hint = match code {
-        "models.network" | "models.truncated" => "the connection dropped; Download resumes it",
-        "models.disk-full" => "the disk is full; free some space, then Download resumes it",
-        "models.hash-mismatch" => {
-            "the file did not match its pinned checksum; nothing was installed"
+    /// Changes apply when made: a choice at once, a text field once it loses the keyboard
+    /// focus. An unfinished choice (a model file without a path) waits.
+    fn autosave(&mut self, ctx: &egui::Context) {
+        if ctx.egui_wants_keyboard_input()
+            || (self.form.use_model_file && self.form.model_path.trim().is_empty())
+        {
+            return;
         }
-        "models.size-mismatch" => "the server sent a file of the wrong size; nothing was installed",
-        "models.busy" => "it is being downloaded already",
-        "models.http-status" => "the server refused",
-        _ => "",
-    };
-    if hint.is_empty() {
-        format!("Failed ({code})")
-    } else {
-        format!("Failed: {hint} ({code})")
+        if self.form.to_settings(&self.settings) != self.sent || self.form.api_key != self.sent_key
+        {
+            self.save_settings();
+        }
     }
 }
+
+/// What Settings says once a notification could not be shown.
+#[cfg(target_os = "macos")]
+pub const NOTIFICATIONS_OFF: &str = "Notifications are off for Persyk, so finished dictations \
+     are copied without a banner. Turn them on in System Settings › Notifications › Persyk.";
+#[cfg(not(target_os = "macos"))]
+pub const NOTIFICATIONS_OFF: &str = "Notifications are off: the desktop did not show Persyk's \
+     notification, so finished dictations are copied without one. Turn notifications on in \
+     the desktop's settings.";
 
 #[cfg(test)]
 mod tests {

@@ -403,14 +403,16 @@ pub enum RecordFace {
 pub const RECORD_SIZE: f32 = 84.0;
 
 /// The record control: a round button labelled `label` (what screen readers say and tests
-/// click); `level` (0…1) draws a halo while recording.
+/// click); `level` (0…1) draws a halo while recording. `disabled`: why it cannot be pressed
+/// now, which becomes its tooltip and its accessible description.
 pub fn record_button(
     ui: &mut egui::Ui,
     face: RecordFace,
     label: &str,
     level: Option<f32>,
+    disabled: Option<&str>,
 ) -> egui::Response {
-    let enabled = face != RecordFace::Busy;
+    let enabled = face != RecordFace::Busy && disabled.is_none();
     let halo = 10.0;
     let (rect, response) = ui.allocate_exact_size(
         Vec2::splat(RECORD_SIZE + 2.0 * halo),
@@ -422,6 +424,11 @@ pub fn record_button(
     );
     let label = label.to_owned();
     response.widget_info(|| egui::WidgetInfo::labeled(egui::Role::Button, enabled, &label));
+    if let Some(reason) = disabled {
+        ui.ctx().accesskit_node_builder(response.id, |node| {
+            node.set_description(reason.to_owned());
+        });
+    }
     if ui.is_rect_visible(rect) {
         let p = Palette::current(ui);
         let painter = ui.painter();
@@ -462,7 +469,10 @@ pub fn record_button(
             painter.circle_stroke(c, r + 3.0, Stroke::new(2.0, p.accent));
         }
     }
-    response.on_hover_cursor(egui::CursorIcon::PointingHand)
+    match disabled {
+        Some(reason) => response.on_hover_text(reason),
+        None => response.on_hover_cursor(egui::CursorIcon::PointingHand),
+    }
 }
 
 /// The input level meter: `level` is the RMS (0…1) of the last 100 ms, drawn on a

@@ -61,6 +61,11 @@ pub(super) fn section<R>(
         .inner
 }
 
+/// A size in whole MiB ("141 MiB").
+pub(super) fn fmt_mib(bytes: u64) -> String {
+    format!("{:.0} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
 /// `text` with every case-insensitive occurrence of `query` highlighted.
 pub fn highlighted(text: &str, query: &str, visuals: &egui::Visuals) -> LayoutJob {
     let mut job = LayoutJob::default();
