@@ -785,12 +785,13 @@ fn recognize_loop(
                 }
                 if let Some((w, _)) = &ahead {
                     let end = w.end_sample();
-                    if w.start_sample == p.base && p.finished && p.cuts.contains(&end) {
+                    let current = w.start_sample == p.base && p.last_voiced <= end;
+                    if current && p.finished && p.cuts.contains(&end) {
                         // The stop came in the pause the window ends in: its result is final.
                         let (w, segments) = ahead.take().expect("checked");
                         break (w, Some(segments), None);
                     }
-                    if w.start_sample != p.base || p.last_voiced > end {
+                    if !current {
                         // The voice came back: the utterance goes on.
                         ahead = None;
                     }
