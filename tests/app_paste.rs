@@ -8,7 +8,9 @@
 //! hotkey, the real clipboard (arboard) and the real paster (XTest). The user presses the
 //! hotkey with `xdotool` to start and again to stop; the transcript must arrive in the Tk
 //! entry, the entry must keep focus, and with "put back" on the clipboard must hold its
-//! previous text again afterwards (read by Tk, another X client).
+//! previous text again afterwards (read by Tk, another X client). Issue #23 items 9 and 10
+//! on the same ground: every format the clipboard held comes back, and only after the
+//! target read the transcript (a target slow to handle Ctrl+V still pastes the transcript).
 //!
 //! Skipped, with a note, where Xvfb, xdotool or python3 with tkinter is missing (`scripts/
 //! setup` installs them).
@@ -34,7 +36,9 @@ use persyk::app::effects::{Delivered, Effects, SystemEffects};
 use persyk::app::event::ShellEvent;
 use persyk::app::event::TrayState;
 use persyk::app::model::Waker;
-use persyk::app::paste::{self, PasteAvailability, PasteError, Paster, TextClipboard};
+use persyk::app::paste::{
+    self, PasteAvailability, PasteClipboard, PasteError, Paster, Previous, SavedClipboard,
+};
 use persyk::app::shell::{Shell, ShellOptions, TrayPort};
 use persyk::realtime::fake;
 use persyk::settings::{AfterAction, AfterDictationSettings};
@@ -232,6 +236,82 @@ fn issue14_01_without_put_back_the_transcript_stays_on_the_clipboard() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Issue #23: never destroy what the user had, never paste the wrong thing.
+
+/// Issue #23 item 9: "put back" restored plain text only, so HTML (or an image, a file
+/// list) the user had copied was gone for good. Tk owns the clipboard with text *and* HTML;
+/// after the paste both are back, as another X client reads them.
+#[test]
+fn issue23_09_every_format_the_clipboard_held_is_put_back_on_x11() {
+    if !in_xvfb_child("issue23_09_every_format_the_clipboard_held_is_put_back_on_x11") {
+        return;
+    }
+    const HTML: &str = "<p>what the <b>clipboard</b> held before</p>";
+    let mut target = Target::start();
+    let before = serde_json::json!({ "STRING": PREVIOUS, "text/html": HTML });
+    assert_eq!(
+        target.ask(&format!("set-clipboard-types {before}"))["ok"],
+        true
+    );
+    assert_eq!(target.ask("clipboard-type text/html")["clipboard"], HTML);
+    let mut app = app(AfterDictationSettings {
+        action: AfterAction::Paste,
+        restore_clipboard: true,
+    });
+    app.dictate_by_hotkey();
+    wait_target(&mut target, &mut app, "entry", "the pasted text", |a| {
+        a["entry"] == SAID
+    });
+    wait_target(
+        &mut target,
+        &mut app,
+        "clipboard",
+        "the previous clipboard",
+        |a| a["clipboard"] == PREVIOUS,
+    );
+    assert_eq!(
+        target.ask("clipboard-type text/html")["clipboard"],
+        HTML,
+        "the HTML the clipboard held was not put back"
+    );
+    assert_eq!(target.ask("entry")["entry"], SAID);
+}
+
+/// Issue #23 item 10: the previous clipboard went back 500 ms after the keystroke, so a
+/// target busy for longer pasted the *old* clipboard while Persyk reported success. Here the
+/// Tk entry handles Ctrl+V only after 2 s: it must still paste the transcript, and the
+/// previous clipboard comes back after that read.
+#[test]
+fn issue23_10_a_slow_target_pastes_the_transcript_not_the_old_clipboard() {
+    if !in_xvfb_child("issue23_10_a_slow_target_pastes_the_transcript_not_the_old_clipboard") {
+        return;
+    }
+    let mut target = Target::start();
+    assert_eq!(target.ask(&format!("set-clipboard {PREVIOUS}"))["ok"], true);
+    assert_eq!(target.ask("slow-paste 2000")["ok"], true);
+    let mut app = app(AfterDictationSettings {
+        action: AfterAction::Paste,
+        restore_clipboard: true,
+    });
+    app.dictate_by_hotkey();
+    let state = wait_target(&mut target, &mut app, "entry", "a paste", |a| {
+        a["entry"] != ""
+    });
+    assert_eq!(
+        state["entry"], SAID,
+        "the slow target pasted the old clipboard"
+    );
+    wait_target(
+        &mut target,
+        &mut app,
+        "clipboard",
+        "the previous clipboard",
+        |a| a["clipboard"] == PREVIOUS,
+    );
+    assert_eq!(target.ask("entry")["entry"], SAID);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Without a display: the paste flow with a paster that fails, and where focus goes.
 
 /// A clipboard in memory and a paster that refuses (macOS without Accessibility access).
@@ -240,13 +320,19 @@ struct Untrusted {
     clipboard: Arc<Mutex<Option<String>>>,
 }
 
-impl TextClipboard for Untrusted {
-    fn text(&mut self) -> Option<String> {
-        self.clipboard.lock().unwrap().clone()
+impl PasteClipboard for Untrusted {
+    fn save(&mut self) -> Previous {
+        Previous::Empty
     }
-    fn set_text(&mut self, text: &str) -> Result<(), String> {
+    fn offer(&mut self, text: &str) -> Result<(), String> {
         *self.clipboard.lock().unwrap() = Some(text.to_owned());
         Ok(())
+    }
+    fn wait_read(&mut self, _deadline: Duration) -> bool {
+        false
+    }
+    fn restore(&mut self, _saved: &SavedClipboard) -> bool {
+        false
     }
 }
 
@@ -261,7 +347,7 @@ impl Paster for Untrusted {
 
 impl Effects for Untrusted {
     fn copy(&mut self, text: &str) -> Result<(), String> {
-        self.set_text(text)
+        self.offer(text)
     }
     fn notify(&mut self, _title: &str, _body: &str) {}
     fn deliver_transcript(
