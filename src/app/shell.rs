@@ -83,6 +83,10 @@ const HIDE_PASSES: u8 = 2;
 struct IndicatorShared {
     model: Option<IndicatorModel>,
     stop: bool,
+    /// The indicator's window was made one that never takes focus (a non-activating panel
+    /// on macOS, a "No Input" window on X11); done from its own callback, which runs once
+    /// the window exists (the main window may be hidden and get no passes).
+    unfocusable: bool,
 }
 
 /// The running app.
@@ -116,9 +120,6 @@ pub struct Shell {
     /// it hidden, as on X11, or when asked to), so the next passes say hidden again. Counts
     /// the passes left; `None` once the user opened the window.
     stay_hidden: Option<u8>,
-    /// The indicator's window was made a non-activating panel (macOS).
-    #[cfg(target_os = "macos")]
-    indicator_panel: bool,
 }
 
 impl Shell {
@@ -188,8 +189,6 @@ impl Shell {
             indicator_open: false,
             indicator: Arc::default(),
             stay_hidden,
-            #[cfg(target_os = "macos")]
-            indicator_panel: false,
         };
         shell.sync_hotkey();
         shell
@@ -449,15 +448,18 @@ impl Shell {
         let model = self.indicator_model();
         self.indicator_open = model.is_some();
         let shown = model.is_some();
-        self.indicator
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .model = model;
-        if !shown {
-            #[cfg(target_os = "macos")]
-            {
-                self.indicator_panel = false;
+        {
+            let mut shared = self
+                .indicator
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            shared.model = model;
+            if !shown {
+                // The next indicator is a new window.
+                shared.unfocusable = false;
             }
+        }
+        if !shown {
             return;
         }
         let builder = indicator::viewport_builder(ctx.input(|i| i.viewport().monitor_size));
@@ -473,13 +475,14 @@ impl Shell {
             }
             // The clock and the meter move; this repaints the indicator's window only.
             ui.ctx().request_repaint_after(indicator::REPAINT);
+            // A window of its own (not embedded): never a focus target (issue #25 item 1).
+            if !ui.ctx().embed_viewports() && !lock().unfocusable {
+                let done = super::platform::make_indicator_unfocusable(indicator::TITLE);
+                lock().unfocusable = done;
+            }
         });
         // Headless (embedded), the callback ran just now.
         self.indicator_stop();
-        #[cfg(target_os = "macos")]
-        if !self.indicator_panel {
-            self.indicator_panel = super::platform::macos::make_indicator_panel(indicator::TITLE);
-        }
     }
 
     /// Applies a click on the indicator's Stop.
