@@ -552,7 +552,7 @@ mod macos {
             if !trusted() {
                 return Err(PasteError::NotTrusted);
             }
-            let key_v = layout::key_code_typing_v().unwrap_or(super::MAC_KEY_V);
+            let key_v = super::layout::key_code_typing_v().unwrap_or(super::MAC_KEY_V);
             // SAFETY: CoreGraphics objects created here and released here; a null result
             // is checked before use.
             unsafe {
