@@ -101,6 +101,8 @@ pub struct Shell {
     /// The start/stop cue player, and the tray state the last cue was chosen from.
     sounds: Option<Sounds>,
     cue_state: TrayState,
+    /// Held while a recording runs or finishes (App Nap on macOS).
+    busy: super::platform::Busy,
     /// The "Recent" labels the tray shows (`None`: not shown yet).
     recent_shown: Option<Vec<String>>,
     quitting: bool,
@@ -181,6 +183,7 @@ impl Shell {
                 None
             },
             cue_state: TrayState::Idle,
+            busy: super::platform::Busy::default(),
             recent_shown: None,
             quitting: false,
             closing: false,
@@ -228,8 +231,13 @@ impl Shell {
 
     /// Plays the start cue when a dictation begins (leaves idle) and the stop cue when it
     /// stops recording, if the settings allow. Never waits: the player has its own thread.
+    /// Also holds the App Nap activity while a recording runs or finishes.
     fn cue(&mut self) {
         let state = self.ui.tray_state();
+        self.busy.set(matches!(
+            state,
+            TrayState::Connecting | TrayState::Recording | TrayState::Finishing
+        ));
         let previous = std::mem::replace(&mut self.cue_state, state);
         let cue = match (previous, state) {
             (TrayState::Idle | TrayState::Error, TrayState::Connecting | TrayState::Recording) => {

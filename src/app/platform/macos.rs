@@ -1,5 +1,6 @@
 //! macOS window glue the shell and the tray need: no Dock icon, bringing the window to the
-//! front, the recording indicator as a non-activating panel, and whether Control is held.
+//! front, the recording indicator as a non-activating panel, whether Control is held, and
+//! the activity that keeps App Nap away while a recording runs.
 //! The services' own macOS glue lives beside each service (`effects::macos` for
 //! notifications, `permission::macos` for the microphone, `paste`'s ⌘V), implementing the
 //! trait that service owns.
@@ -15,13 +16,13 @@
 use std::ffi::c_void;
 
 use objc2::rc::Retained;
-use objc2::runtime::{AnyClass, AnyObject, NSObject};
+use objc2::runtime::{AnyClass, AnyObject, NSObject, NSObjectProtocol, ProtocolObject};
 use objc2::{ClassType, MainThreadMarker, MainThreadOnly, define_class, msg_send};
 use objc2_app_kit::{
     NSApplication, NSApplicationActivationPolicy, NSEvent, NSEventModifierFlags, NSPanel,
     NSResponder, NSStatusWindowLevel, NSWindow, NSWindowCollectionBehavior, NSWindowStyleMask,
 };
-use objc2_foundation::NSString;
+use objc2_foundation::{NSActivityOptions, NSProcessInfo, NSString};
 
 use super::PanelStep;
 
@@ -160,4 +161,26 @@ unsafe fn swap_to_panel(object: &AnyObject) -> bool {
 /// Whether Control is held now (a ctrl-click on the menu-bar icon opens the menu).
 pub fn control_held() -> bool {
     NSEvent::modifierFlags_class().contains(NSEventModifierFlags::Control)
+}
+
+/// A user-initiated activity (`NSProcessInfo beginActivityWithOptions:reason:`): while one is
+/// held, App Nap does not throttle Persyk's timers and threads, hidden or not. Ended on drop.
+pub struct Activity(Retained<ProtocolObject<dyn NSObjectProtocol>>);
+
+impl Activity {
+    pub fn begin(reason: &str) -> Activity {
+        Activity(
+            NSProcessInfo::processInfo().beginActivityWithOptions_reason(
+                NSActivityOptions::UserInitiated,
+                &NSString::from_str(reason),
+            ),
+        )
+    }
+}
+
+impl Drop for Activity {
+    fn drop(&mut self) {
+        // SAFETY: the token `beginActivityWithOptions:reason:` returned, ended once.
+        unsafe { NSProcessInfo::processInfo().endActivity(&self.0) };
+    }
 }

@@ -27,6 +27,28 @@ pub fn make_indicator_unfocusable(title: &str) -> bool {
     }
 }
 
+/// Keeps the system from throttling Persyk while a recording runs or is recognized (macOS:
+/// App Nap would slow a hidden app's timers, the capture thread and on-device recognition).
+/// Nothing elsewhere.
+#[derive(Default)]
+pub struct Busy {
+    #[cfg(target_os = "macos")]
+    activity: Option<macos::Activity>,
+}
+
+impl Busy {
+    /// Holds the activity while `busy`, ends it when not.
+    pub fn set(&mut self, busy: bool) {
+        #[cfg(target_os = "macos")]
+        if busy != self.activity.is_some() {
+            self.activity =
+                busy.then(|| macos::Activity::begin("Recording and recognizing speech"));
+        }
+        #[cfg(not(target_os = "macos"))]
+        let _ = busy;
+    }
+}
+
 // The indicator's class check (macOS), pure so that Linux tests it too.
 #[cfg(any(target_os = "macos", test))]
 mod panel {
