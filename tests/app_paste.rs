@@ -311,6 +311,51 @@ fn issue23_10_a_slow_target_pastes_the_transcript_not_the_old_clipboard() {
     assert_eq!(target.ask("entry")["entry"], SAID);
 }
 
+/// Issue #23 item 10, with a clipboard manager: a client that reads every new clipboard
+/// content (here a second Tk window, which does not have the keyboard focus) reads the
+/// transcript while the focused target is still busy. Only the focused client's read is
+/// the paste's: the slow target still pastes the transcript.
+#[test]
+fn issue23_10_a_clipboard_managers_read_is_not_the_paste() {
+    if !in_xvfb_child("issue23_10_a_clipboard_managers_read_is_not_the_paste") {
+        return;
+    }
+    // Started first: the target takes the focus from it.
+    let mut manager = Target::start();
+    let mut target = Target::start();
+    assert_eq!(target.ask("entry")["focus"], true);
+    assert_eq!(target.ask(&format!("set-clipboard {PREVIOUS}"))["ok"], true);
+    assert_eq!(target.ask("slow-paste 2000")["ok"], true);
+    let mut app = app(AfterDictationSettings {
+        action: AfterAction::Paste,
+        restore_clipboard: true,
+    });
+    app.dictate_by_hotkey();
+    // While the target sleeps on its Ctrl+V, the manager keeps copying the clipboard.
+    let start = Instant::now();
+    let mut saw_transcript = false;
+    while start.elapsed() < Duration::from_millis(1500) {
+        app.harness.step();
+        saw_transcript |= manager.ask("clipboard")["clipboard"] == SAID;
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(saw_transcript, "the manager never read the transcript");
+    let state = wait_target(&mut target, &mut app, "entry", "a paste", |a| {
+        a["entry"] != ""
+    });
+    assert_eq!(
+        state["entry"], SAID,
+        "the manager's read put the old clipboard back before the paste"
+    );
+    wait_target(
+        &mut target,
+        &mut app,
+        "clipboard",
+        "the previous clipboard",
+        |a| a["clipboard"] == PREVIOUS,
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Without a display: the paste flow with a paster that fails, and where focus goes.
 

@@ -146,12 +146,20 @@ pub enum Kept {
 }
 
 impl Kept {
-    /// The window's sentence.
+    /// The stable code.
+    pub fn code(self) -> &'static str {
+        match self {
+            Kept::Unrestorable => "paste.clipboard-kept",
+        }
+    }
+
+    /// The window's sentence (with the code).
     pub fn sentence(self) -> &'static str {
         match self {
             Kept::Unrestorable => {
                 "The clipboard held something Persyk cannot put back whole (such as a large \
-                 image or files from another app), so the transcript stays on the clipboard."
+                 image or files from another app), so the transcript stays on the clipboard \
+                 (paste.clipboard-kept)."
             }
         }
     }
@@ -238,10 +246,22 @@ pub fn deliver(
 pub enum PutBack {
     /// The previous content is on the clipboard again.
     Restored,
-    /// Nobody read the transcript before the deadline: it stays on the clipboard.
+    /// Nobody read the transcript before the deadline (or someone else took the clipboard
+    /// first): it stays on the clipboard.
     NotRead,
-    /// The clipboard changed meanwhile (the user copied something): left alone.
+    /// The clipboard changed after the read (the user copied something): left alone.
     Changed,
+}
+
+impl PutBack {
+    /// The stable code (for the log).
+    pub fn code(self) -> &'static str {
+        match self {
+            PutBack::Restored => "paste.restored",
+            PutBack::NotRead => "paste.not-read",
+            PutBack::Changed => "paste.clipboard-changed",
+        }
+    }
 }
 
 /// After [`deliver`]: waits until the paste read the transcript (at most `deadline`), then
@@ -897,6 +917,11 @@ mod tests {
         assert_eq!((d.restore, d.kept), (None, Some(Kept::Unrestorable)));
         assert_eq!(clip.text(), Some("hello"));
         assert!(!Kept::Unrestorable.sentence().contains("hello"));
+        assert!(
+            Kept::Unrestorable
+                .sentence()
+                .contains(Kept::Unrestorable.code())
+        );
     }
 
     /// Issue #23 item 10: the previous clipboard went back 500 ms after the keystroke

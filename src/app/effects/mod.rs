@@ -257,16 +257,19 @@ fn paste_on_a_thread(
             if let Some(Err(e)) = &delivery.pasted {
                 eprintln!("persyk: {}", e.code());
             }
-            // Said once per run.
-            if delivery.kept.is_some() && SAID_KEPT.swap(true, Ordering::SeqCst) {
-                delivery.kept = None;
+            if let Some(kept) = delivery.kept {
+                eprintln!("persyk: {}", kept.code());
+                // Said once per run in the window.
+                if SAID_KEPT.swap(true, Ordering::SeqCst) {
+                    delivery.kept = None;
+                }
             }
             let restore = delivery.restore.take();
             report(delivery);
             if let Some(saved) = restore {
                 let put_back = paste::finish(&mut *clipboard, &saved, paste::READ_DEADLINE);
                 if put_back != paste::PutBack::Restored {
-                    eprintln!("persyk: clipboard not put back: {put_back:?}");
+                    eprintln!("persyk: {}", put_back.code());
                 }
             }
             clipboard.keep();

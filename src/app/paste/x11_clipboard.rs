@@ -12,8 +12,10 @@
 //! - A save is whole or it is [`Previous::Unrestorable`]: an owner that answers a target in
 //!   increments (`INCR`, for large data), a target larger than one request can carry, or no
 //!   answer within [`ANSWER`] make the save unrestorable (so nothing half is put back).
-//! - Only a text target served to *another* client after [`PasteClipboard::expect_paste`]
-//!   counts as the paste's read.
+//! - Only a text target served after [`PasteClipboard::expect_paste`] to the client that had
+//!   the keyboard focus then (the target app; not a clipboard manager copying every new
+//!   content) counts as the paste's read.
+//! - Ownership uses a real server time (ICCCM §2.1), which the `TIMESTAMP` target answers.
 //! - Content is never logged; errors are short fixed reasons.
 
 use std::os::fd::AsRawFd;
@@ -67,13 +69,19 @@ pub struct X11Clipboard {
     served: Served,
     /// Whether Persyk owns the clipboard (no `SelectionClear` since it took it).
     owned: bool,
-    /// Reads count from [`PasteClipboard::expect_paste`] on.
-    expecting: bool,
+    /// Reads count from [`PasteClipboard::expect_paste`] on, and only by the client that
+    /// had the keyboard focus then (the target; `Some(None)`: focus on no client's window,
+    /// any reader counts).
+    expecting: Option<Option<u32>>,
     read: bool,
+    /// The server time Persyk took the clipboard at (ICCCM: never `CurrentTime`).
+    owned_at: u32,
 }
 
 /// Why the X11 clipboard could not be used (fixed sentences, for the log and the window).
 pub type Failed = &'static str;
+
+const BROKEN: Failed = "the connection to the X server broke";
 
 impl X11Clipboard {
     /// Connects to `DISPLAY` and makes the (unmapped) window that owns the clipboard.
@@ -111,21 +119,22 @@ impl X11Clipboard {
             atoms,
             served: Vec::new(),
             owned: false,
-            expecting: false,
+            expecting: None,
             read: false,
+            owned_at: x11rb::CURRENT_TIME,
         })
     }
 
-    /// Waits for the next event until `until`; `None` at the deadline or when the
+    /// Waits for the next event until `until`: `Ok(None)` at the deadline, `Err` when the
     /// connection broke.
-    fn next_event(&self, until: Instant) -> Option<Event> {
+    fn next_event(&self, until: Instant) -> Result<Option<Event>, Failed> {
         loop {
-            match self.conn.poll_for_event() {
-                Ok(Some(event)) => return Some(event),
-                Ok(None) => {}
-                Err(_) => return None,
+            if let Some(event) = self.conn.poll_for_event().map_err(|_| BROKEN)? {
+                return Ok(Some(event));
             }
-            let left = until.checked_duration_since(Instant::now())?;
+            let Some(left) = until.checked_duration_since(Instant::now()) else {
+                return Ok(None);
+            };
             let mut fd = libc::pollfd {
                 fd: self.conn.stream().as_raw_fd(),
                 events: libc::POLLIN,
@@ -137,9 +146,41 @@ impl X11Clipboard {
             if ready < 0
                 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
             {
-                return None;
+                return Err(BROKEN);
             }
         }
+    }
+
+    /// The X client a resource belongs to (the bits above the resource-id mask the server
+    /// gives every client).
+    fn client_of(&self, resource: u32) -> u32 {
+        resource & !self.conn.setup().resource_id_mask
+    }
+
+    /// A server timestamp, from a zero-length append to Persyk's own window (ICCCM §2.1).
+    fn server_time(&mut self) -> u32 {
+        let appended = self
+            .conn
+            .change_property8(
+                PropMode::APPEND,
+                self.window,
+                self.atoms.PERSYK_CLIPBOARD,
+                AtomEnum::STRING,
+                &[],
+            )
+            .is_ok()
+            && self.conn.flush().is_ok();
+        if !appended {
+            return x11rb::CURRENT_TIME;
+        }
+        let until = Instant::now() + ANSWER;
+        while let Ok(Some(event)) = self.next_event(until) {
+            match event {
+                Event::PropertyNotify(n) if n.window == self.window => return n.time,
+                other => self.handle(&other),
+            }
+        }
+        x11rb::CURRENT_TIME
     }
 
     /// Handles an event that is not the one a caller waits for: answers requests for what
@@ -177,8 +218,18 @@ impl X11Clipboard {
         let max = self.conn.maximum_request_bytes().saturating_sub(64);
         let served = if !self.owned || request.selection != self.atoms.CLIPBOARD {
             false
+        } else if request.target == self.atoms.TIMESTAMP {
+            self.conn
+                .change_property32(
+                    PropMode::REPLACE,
+                    request.requestor,
+                    property,
+                    AtomEnum::INTEGER,
+                    &[self.owned_at],
+                )
+                .is_ok()
         } else if request.target == self.atoms.TARGETS {
-            let mut targets: Vec<u32> = vec![self.atoms.TARGETS];
+            let mut targets: Vec<u32> = vec![self.atoms.TARGETS, self.atoms.TIMESTAMP];
             targets.extend(self.served.iter().map(|(t, ..)| *t));
             self.conn
                 .change_property32(
@@ -209,11 +260,12 @@ impl X11Clipboard {
                     data,
                 )
                 .is_ok();
-            if ok
-                && self.expecting
-                && request.requestor != self.window
-                && self.is_text(request.target)
-            {
+            let by_target = match self.expecting {
+                Some(Some(client)) => self.client_of(request.requestor) == client,
+                Some(None) => true,
+                None => false,
+            };
+            if ok && by_target && request.requestor != self.window && self.is_text(request.target) {
                 self.read = true;
             }
             ok
@@ -251,7 +303,7 @@ impl X11Clipboard {
         self.conn.flush().ok()?;
         let until = Instant::now() + ANSWER;
         loop {
-            let event = self.next_event(until)?;
+            let event = self.next_event(until).ok().flatten()?;
             match event {
                 Event::SelectionNotify(n) if n.requestor == self.window && n.target == target => {
                     if n.property == x11rb::NONE {
@@ -288,9 +340,10 @@ impl X11Clipboard {
     /// Takes the clipboard to serve `served`; whether the server made Persyk its owner.
     fn own(&mut self, served: Served) -> bool {
         self.served = served;
+        self.owned_at = self.server_time();
         let taken = self
             .conn
-            .set_selection_owner(self.window, self.atoms.CLIPBOARD, x11rb::CURRENT_TIME)
+            .set_selection_owner(self.window, self.atoms.CLIPBOARD, self.owned_at)
             .ok()
             .and_then(|_| self.conn.get_selection_owner(self.atoms.CLIPBOARD).ok())
             .and_then(|c| c.reply().ok())
@@ -390,7 +443,7 @@ impl PasteClipboard for X11Clipboard {
             served.push((AtomEnum::STRING.into(), AtomEnum::STRING.into(), 8, latin1));
         }
         self.read = false;
-        self.expecting = false;
+        self.expecting = None;
         if self.own(served) {
             Ok(())
         } else {
@@ -404,19 +457,29 @@ impl PasteClipboard for X11Clipboard {
         while let Ok(Some(event)) = self.conn.poll_for_event() {
             self.handle(&event);
         }
+        // The target is the client with the keyboard focus now; a clipboard manager that
+        // copies every new content is another client, and its read is not the paste's.
+        let focus = self
+            .conn
+            .get_input_focus()
+            .ok()
+            .and_then(|c| c.reply().ok())
+            .map(|r| r.focus)
+            .filter(|&w| w > 1) // None (0) and PointerRoot (1) name no client
+            .map(|w| self.client_of(w));
         self.read = false;
-        self.expecting = true;
+        self.expecting = Some(focus);
     }
 
     fn wait_read(&mut self, deadline: Duration) -> bool {
         let until = Instant::now() + deadline;
         while self.owned && !self.read {
             match self.next_event(until) {
-                Some(event) => self.handle(&event),
-                None => break,
+                Ok(Some(event)) => self.handle(&event),
+                Ok(None) | Err(_) => break,
             }
         }
-        self.expecting = false;
+        self.expecting = None;
         self.owned && self.read
     }
 
@@ -443,9 +506,9 @@ impl PasteClipboard for X11Clipboard {
     fn keep(&mut self) {
         while self.owned {
             match self.next_event(Instant::now() + Duration::from_secs(3600)) {
-                Some(event) => self.handle(&event),
-                None if self.conn.poll_for_event().is_err() => return,
-                None => {}
+                Ok(Some(event)) => self.handle(&event),
+                Ok(None) => {}
+                Err(_) => return,
             }
         }
     }
