@@ -870,6 +870,8 @@ fn fill_cask_writes_version_checksum_and_urls() {
         "  url \"https://github.com/acme/persyk/releases/download/v#{version}/Persyk-#{version}.dmg\"",
         "  homepage \"https://github.com/acme/persyk\"",
         "  app \"Persyk.app\"",
+        // Issue #25 item 9: the CLI on PATH.
+        "  binary \"#{appdir}/Persyk.app/Contents/MacOS/persyk\"",
         "  uninstall quit: \"app.persyk.Persyk\"",
     ] {
         assert!(

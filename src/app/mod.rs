@@ -59,13 +59,18 @@ pub enum AppError {
 /// The window's options; `visible: false` builds it invisible (`--hidden`), so it never
 /// flashes on screen.
 fn native_options(visible: bool) -> eframe::NativeOptions {
+    let viewport = egui::ViewportBuilder::default()
+        .with_title("Persyk")
+        .with_app_id("persyk")
+        .with_inner_size([520.0, 600.0])
+        .with_min_inner_size([360.0, 320.0])
+        .with_visible(visible);
+    // macOS: an empty icon tells eframe to leave the application icon alone (it would set
+    // the egui logo otherwise, over Persyk.app's own Persyk.icns; eframe 0.37 app_icon.rs).
+    #[cfg(target_os = "macos")]
+    let viewport = viewport.with_icon(std::sync::Arc::new(egui::IconData::default()));
     eframe::NativeOptions {
-        viewport: egui::ViewportBuilder::default()
-            .with_title("Persyk")
-            .with_app_id("persyk")
-            .with_inner_size([520.0, 600.0])
-            .with_min_inner_size([360.0, 320.0])
-            .with_visible(visible),
+        viewport,
         event_loop_builder: event_loop_hook(visible),
         ..Default::default()
     }

@@ -373,6 +373,26 @@ impl Shell {
             self.quit(ctx);
             return;
         }
+        // The window keys an app menu would give (Persyk has none: winit's default menu is
+        // off so that ⌘Q reaches the quit path above): ⌘W / Ctrl+W closes the window as its
+        // close button does; on macOS ⌘H hides Persyk and ⌘M minimizes the window.
+        if ctx.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::W)) {
+            if self.tray.is_some() {
+                ctx.send_viewport_cmd(egui::ViewportCommand::Visible(false));
+            } else {
+                self.quit(ctx);
+                return;
+            }
+        }
+        #[cfg(target_os = "macos")]
+        {
+            if ctx.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::H)) {
+                super::platform::macos::hide_app();
+            }
+            if ctx.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::M)) {
+                ctx.send_viewport_cmd(egui::ViewportCommand::Minimized(true));
+            }
+        }
         // While hidden, `logic` sees the last shown frame's input again: act on a close
         // request once (by its frame time), or showing the window would hide it again.
         let close = ctx.input(|i| i.viewport().close_requested().then_some(i.time));

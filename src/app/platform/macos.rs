@@ -43,6 +43,14 @@ pub fn activate() {
     }
 }
 
+/// Hides Persyk (`NSApp hide:`, what ⌘H does in an app menu): its windows go and the app
+/// that was in front before gets the keyboard back.
+pub fn hide_app() {
+    if let Some(mtm) = MainThreadMarker::new() {
+        NSApplication::sharedApplication(mtm).hide(None);
+    }
+}
+
 define_class!(
     /// The recording indicator's class: a panel that never becomes key or main, so showing
     /// it or clicking it leaves keyboard focus where the user was typing.
