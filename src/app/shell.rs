@@ -378,7 +378,7 @@ impl Shell {
         // close button does; on macOS ⌘H hides Persyk and ⌘M minimizes the window.
         if ctx.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::W)) {
             if self.tray.is_some() {
-                ctx.send_viewport_cmd(egui::ViewportCommand::Visible(false));
+                close_to_tray(ctx);
             } else {
                 self.quit(ctx);
                 return;
@@ -404,7 +404,7 @@ impl Shell {
             // (showing "Finishing…") until a running recording is saved.
             ctx.send_viewport_cmd(egui::ViewportCommand::CancelClose);
             if self.tray.is_some() {
-                ctx.send_viewport_cmd(egui::ViewportCommand::Visible(false));
+                close_to_tray(ctx);
             } else {
                 self.quit(ctx);
                 return;
@@ -543,4 +543,14 @@ impl eframe::App for Shell {
             eprintln!("persyk: the background worker did not stop in time");
         }
     }
+}
+
+/// Hides the window to the menu bar / tray, as the user closed it. On macOS Persyk also
+/// hides itself (`NSApp hide:`), so the app the user was in before gets the keyboard back
+/// and a later paste does not land in Persyk (issue #25 item 8); the recording indicator
+/// stays (it cannot hide).
+fn close_to_tray(ctx: &egui::Context) {
+    ctx.send_viewport_cmd(egui::ViewportCommand::Visible(false));
+    #[cfg(target_os = "macos")]
+    super::platform::macos::hide_app();
 }

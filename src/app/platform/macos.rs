@@ -133,8 +133,10 @@ pub fn make_indicator_panel(title: &str) -> bool {
         if panel {
             window.setStyleMask(window.styleMask() | NSWindowStyleMask::NonactivatingPanel);
         }
-        // Level and Spaces apply to any window, a panel or not.
+        // Level and Spaces apply to any window, a panel or not; it stays when Persyk hides
+        // itself (closing the main window hides the app).
         window.setHidesOnDeactivate(false);
+        window.setCanHide(false);
         window.setLevel(NSStatusWindowLevel);
         window.setCollectionBehavior(
             NSWindowCollectionBehavior::CanJoinAllSpaces
