@@ -22,45 +22,58 @@ use x11rb::rust_connection::RustConnection;
 /// frame or two between the root and the client window).
 const DEPTH: usize = 4;
 
-/// Sets `WM_HINTS.input = False` on this process's window titled `title`. Returns whether
-/// there is nothing left to do: the window was found and changed, or there is no X display
-/// (the shell asks again on the next frame until then).
+/// Sets `WM_HINTS.input = False` on this process's windows titled `title`. Returns whether
+/// there is nothing left to do: a window was found and changed, or this session has no X
+/// display (the shell asks again on later frames until then, also when the server could not
+/// be reached this time).
 pub fn make_indicator_unfocusable(title: &str) -> bool {
     if std::env::var_os("DISPLAY").is_none_or(|d| d.is_empty()) {
         return true;
     }
     let Ok((conn, screen)) = x11rb::connect(None) else {
-        return true;
+        return false;
     };
     let Some(root) = conn.setup().roots.get(screen).map(|s| s.root) else {
         return true;
     };
-    let Some(window) = find(&conn, root, title, DEPTH) else {
-        return false;
+    let mut windows = Vec::new();
+    find(&conn, root, title, DEPTH, &mut windows);
+    let hints = |window| {
+        WmHints::get(&conn, window)
+            .ok()
+            .and_then(|c| c.reply().ok())
+            .flatten()
     };
-    let mut hints = WmHints::get(&conn, window)
-        .ok()
-        .and_then(|c| c.reply().ok())
-        .flatten()
-        .unwrap_or_default();
-    hints.input = Some(false);
-    hints.set(&conn, window).is_ok() && conn.flush().is_ok()
+    for &window in &windows {
+        let mut wanted = hints(window).unwrap_or_default();
+        wanted.input = Some(false);
+        let _ = wanted.set(&conn, window);
+    }
+    // Read back (a round trip: the server has processed the change before this connection
+    // closes, and it says whether the change held).
+    !windows.is_empty()
+        && windows
+            .iter()
+            .all(|&w| hints(w).is_some_and(|h| h.input == Some(false)))
 }
 
-/// This process's window titled `title` at most `depth` levels below `parent`.
-fn find(conn: &RustConnection, parent: Window, title: &str, depth: usize) -> Option<Window> {
-    let children = conn.query_tree(parent).ok()?.reply().ok()?.children;
+/// This process's windows titled `title` at most `depth` levels below `parent`.
+fn find(conn: &RustConnection, parent: Window, title: &str, depth: usize, out: &mut Vec<Window>) {
+    let Some(children) = conn
+        .query_tree(parent)
+        .ok()
+        .and_then(|c| c.reply().ok())
+        .map(|r| r.children)
+    else {
+        return;
+    };
     for &child in &children {
         if titled(conn, child, title) && ours(conn, child) {
-            return Some(child);
+            out.push(child);
+        } else if depth > 0 {
+            find(conn, child, title, depth - 1, out);
         }
     }
-    if depth == 0 {
-        return None;
-    }
-    children
-        .into_iter()
-        .find_map(|child| find(conn, child, title, depth - 1))
 }
 
 fn property(conn: &RustConnection, window: Window, name: &[u8]) -> Option<Vec<u8>> {
