@@ -23,14 +23,15 @@
 #[cfg(target_os = "macos")]
 pub mod macos;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+
 use super::model::Waker;
 use super::paste::{
     self, Delivery, PasteAvailability, PasteClipboard, PasteError, Paster, Previous, SavedClipboard,
 };
 use crate::settings::AfterDictationSettings;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 /// Whether the system lets Persyk show notifications.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

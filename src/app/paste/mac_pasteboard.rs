@@ -9,10 +9,12 @@
 //! - Only the provider's call *after* [`PasteClipboard::expect_paste`] counts as the paste's
 //!   read; the put-back happens only while the pasteboard's change count is still the one
 //!   the transcript got (nobody copied since).
-//! - A transcript left on the pasteboard keeps its provider alive (a provider that is gone
-//!   would leave an item without text).
+//! - The transcript's item is written on the main thread, whose run loop AppKit asks the
+//!   provider from, and its provider lives (in a main-thread slot) until the next transcript
+//!   replaces it: a provider that is gone would leave an item without text.
 //! - macOS only; `scripts/check-macos` type-checks it.
 
+use std::cell::RefCell;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::time::Duration;
 
@@ -69,19 +71,18 @@ impl TranscriptProvider {
     }
 }
 
+thread_local! {
+    /// The provider of the transcript last offered (only ever touched on the main thread).
+    static PROVIDER: RefCell<Option<Retained<TranscriptProvider>>> = const { RefCell::new(None) };
+}
+
 /// The general pasteboard, as one paste uses it.
 #[derive(Default)]
 pub struct MacPasteboard {
     /// The change count the transcript's item got.
     change: Option<NSInteger>,
     read: Option<Receiver<()>>,
-    provider: Option<Retained<TranscriptProvider>>,
 }
-
-// SAFETY: NSPasteboard may be used from any thread, and the provider is only created, held
-// and released here (its callback runs wherever AppKit calls it and touches only its
-// immutable ivars and a channel).
-unsafe impl Send for MacPasteboard {}
 
 impl MacPasteboard {
     fn still_ours(&self) -> bool {
@@ -124,24 +125,29 @@ impl PasteClipboard for MacPasteboard {
 
     fn offer(&mut self, text: &str) -> Result<(), String> {
         let (tx, rx) = sync_channel(4);
-        let provider = TranscriptProvider::new(text, tx);
-        let item = NSPasteboardItem::new();
-        // SAFETY: an AppKit constant.
-        let string_type: &NSPasteboardType = unsafe { NSPasteboardTypeString };
-        let types = NSArray::from_slice(&[string_type]);
-        if !item.setDataProvider_forTypes(ProtocolObject::from_ref(&*provider), &types) {
-            return Err("the pasteboard refused the transcript".into());
-        }
-        let pasteboard = NSPasteboard::generalPasteboard();
-        pasteboard.clearContents();
-        let writer: Retained<ProtocolObject<dyn NSPasteboardWriting>> =
-            ProtocolObject::from_retained(item);
-        if !pasteboard.writeObjects(&NSArray::from_retained_slice(&[writer])) {
-            return Err("the pasteboard refused the transcript".into());
-        }
-        self.change = Some(pasteboard.changeCount());
+        let text = text.to_owned();
+        let change = dispatch2::run_on_main(move |_| {
+            let provider = TranscriptProvider::new(&text, tx);
+            let item = NSPasteboardItem::new();
+            // SAFETY: an AppKit constant.
+            let string_type: &NSPasteboardType = unsafe { NSPasteboardTypeString };
+            let types = NSArray::from_slice(&[string_type]);
+            if !item.setDataProvider_forTypes(ProtocolObject::from_ref(&*provider), &types) {
+                return None;
+            }
+            let pasteboard = NSPasteboard::generalPasteboard();
+            pasteboard.clearContents();
+            let writer: Retained<ProtocolObject<dyn NSPasteboardWriting>> =
+                ProtocolObject::from_retained(item);
+            if !pasteboard.writeObjects(&NSArray::from_retained_slice(&[writer])) {
+                return None;
+            }
+            PROVIDER.with(|slot| *slot.borrow_mut() = Some(provider));
+            Some(pasteboard.changeCount())
+        });
+        let change = change.ok_or_else(|| "the pasteboard refused the transcript".to_owned())?;
+        self.change = Some(change);
         self.read = Some(rx);
-        self.provider = Some(provider);
         Ok(())
     }
 
@@ -187,14 +193,5 @@ impl PasteClipboard for MacPasteboard {
         let written = pasteboard.writeObjects(&NSArray::from_retained_slice(&writers));
         self.change = None;
         written
-    }
-
-    fn keep(&mut self) {
-        // The transcript is still on the pasteboard: its provider must outlive this paste.
-        if self.still_ours()
-            && let Some(provider) = self.provider.take()
-        {
-            std::mem::forget(provider);
-        }
     }
 }

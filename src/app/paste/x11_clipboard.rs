@@ -10,8 +10,9 @@
 //!
 //! Invariants:
 //! - A save is whole or it is [`Previous::Unrestorable`]: an owner that answers a target in
-//!   increments (`INCR`, for large data), a target larger than one request can carry, or no
-//!   answer within [`ANSWER`] make the save unrestorable (so nothing half is put back).
+//!   increments (`INCR`, for large data), a target larger than one request can carry, no
+//!   answer within [`ANSWER`], or a save longer than [`SAVE_BUDGET`] make the save
+//!   unrestorable (so nothing half is put back).
 //! - Only a text target served after [`PasteClipboard::expect_paste`] to the client that had
 //!   the keyboard focus then (the target app; not a clipboard manager copying every new
 //!   content) counts as the paste's read.
@@ -34,6 +35,9 @@ use super::{PasteClipboard, Previous, SavedClipboard, SavedFormat};
 
 /// How long the current owner may take to answer one conversion while saving.
 const ANSWER: Duration = Duration::from_secs(2);
+/// How long saving everything may take (an owner with many slow targets): the paste waits
+/// for it.
+const SAVE_BUDGET: Duration = Duration::from_secs(4);
 /// At most this much saved content (bytes, all targets together); more is unrestorable.
 const MAX_SAVED_BYTES: usize = 64 << 20;
 
@@ -289,7 +293,7 @@ impl X11Clipboard {
 
     /// Asks the owner for `target` into Persyk's property; the property's reply, or `None`
     /// when refused or not answered in time. Events that arrive meanwhile are handled.
-    fn convert(&mut self, target: Atom) -> Option<xproto::GetPropertyReply> {
+    fn convert(&mut self, target: Atom, by: Instant) -> Option<xproto::GetPropertyReply> {
         let prop = self.atoms.PERSYK_CLIPBOARD;
         self.conn
             .convert_selection(
@@ -301,7 +305,7 @@ impl X11Clipboard {
             )
             .ok()?;
         self.conn.flush().ok()?;
-        let until = Instant::now() + ANSWER;
+        let until = (Instant::now() + ANSWER).min(by);
         loop {
             let event = self.next_event(until).ok().flatten()?;
             match event {
@@ -367,7 +371,8 @@ impl PasteClipboard for X11Clipboard {
         if owner == x11rb::NONE {
             return Previous::Empty;
         }
-        let Some(reply) = self.convert(self.atoms.TARGETS) else {
+        let by = Instant::now() + SAVE_BUDGET;
+        let Some(reply) = self.convert(self.atoms.TARGETS, by) else {
             return Previous::Unrestorable;
         };
         let Some(targets) = reply.value32() else {
@@ -388,7 +393,7 @@ impl PasteClipboard for X11Clipboard {
         let mut saved = SavedClipboard::default();
         let mut total = 0usize;
         for target in targets.into_iter().filter(|t| !meta.contains(t)) {
-            let Some(reply) = self.convert(target) else {
+            let Some(reply) = self.convert(target, by) else {
                 // Refused although offered, or no answer: not something to put back whole.
                 return Previous::Unrestorable;
             };
