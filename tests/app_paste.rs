@@ -158,6 +158,19 @@ fn wait_target(
     }
 }
 
+/// Waits until the clipboard holds [`PREVIOUS`] again, as another X client (Tk) reads it.
+fn wait_put_back(target: &mut Target, app: &mut App) {
+    wait_target(target, app, "clipboard", "the previous clipboard", |a| {
+        a["clipboard"] == PREVIOUS
+    });
+}
+
+/// "Copy and paste into the active app" with "put the previous clipboard back" on.
+const PASTE_AND_PUT_BACK: AfterDictationSettings = AfterDictationSettings {
+    action: AfterAction::Paste,
+    restore_clipboard: true,
+};
+
 // ---------------------------------------------------------------------------------------------
 // Issue #14.
 
@@ -172,10 +185,7 @@ fn issue14_01_a_hotkey_dictation_is_pasted_into_the_focused_app() {
     }
     let mut target = Target::start();
     assert_eq!(target.ask(&format!("set-clipboard {PREVIOUS}"))["ok"], true);
-    let mut app = app(AfterDictationSettings {
-        action: AfterAction::Paste,
-        restore_clipboard: true,
-    });
+    let mut app = app(PASTE_AND_PUT_BACK);
     assert_eq!(target.ask("entry")["focus"], true, "the app took focus");
 
     app.dictate_by_hotkey();
@@ -187,14 +197,8 @@ fn issue14_01_a_hotkey_dictation_is_pasted_into_the_focused_app() {
     app.wait_until("the window to say so", |a| {
         a.says("Pasted into the active app")
     });
-    // Put back after the paste (500 ms later), as read by another X client.
-    wait_target(
-        &mut target,
-        &mut app,
-        "clipboard",
-        "the previous clipboard",
-        |a| a["clipboard"] == PREVIOUS,
-    );
+    // Put back once the paste read the transcript, as another X client reads it.
+    wait_put_back(&mut target, &mut app);
     // Exactly once: nothing typed or pasted twice.
     assert_eq!(target.ask("entry")["entry"], SAID);
 }
@@ -254,21 +258,12 @@ fn issue23_09_every_format_the_clipboard_held_is_put_back_on_x11() {
         true
     );
     assert_eq!(target.ask("clipboard-type text/html")["clipboard"], HTML);
-    let mut app = app(AfterDictationSettings {
-        action: AfterAction::Paste,
-        restore_clipboard: true,
-    });
+    let mut app = app(PASTE_AND_PUT_BACK);
     app.dictate_by_hotkey();
     wait_target(&mut target, &mut app, "entry", "the pasted text", |a| {
         a["entry"] == SAID
     });
-    wait_target(
-        &mut target,
-        &mut app,
-        "clipboard",
-        "the previous clipboard",
-        |a| a["clipboard"] == PREVIOUS,
-    );
+    wait_put_back(&mut target, &mut app);
     assert_eq!(
         target.ask("clipboard-type text/html")["clipboard"],
         HTML,
@@ -289,10 +284,7 @@ fn issue23_10_a_slow_target_pastes_the_transcript_not_the_old_clipboard() {
     let mut target = Target::start();
     assert_eq!(target.ask(&format!("set-clipboard {PREVIOUS}"))["ok"], true);
     assert_eq!(target.ask("slow-paste 2000")["ok"], true);
-    let mut app = app(AfterDictationSettings {
-        action: AfterAction::Paste,
-        restore_clipboard: true,
-    });
+    let mut app = app(PASTE_AND_PUT_BACK);
     app.dictate_by_hotkey();
     let state = wait_target(&mut target, &mut app, "entry", "a paste", |a| {
         a["entry"] != ""
@@ -301,13 +293,7 @@ fn issue23_10_a_slow_target_pastes_the_transcript_not_the_old_clipboard() {
         state["entry"], SAID,
         "the slow target pasted the old clipboard"
     );
-    wait_target(
-        &mut target,
-        &mut app,
-        "clipboard",
-        "the previous clipboard",
-        |a| a["clipboard"] == PREVIOUS,
-    );
+    wait_put_back(&mut target, &mut app);
     assert_eq!(target.ask("entry")["entry"], SAID);
 }
 
@@ -326,10 +312,7 @@ fn issue23_10_a_clipboard_managers_read_is_not_the_paste() {
     assert_eq!(target.ask("entry")["focus"], true);
     assert_eq!(target.ask(&format!("set-clipboard {PREVIOUS}"))["ok"], true);
     assert_eq!(target.ask("slow-paste 2000")["ok"], true);
-    let mut app = app(AfterDictationSettings {
-        action: AfterAction::Paste,
-        restore_clipboard: true,
-    });
+    let mut app = app(PASTE_AND_PUT_BACK);
     app.dictate_by_hotkey();
     // While the target sleeps on its Ctrl+V, the manager keeps copying the clipboard.
     let start = Instant::now();
@@ -347,13 +330,7 @@ fn issue23_10_a_clipboard_managers_read_is_not_the_paste() {
         state["entry"], SAID,
         "the manager's read put the old clipboard back before the paste"
     );
-    wait_target(
-        &mut target,
-        &mut app,
-        "clipboard",
-        "the previous clipboard",
-        |a| a["clipboard"] == PREVIOUS,
-    );
+    wait_put_back(&mut target, &mut app);
 }
 
 // ---------------------------------------------------------------------------------------------
