@@ -11,6 +11,9 @@
 //! - On Linux a key stored in the kernel keyring before a Secret Service appeared is still
 //!   read (after the Secret Service's own); storing writes the Secret Service only and
 //!   removes that older copy.
+//! - Tests never touch Persyk's own entry ([`KeyEntry::app`], which the free functions use):
+//!   they use [`KeyEntry::for_tests`], a service name of their own
+//!   (`tests/credentials.rs::issue25_05_…` checks every test source for it).
 
 /// Secret-store service name.
 pub const SERVICE: &str = "app.persyk.Persyk";
@@ -112,80 +115,148 @@ pub fn storage() -> KeyStorage {
     }
 }
 
-#[cfg(all(target_os = "linux", feature = "app"))]
-fn attributes() -> std::collections::HashMap<&'static str, &'static str> {
-    [("service", SERVICE), ("username", ACCOUNT)].into()
+/// One entry of the secret store: the service name and account the key is kept under.
+///
+/// [`KeyEntry::app`] is Persyk's own ([`SERVICE`], [`ACCOUNT`]), the one the app and the CLI
+/// use through the free functions below. Tests never use it: [`KeyEntry::for_tests`] names a
+/// service of their own, so running the tests can neither read, replace nor delete the key a
+/// developer saved (nor wait on a Keychain prompt for it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyEntry {
+    service: std::borrow::Cow<'static, str>,
 }
 
-fn entry() -> Result<keyring::Entry, CredentialError> {
-    keyring::Entry::new(SERVICE, ACCOUNT).map_err(|_| CredentialError::StoreUnavailable)
-}
+impl KeyEntry {
+    /// Persyk's entry: service [`SERVICE`], account [`ACCOUNT`].
+    pub const fn app() -> KeyEntry {
+        KeyEntry {
+            service: std::borrow::Cow::Borrowed(SERVICE),
+        }
+    }
 
-/// The key from the secret store, if one is stored there.
-pub fn stored_key() -> Result<Option<String>, CredentialError> {
+    /// An entry for tests: service `app.persyk.Persyk.test.<name>.<process id>`, never
+    /// [`SERVICE`]. `name` should say which test owns it; the process id keeps test runs in
+    /// parallel (two checkouts, two test binaries) apart.
+    pub fn for_tests(name: &str) -> KeyEntry {
+        KeyEntry {
+            service: format!("{SERVICE}.test.{name}.{}", std::process::id()).into(),
+        }
+    }
+
+    /// The service name the key is kept under.
+    pub fn service(&self) -> &str {
+        &self.service
+    }
+
     #[cfg(all(target_os = "linux", feature = "app"))]
-    if storage() == KeyStorage::SecretService {
-        match secret_service::get(&attributes()) {
-            Ok(Some(k)) if !k.is_empty() => {
-                return String::from_utf8(k)
-                    .map(Some)
-                    .map_err(|_| CredentialError::StoreUnavailable);
+    fn attributes(&self) -> std::collections::HashMap<&str, &str> {
+        [("service", self.service()), ("username", ACCOUNT)].into()
+    }
+
+    fn native(&self) -> Result<keyring::Entry, CredentialError> {
+        keyring::Entry::new(self.service(), ACCOUNT).map_err(|_| CredentialError::StoreUnavailable)
+    }
+
+    /// The key from the secret store, if one is stored there.
+    pub fn stored_key(&self) -> Result<Option<String>, CredentialError> {
+        #[cfg(all(target_os = "linux", feature = "app"))]
+        if storage() == KeyStorage::SecretService {
+            match secret_service::get(&self.attributes()) {
+                Ok(Some(k)) if !k.is_empty() => {
+                    return String::from_utf8(k)
+                        .map(Some)
+                        .map_err(|_| CredentialError::StoreUnavailable);
+                }
+                // Not there: an older copy in the kernel keyring still counts.
+                Ok(_) => {}
+                Err(secret_service::Failed) => return Err(CredentialError::StoreUnavailable),
             }
-            // Not there: an older copy in the kernel keyring still counts.
-            Ok(_) => {}
-            Err(secret_service::Failed) => return Err(CredentialError::StoreUnavailable),
+        }
+        self.kernel_or_native_key()
+    }
+
+    fn kernel_or_native_key(&self) -> Result<Option<String>, CredentialError> {
+        match self.native()?.get_password() {
+            Ok(k) if !k.is_empty() => Ok(Some(k)),
+            Ok(_) | Err(keyring::Error::NoEntry) => Ok(None),
+            Err(_) => Err(CredentialError::StoreUnavailable),
         }
     }
-    kernel_or_native_key()
-}
 
-fn kernel_or_native_key() -> Result<Option<String>, CredentialError> {
-    match entry()?.get_password() {
-        Ok(k) if !k.is_empty() => Ok(Some(k)),
-        Ok(_) | Err(keyring::Error::NoEntry) => Ok(None),
-        Err(_) => Err(CredentialError::StoreUnavailable),
+    /// The key to use: the secret store's, else `OPENAI_API_KEY`'s.
+    pub fn api_key(&self) -> Result<(String, KeySource), CredentialError> {
+        if let Ok(Some(k)) = self.stored_key() {
+            return Ok((k, KeySource::SecretStore));
+        }
+        match std::env::var(ENV_VAR) {
+            Ok(k) if !k.is_empty() => Ok((k, KeySource::Environment)),
+            _ => Err(CredentialError::NoKey),
+        }
+    }
+
+    /// Stores `key` in the secret store.
+    pub fn store_key(&self, key: &str) -> Result<(), CredentialError> {
+        if key.is_empty() {
+            return Err(CredentialError::EmptyKey);
+        }
+        #[cfg(all(target_os = "linux", feature = "app"))]
+        if storage() == KeyStorage::SecretService {
+            secret_service::set("Persyk: OpenAI API key", &self.attributes(), key.as_bytes())
+                .map_err(|_| CredentialError::StoreUnavailable)?;
+            // One key: drop a copy an earlier version left in the kernel keyring.
+            if let Ok(e) = self.native() {
+                let _ = e.delete_credential();
+            }
+            return Ok(());
+        }
+        self.native()?
+            .set_password(key)
+            .map_err(|_| CredentialError::StoreUnavailable)
+    }
+
+    /// Removes the key from the secret store (absent is fine).
+    pub fn delete_key(&self) -> Result<(), CredentialError> {
+        #[cfg(all(target_os = "linux", feature = "app"))]
+        if storage() == KeyStorage::SecretService {
+            secret_service::delete(&self.attributes())
+                .map_err(|_| CredentialError::StoreUnavailable)?;
+        }
+        match self.native()?.delete_credential() {
+            Ok(()) | Err(keyring::Error::NoEntry) => Ok(()),
+            Err(_) => Err(CredentialError::StoreUnavailable),
+        }
     }
 }
 
-/// The key to use: the secret store's, else `OPENAI_API_KEY`'s.
+/// The key from Persyk's entry in the secret store ([`KeyEntry::app`]), if one is stored.
+pub fn stored_key() -> Result<Option<String>, CredentialError> {
+    KeyEntry::app().stored_key()
+}
+
+/// The key to use: Persyk's entry in the secret store, else `OPENAI_API_KEY`'s.
 pub fn api_key() -> Result<(String, KeySource), CredentialError> {
-    if let Ok(Some(k)) = stored_key() {
-        return Ok((k, KeySource::SecretStore));
-    }
-    match std::env::var(ENV_VAR) {
-        Ok(k) if !k.is_empty() => Ok((k, KeySource::Environment)),
-        _ => Err(CredentialError::NoKey),
-    }
+    KeyEntry::app().api_key()
 }
 
-/// Stores `key` in the secret store.
+/// Stores `key` in Persyk's entry of the secret store.
 pub fn store_key(key: &str) -> Result<(), CredentialError> {
-    if key.is_empty() {
-        return Err(CredentialError::EmptyKey);
-    }
-    #[cfg(all(target_os = "linux", feature = "app"))]
-    if storage() == KeyStorage::SecretService {
-        secret_service::set("Persyk: OpenAI API key", &attributes(), key.as_bytes())
-            .map_err(|_| CredentialError::StoreUnavailable)?;
-        // One key: drop a copy an earlier version left in the kernel keyring.
-        if let Ok(e) = entry() {
-            let _ = e.delete_credential();
-        }
-        return Ok(());
-    }
-    entry()?
-        .set_password(key)
-        .map_err(|_| CredentialError::StoreUnavailable)
+    KeyEntry::app().store_key(key)
 }
 
-/// Removes the key from the secret store (absent is fine).
+/// Removes the key from Persyk's entry of the secret store (absent is fine).
 pub fn delete_key() -> Result<(), CredentialError> {
-    #[cfg(all(target_os = "linux", feature = "app"))]
-    if storage() == KeyStorage::SecretService {
-        secret_service::delete(&attributes()).map_err(|_| CredentialError::StoreUnavailable)?;
-    }
-    match entry()?.delete_credential() {
-        Ok(()) | Err(keyring::Error::NoEntry) => Ok(()),
-        Err(_) => Err(CredentialError::StoreUnavailable),
+    KeyEntry::app().delete_key()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn persyks_entry_is_the_service_and_a_tests_entry_never_is() {
+        assert_eq!(KeyEntry::app().service(), SERVICE);
+        let test = KeyEntry::for_tests("unit");
+        assert_ne!(test.service(), SERVICE);
+        assert!(test.service().starts_with("app.persyk.Persyk.test.unit."));
     }
 }

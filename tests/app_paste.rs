@@ -8,7 +8,9 @@
 //! hotkey, the real clipboard (arboard) and the real paster (XTest). The user presses the
 //! hotkey with `xdotool` to start and again to stop; the transcript must arrive in the Tk
 //! entry, the entry must keep focus, and with "put back" on the clipboard must hold its
-//! previous text again afterwards (read by Tk, another X client).
+//! previous text again afterwards (read by Tk, another X client). Issue #23 items 9 and 10
+//! on the same ground: every format the clipboard held comes back, and only after the
+//! target read the transcript (a target slow to handle Ctrl+V still pastes the transcript).
 //!
 //! Skipped, with a note, where Xvfb, xdotool or python3 with tkinter is missing (`scripts/
 //! setup` installs them).
@@ -34,7 +36,9 @@ use persyk::app::effects::{Delivered, Effects, SystemEffects};
 use persyk::app::event::ShellEvent;
 use persyk::app::event::TrayState;
 use persyk::app::model::Waker;
-use persyk::app::paste::{self, PasteAvailability, PasteError, Paster, TextClipboard};
+use persyk::app::paste::{
+    self, PasteAvailability, PasteClipboard, PasteError, Paster, Previous, SavedClipboard,
+};
 use persyk::app::shell::{Shell, ShellOptions, TrayPort};
 use persyk::realtime::fake;
 use persyk::settings::{AfterAction, AfterDictationSettings};
@@ -154,6 +158,19 @@ fn wait_target(
     }
 }
 
+/// Waits until the clipboard holds [`PREVIOUS`] again, as another X client (Tk) reads it.
+fn wait_put_back(target: &mut Target, app: &mut App) {
+    wait_target(target, app, "clipboard", "the previous clipboard", |a| {
+        a["clipboard"] == PREVIOUS
+    });
+}
+
+/// "Copy and paste into the active app" with "put the previous clipboard back" on.
+const PASTE_AND_PUT_BACK: AfterDictationSettings = AfterDictationSettings {
+    action: AfterAction::Paste,
+    restore_clipboard: true,
+};
+
 // ---------------------------------------------------------------------------------------------
 // Issue #14.
 
@@ -168,10 +185,7 @@ fn issue14_01_a_hotkey_dictation_is_pasted_into_the_focused_app() {
     }
     let mut target = Target::start();
     assert_eq!(target.ask(&format!("set-clipboard {PREVIOUS}"))["ok"], true);
-    let mut app = app(AfterDictationSettings {
-        action: AfterAction::Paste,
-        restore_clipboard: true,
-    });
+    let mut app = app(PASTE_AND_PUT_BACK);
     assert_eq!(target.ask("entry")["focus"], true, "the app took focus");
 
     app.dictate_by_hotkey();
@@ -183,14 +197,8 @@ fn issue14_01_a_hotkey_dictation_is_pasted_into_the_focused_app() {
     app.wait_until("the window to say so", |a| {
         a.says("Pasted into the active app")
     });
-    // Put back after the paste (500 ms later), as read by another X client.
-    wait_target(
-        &mut target,
-        &mut app,
-        "clipboard",
-        "the previous clipboard",
-        |a| a["clipboard"] == PREVIOUS,
-    );
+    // Put back once the paste read the transcript, as another X client reads it.
+    wait_put_back(&mut target, &mut app);
     // Exactly once: nothing typed or pasted twice.
     assert_eq!(target.ask("entry")["entry"], SAID);
 }
@@ -232,6 +240,100 @@ fn issue14_01_without_put_back_the_transcript_stays_on_the_clipboard() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Issue #23: never destroy what the user had, never paste the wrong thing.
+
+/// Issue #23 item 9: "put back" restored plain text only, so HTML (or an image, a file
+/// list) the user had copied was gone for good. Tk owns the clipboard with text *and* HTML;
+/// after the paste both are back, as another X client reads them.
+#[test]
+fn issue23_09_every_format_the_clipboard_held_is_put_back_on_x11() {
+    if !in_xvfb_child("issue23_09_every_format_the_clipboard_held_is_put_back_on_x11") {
+        return;
+    }
+    const HTML: &str = "<p>what the <b>clipboard</b> held before</p>";
+    let mut target = Target::start();
+    let before = serde_json::json!({ "STRING": PREVIOUS, "text/html": HTML });
+    assert_eq!(
+        target.ask(&format!("set-clipboard-types {before}"))["ok"],
+        true
+    );
+    assert_eq!(target.ask("clipboard-type text/html")["clipboard"], HTML);
+    let mut app = app(PASTE_AND_PUT_BACK);
+    app.dictate_by_hotkey();
+    wait_target(&mut target, &mut app, "entry", "the pasted text", |a| {
+        a["entry"] == SAID
+    });
+    wait_put_back(&mut target, &mut app);
+    assert_eq!(
+        target.ask("clipboard-type text/html")["clipboard"],
+        HTML,
+        "the HTML the clipboard held was not put back"
+    );
+    assert_eq!(target.ask("entry")["entry"], SAID);
+}
+
+/// Issue #23 item 10: the previous clipboard went back 500 ms after the keystroke, so a
+/// target busy for longer pasted the *old* clipboard while Persyk reported success. Here the
+/// Tk entry handles Ctrl+V only after 2 s: it must still paste the transcript, and the
+/// previous clipboard comes back after that read.
+#[test]
+fn issue23_10_a_slow_target_pastes_the_transcript_not_the_old_clipboard() {
+    if !in_xvfb_child("issue23_10_a_slow_target_pastes_the_transcript_not_the_old_clipboard") {
+        return;
+    }
+    let mut target = Target::start();
+    assert_eq!(target.ask(&format!("set-clipboard {PREVIOUS}"))["ok"], true);
+    assert_eq!(target.ask("slow-paste 2000")["ok"], true);
+    let mut app = app(PASTE_AND_PUT_BACK);
+    app.dictate_by_hotkey();
+    let state = wait_target(&mut target, &mut app, "entry", "a paste", |a| {
+        a["entry"] != ""
+    });
+    assert_eq!(
+        state["entry"], SAID,
+        "the slow target pasted the old clipboard"
+    );
+    wait_put_back(&mut target, &mut app);
+    assert_eq!(target.ask("entry")["entry"], SAID);
+}
+
+/// Issue #23 item 10, with a clipboard manager: a client that reads every new clipboard
+/// content (here a second Tk window, which does not have the keyboard focus) reads the
+/// transcript while the focused target is still busy. Only the focused client's read is
+/// the paste's: the slow target still pastes the transcript.
+#[test]
+fn issue23_10_a_clipboard_managers_read_is_not_the_paste() {
+    if !in_xvfb_child("issue23_10_a_clipboard_managers_read_is_not_the_paste") {
+        return;
+    }
+    // Started first: the target takes the focus from it.
+    let mut manager = Target::start();
+    let mut target = Target::start();
+    assert_eq!(target.ask("entry")["focus"], true);
+    assert_eq!(target.ask(&format!("set-clipboard {PREVIOUS}"))["ok"], true);
+    assert_eq!(target.ask("slow-paste 2000")["ok"], true);
+    let mut app = app(PASTE_AND_PUT_BACK);
+    app.dictate_by_hotkey();
+    // While the target sleeps on its Ctrl+V, the manager keeps copying the clipboard.
+    let start = Instant::now();
+    let mut saw_transcript = false;
+    while start.elapsed() < Duration::from_millis(1500) {
+        app.harness.step();
+        saw_transcript |= manager.ask("clipboard")["clipboard"] == SAID;
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(saw_transcript, "the manager never read the transcript");
+    let state = wait_target(&mut target, &mut app, "entry", "a paste", |a| {
+        a["entry"] != ""
+    });
+    assert_eq!(
+        state["entry"], SAID,
+        "the manager's read put the old clipboard back before the paste"
+    );
+    wait_put_back(&mut target, &mut app);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Without a display: the paste flow with a paster that fails, and where focus goes.
 
 /// A clipboard in memory and a paster that refuses (macOS without Accessibility access).
@@ -240,13 +342,19 @@ struct Untrusted {
     clipboard: Arc<Mutex<Option<String>>>,
 }
 
-impl TextClipboard for Untrusted {
-    fn text(&mut self) -> Option<String> {
-        self.clipboard.lock().unwrap().clone()
+impl PasteClipboard for Untrusted {
+    fn save(&mut self) -> Previous {
+        Previous::Empty
     }
-    fn set_text(&mut self, text: &str) -> Result<(), String> {
+    fn offer(&mut self, text: &str) -> Result<(), String> {
         *self.clipboard.lock().unwrap() = Some(text.to_owned());
         Ok(())
+    }
+    fn wait_read(&mut self, _deadline: Duration) -> bool {
+        false
+    }
+    fn restore(&mut self, _saved: &SavedClipboard) -> bool {
+        false
     }
 }
 
@@ -261,7 +369,7 @@ impl Paster for Untrusted {
 
 impl Effects for Untrusted {
     fn copy(&mut self, text: &str) -> Result<(), String> {
-        self.set_text(text)
+        self.offer(text)
     }
     fn notify(&mut self, _title: &str, _body: &str) {}
     fn deliver_transcript(

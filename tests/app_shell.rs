@@ -194,6 +194,31 @@ fn closing_hides_to_the_tray_and_the_menu_brings_the_window_back() {
     assert_eq!(app.harness.state().view().page(), Page::Search);
 }
 
+/// Issue #25 item 9: Persyk has no app menu (so that ⌘Q reaches its own quit path), and
+/// with it went ⌘W: the shortcut did nothing. ⌘W (Ctrl+W) now closes the window as its close
+/// button does: to the menu bar while a tray icon exists.
+#[test]
+fn issue25_09_command_w_closes_the_window_to_the_menu_bar() {
+    let mut app = shell(fixture(None, Some("sk-test"), 5.0, |_| {}), true);
+    app.step();
+    // One key event with its modifiers, so that the frame that handles it is the last one
+    // of the step (the harness gives each queued event a frame of its own).
+    app.harness.event(eframe::egui::Event::Key {
+        key: eframe::egui::Key::W,
+        physical_key: None,
+        pressed: true,
+        repeat: false,
+        modifiers: eframe::egui::Modifiers::COMMAND,
+    });
+    app.step();
+    let commands = app.commands();
+    assert!(
+        commands.contains(&ViewportCommand::Visible(false)),
+        "{commands:?}"
+    );
+    assert!(!app.harness.state().is_quitting());
+}
+
 #[test]
 fn without_a_tray_the_window_says_so_and_closing_quits() {
     let mut app = shell(fixture(None, Some("sk-test"), 5.0, |_| {}), false);

@@ -68,7 +68,7 @@ fn json_str(s: &str) -> String {
     format!("\"{s}\"")
 }
 
-const PLIST_KEYS: [&str; 15] = [
+const PLIST_KEYS: [&str; 19] = [
     "CFBundleIdentifier",
     "CFBundleName",
     "CFBundleDisplayName",
@@ -83,6 +83,10 @@ const PLIST_KEYS: [&str; 15] = [
     "NSHighResolutionCapable",
     "NSMicrophoneUsageDescription",
     "NSDocumentsFolderUsageDescription",
+    "NSDesktopFolderUsageDescription",
+    "NSDownloadsFolderUsageDescription",
+    "NSRemovableVolumesUsageDescription",
+    "NSNetworkVolumesUsageDescription",
     "NoSuchKey",
 ];
 
@@ -129,9 +133,15 @@ fn info_plist_has_the_keys_the_app_needs() {
 
     // The sentences macOS shows when it asks for the microphone, and for Documents (where
     // the default session root is).
+    // Issue #25 item 9: a session folder on the Desktop, in Downloads or on a removable or
+    // network volume needs its own sentence, or macOS refuses access without asking.
     for key in [
         "NSMicrophoneUsageDescription",
         "NSDocumentsFolderUsageDescription",
+        "NSDesktopFolderUsageDescription",
+        "NSDownloadsFolderUsageDescription",
+        "NSRemovableVolumesUsageDescription",
+        "NSNetworkVolumesUsageDescription",
     ] {
         let sentence = get(key);
         assert!(

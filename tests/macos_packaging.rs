@@ -7,7 +7,8 @@
 //!   Linux branch is checked the same way.
 //! - `bundle/Persyk.entitlements` parses (plistlib) and grants the microphone, and
 //!   `scripts/bundle-macos --dry-run` signs with the hardened runtime, a timestamp and those
-//!   entitlements exactly when `PERSYK_SIGN_IDENTITY` is set.
+//!   entitlements exactly when `PERSYK_SIGN_IDENTITY` is set, and builds whisper.cpp for a
+//!   fixed CPU baseline per architecture (`GGML_NATIVE=OFF` and the `GGML_*` feature options).
 //! - `scripts/make-dmg --dry-run`: drag-to-Applications layout, volume icon, compressed image,
 //!   signing and notarization order; `scripts/notarize-macos --dry-run`: the notarytool and
 //!   stapler calls, with the password never printed.
@@ -20,6 +21,7 @@
 
 mod support;
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -387,31 +389,17 @@ fn bundle_without_an_identity_signs_ad_hoc_as_before() {
         "{cmds:#?}"
     );
     assert!(stderr(&out).contains("ad hoc"), "{}", show(&out));
-    // The plain build: the host's release binary, no lipo.
+    // The plain build: one architecture's release binary, no lipo.
     assert!(calls(&cmds, "lipo").is_empty(), "{cmds:#?}");
-    assert!(
-        cmds.contains(&argv(&["cargo", "build", "--release", "--locked"])),
-        "{cmds:#?}"
-    );
+    assert_eq!(builds(&cmds).len(), 1, "{cmds:#?}");
 }
 
 #[test]
 fn bundle_universal_joins_both_mac_architectures_with_lipo() {
     let out = bundle_dry_run(None, &["--universal"]);
     let cmds = commands(&out);
-    for target in ["aarch64-apple-darwin", "x86_64-apple-darwin"] {
-        assert!(
-            cmds.contains(&argv(&[
-                "cargo",
-                "build",
-                "--release",
-                "--locked",
-                "--target",
-                target
-            ])),
-            "{cmds:#?}"
-        );
-    }
+    let targets: Vec<String> = builds(&cmds).into_iter().map(|b| b.target).collect();
+    assert_eq!(targets, ["aarch64-apple-darwin", "x86_64-apple-darwin"]);
     let lipo = calls(&cmds, "lipo");
     let create = lipo.first().expect("lipo -create");
     assert_eq!(&create[1..3], &argv(&["-create", "-output"])[..]);
@@ -429,6 +417,143 @@ fn bundle_universal_joins_both_mac_architectures_with_lipo() {
     );
 }
 
+/// One `cargo build` of a bundle dry run: its target and the variables `env` sets for it.
+#[derive(Debug)]
+struct Build {
+    target: String,
+    vars: BTreeMap<String, String>,
+    /// The variables `env -u` removes.
+    unset: Vec<String>,
+    /// Where the build stands among the dry run's commands.
+    at: usize,
+}
+
+/// Every `env [-u VAR]… [VAR=VALUE]… cargo build --release --locked --target T` of a dry
+/// run. A `cargo build` without `env` in front fails the test: each build states its baseline.
+fn builds(cmds: &[Vec<String>]) -> Vec<Build> {
+    let mut found = Vec::new();
+    for (at, c) in cmds.iter().enumerate() {
+        let Some(cargo) = c.iter().position(|w| w == "cargo") else {
+            continue;
+        };
+        if c.get(cargo + 1).map(String::as_str) != Some("build") {
+            continue;
+        }
+        assert_eq!(c[0], "env", "a build without its baseline: {c:?}");
+        let (mut vars, mut unset) = (BTreeMap::new(), Vec::new());
+        let mut words = c[1..cargo].iter();
+        while let Some(w) = words.next() {
+            if w == "-u" {
+                unset.push(words.next().expect("env -u VAR").clone());
+            } else {
+                let (k, v) = w.split_once('=').expect("VAR=VALUE");
+                vars.insert(k.to_owned(), v.to_owned());
+            }
+        }
+        assert_eq!(
+            c[cargo..cargo + 5],
+            argv(&["cargo", "build", "--release", "--locked", "--target"])[..],
+            "{c:?}"
+        );
+        found.push(Build {
+            target: c[cargo + 5].clone(),
+            vars,
+            unset,
+            at,
+        });
+    }
+    found
+}
+
+fn vars(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+/// Issue #25 item 2: whisper.cpp was built with `GGML_NATIVE` on (ggml's default unless CMake
+/// cross-compiles), so a release built on an M2–M4 used i8mm/SVE/SME and crashed an M1 with
+/// an illegal instruction, and the Intel half cross-built on an arm64 Mac got no AVX at all.
+/// Every build of the bundle now passes `GGML_NATIVE=OFF` and one fixed baseline per
+/// architecture (whisper-rs-sys forwards `GGML_*` variables to CMake as `-D`), removes any
+/// `GGML_*` the caller's environment had, and cleans whisper-rs-sys first when the last build
+/// in that target directory used other flags (its build script does not watch them).
+#[test]
+fn issue25_02_bundle_builds_whisper_for_a_fixed_cpu_baseline_per_architecture() {
+    let m1 = vars(&[
+        ("GGML_NATIVE", "OFF"),
+        ("GGML_CPU_ARM_ARCH", "armv8.4-a+fp16+dotprod"),
+    ]);
+    let intel = vars(&[
+        ("GGML_NATIVE", "OFF"),
+        ("GGML_SSE42", "ON"),
+        ("GGML_AVX", "ON"),
+        ("GGML_AVX2", "ON"),
+        ("GGML_FMA", "ON"),
+        ("GGML_F16C", "ON"),
+        ("GGML_BMI2", "ON"),
+        ("GGML_AVX_VNNI", "OFF"),
+        ("GGML_AVX512", "OFF"),
+        ("GGML_AVX512_VBMI", "OFF"),
+        ("GGML_AVX512_VNNI", "OFF"),
+        ("GGML_AVX512_BF16", "OFF"),
+        ("GGML_AMX_TILE", "OFF"),
+        ("GGML_AMX_INT8", "OFF"),
+        ("GGML_AMX_BF16", "OFF"),
+    ]);
+    let expect = |target: &str| match target {
+        "aarch64-apple-darwin" => &m1,
+        "x86_64-apple-darwin" => &intel,
+        other => panic!("a build for {other}"),
+    };
+
+    let check = |extra: &[&str], targets: &[&str]| {
+        let mut cmd = Command::new(repo("scripts/bundle-macos"));
+        cmd.arg("--dry-run")
+            .args(extra)
+            .current_dir(repo(""))
+            .env_remove("PERSYK_SIGN_IDENTITY")
+            // An inherited variable would reach CMake too: the script removes it.
+            .env("GGML_NATIVE", "ON")
+            .env("GGML_CPU_ARM_ARCH", "native");
+        let out = cmd.output().expect("run scripts/bundle-macos --dry-run");
+        assert!(out.status.success(), "{}", show(&out));
+        let cmds = commands(&out);
+        let found = builds(&cmds);
+        assert_eq!(
+            found.iter().map(|b| b.target.as_str()).collect::<Vec<_>>(),
+            targets,
+            "{cmds:#?}"
+        );
+        for b in &found {
+            assert_eq!(&b.vars, expect(&b.target), "{}: {cmds:#?}", b.target);
+            let mut unset = b.unset.clone();
+            unset.sort();
+            assert_eq!(unset, ["GGML_CPU_ARM_ARCH", "GGML_NATIVE"], "{b:?}");
+            // whisper-rs-sys is rebuilt first (no stamp of these flags exists here).
+            let clean = argv(&[
+                "cargo",
+                "clean",
+                "--release",
+                "--locked",
+                "--target",
+                &b.target,
+                "-p",
+                "whisper-rs-sys",
+            ]);
+            let cleaned = position(&cmds, |c| *c == clean);
+            assert!(cleaned < b.at, "clean before the build: {cmds:#?}");
+        }
+    };
+    check(
+        &["--universal"],
+        &["aarch64-apple-darwin", "x86_64-apple-darwin"],
+    );
+    check(&["--arch", "arm64"], &["aarch64-apple-darwin"]);
+    check(&["--arch", "x86_64"], &["x86_64-apple-darwin"]);
+}
+
 #[test]
 fn bundle_rejects_unknown_arguments() {
     let out = Command::new(repo("scripts/bundle-macos"))
@@ -437,6 +562,22 @@ fn bundle_rejects_unknown_arguments() {
         .expect("run scripts/bundle-macos");
     assert_eq!(out.status.code(), Some(2), "{}", show(&out));
     assert!(stdout(&out).is_empty(), "{}", show(&out));
+    for args in [
+        &["--dry-run", "--universal", "--arch", "arm64"][..],
+        &["--dry-run", "--arch", "ppc"],
+        &["--dry-run", "--arch"],
+    ] {
+        let out = Command::new(repo("scripts/bundle-macos"))
+            .args(args)
+            .output()
+            .expect("run scripts/bundle-macos");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", show(&out));
+        assert!(
+            calls(&commands(&out), "cargo").is_empty(),
+            "{args:?}: {}",
+            show(&out)
+        );
+    }
 }
 
 // --- scripts/make-dmg and scripts/notarize-macos --------------------------------------------
@@ -729,6 +870,8 @@ fn fill_cask_writes_version_checksum_and_urls() {
         "  url \"https://github.com/acme/persyk/releases/download/v#{version}/Persyk-#{version}.dmg\"",
         "  homepage \"https://github.com/acme/persyk\"",
         "  app \"Persyk.app\"",
+        // Issue #25 item 9: the CLI on PATH.
+        "  binary \"#{appdir}/Persyk.app/Contents/MacOS/persyk\"",
         "  uninstall quit: \"app.persyk.Persyk\"",
     ] {
         assert!(

@@ -7,10 +7,16 @@ stdin:
   entry              -> {"entry": <the entry's text>, "focus": <whether the entry has focus>}
   clipboard          -> {"clipboard": <CLIPBOARD as text, or null when it holds none>}
   set-clipboard TEXT -> {"ok": true} (Tk then owns CLIPBOARD with TEXT)
+  set-clipboard-types JSON -> {"ok": true}: Tk owns CLIPBOARD with each {"target": "text"}
+                        of the JSON object (e.g. text/html beside STRING)
+  clipboard-type T   -> {"clipboard": <CLIPBOARD converted to target T, or null>}
+  slow-paste MS      -> {"ok": true}; from now on Ctrl+V in the entry first keeps Tk busy for
+                        MS milliseconds (an app slow to handle the paste), then pastes
 On end of input or SIGTERM it prints the entry's final state the same way and exits.
 """
 
 import json
+import time
 import queue
 import signal
 import sys
@@ -61,6 +67,22 @@ def poll():
                 say({"clipboard": root.clipboard_get()})
             except tk.TclError:
                 say({"clipboard": None})
+        elif line.startswith("set-clipboard-types "):
+            root.clipboard_clear()
+            for target, text in json.loads(line[len("set-clipboard-types "):]).items():
+                root.clipboard_append(text, type=target)
+            root.update()
+            say({"ok": True})
+        elif line.startswith("clipboard-type "):
+            try:
+                say({"clipboard": root.clipboard_get(type=line[len("clipboard-type "):])})
+            except tk.TclError:
+                say({"clipboard": None})
+        elif line.startswith("slow-paste "):
+            busy_s = int(line[len("slow-paste "):]) / 1000
+            # The instance binding runs before the Entry class's <<Paste>>.
+            entry.bind("<Control-v>", lambda _e: time.sleep(busy_s))
+            say({"ok": True})
         elif line.startswith("set-clipboard "):
             root.clipboard_clear()
             root.clipboard_append(line[len("set-clipboard "):])

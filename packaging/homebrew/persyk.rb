@@ -13,6 +13,7 @@ cask "persyk" do
   depends_on macos: ">= :big_sur"
 
   app "Persyk.app"
+  binary "#{appdir}/Persyk.app/Contents/MacOS/persyk"
 
   uninstall quit: "app.persyk.Persyk"
 

@@ -59,14 +59,19 @@ pub enum AppError {
 /// The window's options; `visible: false` builds it invisible (`--hidden`), so it never
 /// flashes on screen.
 fn native_options(visible: bool) -> eframe::NativeOptions {
+    let viewport = egui::ViewportBuilder::default()
+        .with_title("Persyk")
+        .with_app_id("persyk")
+        .with_inner_size([520.0, 600.0])
+        .with_min_inner_size([360.0, 320.0])
+        .with_visible(visible);
+    // macOS: an empty icon tells eframe to leave the application icon alone (it would set
+    // the egui logo otherwise, over Persyk.app's own Persyk.icns; eframe 0.37 app_icon.rs).
+    #[cfg(target_os = "macos")]
+    let viewport = viewport.with_icon(std::sync::Arc::new(egui::IconData::default()));
     eframe::NativeOptions {
-        viewport: egui::ViewportBuilder::default()
-            .with_title("Persyk")
-            .with_app_id("persyk")
-            .with_inner_size([520.0, 600.0])
-            .with_min_inner_size([360.0, 320.0])
-            .with_visible(visible),
-        event_loop_builder: event_loop_hook(),
+        viewport,
+        event_loop_builder: event_loop_hook(visible),
         ..Default::default()
     }
 }
@@ -74,19 +79,22 @@ fn native_options(visible: bool) -> eframe::NativeOptions {
 /// macOS: a menu-bar app from the first moment (the Accessory policy is set before the
 /// event loop launches, so no Dock icon flashes), and no default app menu, whose Quit item
 /// would call `terminate:` and block the main thread there instead of letting ⌘Q reach
-/// Persyk's own quit path ("Finishing…", then close).
+/// Persyk's own quit path ("Finishing…", then close). Started `--hidden` (`visible` false,
+/// e.g. at login) it does not take activation from the app the user is in: winit activates
+/// "ignoring other apps" at launch unless told not to.
 #[cfg(target_os = "macos")]
-fn event_loop_hook() -> Option<eframe::EventLoopBuilderHook> {
+fn event_loop_hook(visible: bool) -> Option<eframe::EventLoopBuilderHook> {
     use winit::platform::macos::{ActivationPolicy, EventLoopBuilderExtMacOS};
-    Some(Box::new(|builder| {
+    Some(Box::new(move |builder| {
         builder
             .with_activation_policy(ActivationPolicy::Accessory)
-            .with_default_menu(false);
+            .with_default_menu(false)
+            .with_activate_ignoring_other_apps(visible);
     }))
 }
 
 #[cfg(not(target_os = "macos"))]
-fn event_loop_hook() -> Option<eframe::EventLoopBuilderHook> {
+fn event_loop_hook(_visible: bool) -> Option<eframe::EventLoopBuilderHook> {
     None
 }
 

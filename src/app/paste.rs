@@ -1,37 +1,51 @@
 //! "After dictation → Copy and paste into the active app": the paste keystroke, posted to
 //! whatever app has keyboard focus once the clipboard holds the transcript.
 //!
-//! - macOS: ⌘V as two `CGEvent`s (key down and up of `kVK_ANSI_V` with the command flag)
-//!   posted at the HID tap, only while `AXIsProcessTrusted()` holds (Accessibility access).
+//! - macOS: ⌘V as two `CGEvent`s (key down and up with the command flag) posted at the HID
+//!   tap, only while `AXIsProcessTrusted()` holds (Accessibility access). A `CGEvent` names a
+//!   key *position*, which the active layout maps to a character: the key is the one that
+//!   types `v` with ⌘ held in the current ASCII-capable layout (Text Input Sources +
+//!   `UCKeyTranslate` over every key code, [`mac_key_code_typing`]), so Dvorak, Colemak and
+//!   Workman users get ⌘V, not ⌘K or ⌘D; `kVK_ANSI_V` ([`MAC_KEY_V`]) when no key types it.
 //!   Turning the setting on calls `AXIsProcessTrustedWithOptions` with the prompt, which
 //!   shows the system's dialog; until access is on the window says where to turn it on.
 //! - Linux X11: Ctrl+V through the XTest extension (x11rb, its own short-lived connection to
 //!   `DISPLAY`): Control_L down, V down, V up, Control_L up, then one round trip so the
-//!   server has them before [`Paster::paste`] returns.
+//!   server has them before [`Paster::paste`] returns. XTest also sends key positions
+//!   (keycodes); the keycodes are looked up for the keysyms `Control_L` and `v` in the
+//!   server's current keyboard mapping at each paste, so every layout gets Ctrl+V.
 //! - Wayland (`XDG_SESSION_TYPE=wayland`, or `WAYLAND_DISPLAY` without `DISPLAY`): not
 //!   available. Wayland gives an app no way to type into another one (XTest under XWayland
 //!   reaches only X11 apps), so the setting says so and Persyk only copies.
 //!
 //! Invariants:
 //! - [`deliver`] pastes only after the clipboard accepted the transcript, and a paste that
-//!   fails leaves the transcript on the clipboard (never the previous text) and returns a
+//!   fails leaves the transcript on the clipboard (never the previous content) and returns a
 //!   [`PasteError`] with a stable code for the window. Copy-only never touches the paster.
-//! - "Put the previous clipboard back" restores only plain text, only after a successful
-//!   paste, [`RESTORE_DELAY_MS`] later (the target app reads the clipboard when it handles
-//!   the keystroke, which it does on its own schedule), and only if the clipboard still
-//!   holds the transcript ([`put_back`]): a copy the user made meanwhile is never
-//!   overwritten.
+//! - "Put the previous clipboard back" puts back *everything* the clipboard held (every
+//!   format of every item: text, HTML, an image, a file list, …), saved before the
+//!   transcript replaced it ([`PasteClipboard::save`]). When something it held cannot be
+//!   saved whole, the clipboard is not restored at all (the transcript stays on it) and the
+//!   window says so once per run ([`Kept::Unrestorable`]): never half of it.
+//! - The previous content goes back only after the paste consumed the transcript: another
+//!   app read it after the keystroke ([`PasteClipboard::wait_read`]; X11: a selection request
+//!   for text served to another client; macOS: the pasteboard item's data provider asked for
+//!   its text). A paste nobody read within [`READ_DEADLINE`] leaves the transcript on the
+//!   clipboard. And only if the clipboard still holds the transcript: a copy the user made
+//!   meanwhile is never overwritten ([`finish`]).
 //! - Nothing here reads or logs the text beyond moving it; errors carry no user text.
-//! - The platform sits behind [`Paster`], so the flow is tested with a fake everywhere.
+//! - The platform sits behind [`Paster`] and [`PasteClipboard`], so the flow is tested with
+//!   fakes everywhere; the X11 clipboard ([`x11_clipboard`]) is tested on Xvfb against a Tk
+//!   target (`tests/app_paste.rs`).
 
 use std::sync::Arc;
 
 use crate::settings::AfterDictationSettings;
 
-/// How long after the paste keystroke the previous clipboard text is put back. The target
-/// app asks for the clipboard's content while it handles ⌘V / Ctrl+V; 500 ms covers a busy
-/// app without leaving the transcript on the clipboard for long.
-pub const RESTORE_DELAY_MS: u64 = 500;
+/// How long the target app has to read the transcript after the paste keystroke before
+/// Persyk gives up putting the previous clipboard back (the transcript then stays on the
+/// clipboard). Generous: a busy app handles ⌘V / Ctrl+V when it gets to it.
+pub const READ_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The System Settings pane where Accessibility access is turned on (macOS).
 pub const PRIVACY_ACCESSIBILITY_URL: &str =
@@ -86,12 +100,88 @@ pub trait Paster: Send + Sync {
     fn paste(&self) -> Result<(), PasteError>;
 }
 
+/// One format of one clipboard item, as saved before the transcript replaced it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SavedFormat {
+    /// Which item of the clipboard it belongs to (macOS pasteboards hold several; X11 one).
+    pub item: usize,
+    /// The format's name: a pasteboard type (`public.utf8-plain-text`) or an X11 target
+    /// (`UTF8_STRING`, `image/png`).
+    pub name: String,
+    /// X11: the name of the property type the owner answered with, and its format (8, 16
+    /// or 32 bits per unit). Empty and 8 elsewhere.
+    pub encoding: (String, u8),
+    pub data: Vec<u8>,
+}
+
+impl std::fmt::Debug for SavedFormat {
+    // Never the content: it is the user's.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}#{} ({} bytes)", self.name, self.item, self.data.len())
+    }
+}
+
+/// Everything the clipboard held, format by format.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SavedClipboard {
+    pub formats: Vec<SavedFormat>,
+}
+
+/// What the clipboard held before the transcript, as far as it can be put back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Previous {
+    /// Nothing (no owner, no items): nothing to put back.
+    Empty,
+    Saved(SavedClipboard),
+    /// Something that cannot be saved whole (an X11 owner that sends it in increments or
+    /// does not answer, a pasteboard type whose data cannot be read).
+    Unrestorable,
+}
+
+/// Why the transcript stays on the clipboard although "put back" is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kept {
+    /// The clipboard held something Persyk cannot put back whole, so it left it alone.
+    Unrestorable,
+}
+
+impl Kept {
+    /// The stable code.
+    pub fn code(self) -> &'static str {
+        match self {
+            Kept::Unrestorable => "paste.clipboard-kept",
+        }
+    }
+
+    /// The window's sentence (with the code).
+    pub fn sentence(self) -> &'static str {
+        match self {
+            Kept::Unrestorable => {
+                "The clipboard held something Persyk cannot put back whole (such as a large \
+                 image or files from another app), so the transcript stays on the clipboard \
+                 (paste.clipboard-kept)."
+            }
+        }
+    }
+}
+
 /// The clipboard, as far as delivering a transcript needs it.
-pub trait TextClipboard {
-    /// The clipboard's text, if it holds text.
-    fn text(&mut self) -> Option<String>;
-    /// Replaces the clipboard's content; `Err` is a short, content-free reason.
-    fn set_text(&mut self, text: &str) -> Result<(), String>;
+pub trait PasteClipboard {
+    /// Everything the clipboard holds now (before the transcript replaces it).
+    fn save(&mut self) -> Previous;
+    /// Puts `text` on the clipboard; `Err` is a short, content-free reason.
+    fn offer(&mut self, text: &str) -> Result<(), String>;
+    /// Reads of the offered text from now on are the paste's (called just before the
+    /// keystroke; a clipboard manager copying the new content before it does not count).
+    fn expect_paste(&mut self) {}
+    /// Waits until another app read the offered text since [`PasteClipboard::expect_paste`]
+    /// (`true`), or until `deadline` passed or someone else took the clipboard (`false`).
+    fn wait_read(&mut self, deadline: std::time::Duration) -> bool;
+    /// Puts `saved` back if the clipboard still holds the offered text. Returns whether it did.
+    fn restore(&mut self, saved: &SavedClipboard) -> bool;
+    /// Serves what the clipboard now holds for as long as this process must (X11: until
+    /// another client owns the clipboard); returns at once where the system keeps it.
+    fn keep(&mut self) {}
 }
 
 /// What became of a finished recording's transcript.
@@ -101,52 +191,121 @@ pub struct Delivery {
     pub copied: Result<(), String>,
     /// The paste, when the settings ask for one and the copy succeeded.
     pub pasted: Option<Result<(), PasteError>>,
-    /// The previous clipboard text to put back after [`RESTORE_DELAY_MS`] (see
-    /// [`put_back`]); only after a successful paste with "put back" on.
-    pub restore: Option<String>,
+    /// What to put back once the paste read the transcript ([`finish`]); only after a
+    /// successful paste with "put back" on.
+    pub restore: Option<SavedClipboard>,
+    /// Why the previous clipboard will not be put back although "put back" is on.
+    pub kept: Option<Kept>,
 }
 
-/// Copies `text`, then pastes it when `after` says so. See the module invariants.
+/// Saves the clipboard (when "put back" is on), copies `text`, then pastes it when `after`
+/// says so. See the module invariants; [`finish`] does the rest.
 pub fn deliver(
-    clipboard: &mut dyn TextClipboard,
+    clipboard: &mut dyn PasteClipboard,
     paster: &dyn Paster,
     text: &str,
     after: &AfterDictationSettings,
 ) -> Delivery {
-    let previous = if after.restores() {
-        clipboard.text()
+    let previous = if after.restores() && after.pastes() {
+        clipboard.save()
     } else {
-        None
+        Previous::Empty
     };
-    let copied = clipboard.set_text(text);
+    let copied = clipboard.offer(text);
     if copied.is_err() || !after.pastes() {
         return Delivery {
             copied,
             pasted: None,
             restore: None,
+            kept: None,
         };
     }
     let pasted = match paster.availability() {
-        PasteAvailability::Available => paster.paste(),
+        PasteAvailability::Available => {
+            clipboard.expect_paste();
+            paster.paste()
+        }
         PasteAvailability::NeedsAccess => Err(PasteError::NotTrusted),
         PasteAvailability::Unavailable(why) => Err(PasteError::Unavailable(why)),
     };
-    let restore = match pasted {
-        Ok(()) => previous.filter(|p| p != text),
-        Err(_) => None,
+    let (restore, kept) = match (&pasted, previous) {
+        (Ok(()), Previous::Saved(saved)) => (Some(saved), None),
+        (Ok(()), Previous::Unrestorable) => (None, Some(Kept::Unrestorable)),
+        _ => (None, None),
     };
     Delivery {
         copied,
         pasted: Some(pasted),
         restore,
+        kept,
     }
 }
 
-/// Puts `previous` back if the clipboard still holds `pasted` (the user may have copied
-/// something else meanwhile). Returns whether it did.
-pub fn put_back(clipboard: &mut dyn TextClipboard, previous: &str, pasted: &str) -> bool {
-    clipboard.text().as_deref() == Some(pasted) && clipboard.set_text(previous).is_ok()
+/// How a delivery's put-back ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PutBack {
+    /// The previous content is on the clipboard again.
+    Restored,
+    /// Nobody read the transcript before the deadline (or someone else took the clipboard
+    /// first): it stays on the clipboard.
+    NotRead,
+    /// The clipboard changed after the read (the user copied something): left alone.
+    Changed,
 }
+
+impl PutBack {
+    /// The stable code (for the log).
+    pub fn code(self) -> &'static str {
+        match self {
+            PutBack::Restored => "paste.restored",
+            PutBack::NotRead => "paste.not-read",
+            PutBack::Changed => "paste.clipboard-changed",
+        }
+    }
+}
+
+/// After [`deliver`]: waits until the paste read the transcript (at most `deadline`), then
+/// puts `saved` back if the clipboard still holds it.
+pub fn finish(
+    clipboard: &mut dyn PasteClipboard,
+    saved: &SavedClipboard,
+    deadline: std::time::Duration,
+) -> PutBack {
+    if !clipboard.wait_read(deadline) {
+        PutBack::NotRead
+    } else if clipboard.restore(saved) {
+        PutBack::Restored
+    } else {
+        PutBack::Changed
+    }
+}
+
+/// The clipboard a paste uses on this system (X11: Persyk's own owner of CLIPBOARD; macOS:
+/// the general pasteboard), or `None` where there is none to watch (the caller then copies
+/// through arboard and nothing is put back).
+pub fn system_clipboard() -> Option<Box<dyn PasteClipboard + Send>> {
+    #[cfg(target_os = "linux")]
+    {
+        match x11_clipboard::X11Clipboard::connect() {
+            Ok(c) => Some(Box::new(c)),
+            Err(_) => None,
+        }
+    }
+    #[cfg(target_os = "macos")]
+    {
+        Some(Box::new(mac_pasteboard::MacPasteboard::default()))
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
+    {
+        None
+    }
+}
+
+#[cfg(target_os = "linux")]
+pub mod x11_clipboard;
+
+#[cfg(target_os = "macos")]
+pub mod mac_pasteboard;
 
 /// The paster of this system.
 pub fn system() -> Arc<dyn Paster> {
@@ -201,6 +360,29 @@ pub fn unix_availability(
 pub const WAYLAND: &str = "Pasting is not available on Wayland: it gives no app a way to type \
                            into another one. Persyk copies the text; paste it with Ctrl+V.";
 const NO_DISPLAY: &str = "Pasting needs an X11 display, and this session has none.";
+
+/// `kVK_ANSI_V`: the V key's position on an ANSI Mac keyboard, which types `v` in US-like
+/// layouts; ⌘V uses it when the layout cannot be read or no key types `v`.
+pub const MAC_KEY_V: u16 = 0x09;
+
+/// The Mac virtual key codes a layout is asked about: every key of the main keyboard
+/// (keypad and function keys type no letters, but asking them costs nothing).
+pub const MAC_KEY_CODES: std::ops::Range<u16> = 0..128;
+
+/// The key code that types `ch` in a layout, where `translate(key_code, command_held)` is the
+/// character that key types (with ⌘ held, or without any modifier), if exactly one.
+///
+/// With ⌘ held first: layouts such as "Dvorak – QWERTY ⌘" type other characters while ⌘ is
+/// down, and a shortcut is what the key types *with* ⌘. Then without modifiers. The lowest
+/// key code wins (the main block comes before the keypad). `None` when no key types `ch`
+/// (a Cyrillic or Greek layout without a Latin fallback): the caller uses [`MAC_KEY_V`].
+pub fn mac_key_code_typing(ch: char, translate: impl Fn(u16, bool) -> Option<char>) -> Option<u16> {
+    [true, false].into_iter().find_map(|command| {
+        MAC_KEY_CODES
+            .clone()
+            .find(|&code| translate(code, command) == Some(ch))
+    })
+}
 
 #[cfg(target_os = "linux")]
 mod x11 {
@@ -337,8 +519,6 @@ mod macos {
         fn CGEventPost(tap: u32, event: CFTypeRef);
     }
 
-    /// `kVK_ANSI_V` (the V key's position, whatever the layout).
-    const KEY_V: u16 = 0x09;
     const FLAG_COMMAND: u64 = 0x0010_0000;
     const HID_EVENT_TAP: u32 = 0;
     const COMBINED_SESSION_STATE: i32 = 0;
@@ -392,12 +572,13 @@ mod macos {
             if !trusted() {
                 return Err(PasteError::NotTrusted);
             }
+            let key_v = super::layout::key_code_typing_v().unwrap_or(super::MAC_KEY_V);
             // SAFETY: CoreGraphics objects created here and released here; a null result
             // is checked before use.
             unsafe {
                 let source = CGEventSourceCreate(COMBINED_SESSION_STATE);
-                let down = CGEventCreateKeyboardEvent(source, KEY_V, true);
-                let up = CGEventCreateKeyboardEvent(source, KEY_V, false);
+                let down = CGEventCreateKeyboardEvent(source, key_v, true);
+                let up = CGEventCreateKeyboardEvent(source, key_v, false);
                 let ok = !down.is_null() && !up.is_null();
                 if ok {
                     CGEventSetFlags(down, FLAG_COMMAND);
@@ -420,31 +601,202 @@ mod macos {
     }
 }
 
+/// The current keyboard layout, read through Text Input Sources (HIToolbox) and
+/// `UCKeyTranslate` (CoreServices). No crate in the tree binds these two APIs, so they are
+/// declared here.
+#[cfg(target_os = "macos")]
+mod layout {
+    use std::ffi::c_void;
+
+    type CFTypeRef = *const c_void;
+
+    #[link(name = "Carbon", kind = "framework")]
+    unsafe extern "C" {
+        fn TISCopyCurrentASCIICapableKeyboardLayoutInputSource() -> CFTypeRef;
+        fn TISGetInputSourceProperty(source: CFTypeRef, key: CFTypeRef) -> CFTypeRef;
+        static kTISPropertyUnicodeKeyLayoutData: CFTypeRef;
+        fn LMGetKbdType() -> u8;
+    }
+
+    #[link(name = "CoreServices", kind = "framework")]
+    unsafe extern "C" {
+        fn UCKeyTranslate(
+            layout: *const c_void,
+            virtual_key_code: u16,
+            key_action: u16,
+            modifier_key_state: u32,
+            keyboard_type: u32,
+            key_translate_options: u32,
+            dead_key_state: *mut u32,
+            max_string_length: usize,
+            actual_string_length: *mut usize,
+            unicode_string: *mut u16,
+        ) -> i32;
+    }
+
+    #[link(name = "CoreFoundation", kind = "framework")]
+    unsafe extern "C" {
+        fn CFDataGetBytePtr(data: CFTypeRef) -> *const u8;
+        fn CFRelease(cf: CFTypeRef);
+    }
+
+    /// `kUCKeyActionDisplay`: what the key shows, without starting a dead-key sequence.
+    const KEY_ACTION_DISPLAY: u16 = 3;
+    /// `kUCKeyTranslateNoDeadKeysMask`.
+    const NO_DEAD_KEYS: u32 = 1;
+    /// `(cmdKey >> 8) & 0xFF`: the Carbon modifier state with ⌘ held.
+    const COMMAND_STATE: u32 = 1;
+
+    /// The key code that types `v` (with ⌘ held, else plain) in the current ASCII-capable
+    /// layout; `None` when the layout cannot be read or no key types `v`.
+    ///
+    /// Text Input Sources must be asked on the main thread (macOS 14 asserts it); the paste
+    /// runs on a thread of its own, so the question goes to the main queue, which the app's
+    /// event loop serves (the UI thread never waits for the paste thread).
+    pub fn key_code_typing_v() -> Option<u16> {
+        dispatch2::run_on_main(|_| {
+            // SAFETY: the input source is a +1 reference released below; its layout data is
+            // a CFData owned by the source (a "Get" call, not retained) and used only while
+            // the source lives; UCKeyTranslate writes at most `buf.len()` units.
+            unsafe {
+                let source = TISCopyCurrentASCIICapableKeyboardLayoutInputSource();
+                if source.is_null() {
+                    return None;
+                }
+                let data = TISGetInputSourceProperty(source, kTISPropertyUnicodeKeyLayoutData);
+                let found = if data.is_null() {
+                    None
+                } else {
+                    let layout = CFDataGetBytePtr(data).cast::<c_void>();
+                    let keyboard = u32::from(LMGetKbdType());
+                    let translate = |code: u16, command: bool| {
+                        let mut dead = 0u32;
+                        let mut len = 0usize;
+                        let mut buf = [0u16; 4];
+                        let status = UCKeyTranslate(
+                            layout,
+                            code,
+                            KEY_ACTION_DISPLAY,
+                            if command { COMMAND_STATE } else { 0 },
+                            keyboard,
+                            NO_DEAD_KEYS,
+                            &mut dead,
+                            buf.len(),
+                            &mut len,
+                            buf.as_mut_ptr(),
+                        );
+                        if status != 0 || len != 1 {
+                            return None;
+                        }
+                        char::from_u32(u32::from(buf[0]))
+                    };
+                    if layout.is_null() {
+                        None
+                    } else {
+                        super::mac_key_code_typing('v', translate)
+                    }
+                };
+                CFRelease(source);
+                found
+            }
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::settings::AfterAction;
     use std::sync::Mutex;
+    use std::time::Duration;
 
+    /// A clipboard of formats; "reads" are what the target app does when the paste arrives.
     #[derive(Default)]
     struct FakeClipboard {
-        text: Option<String>,
+        held: Vec<(String, Vec<u8>)>,
+        /// `save` cannot read it whole.
+        unrestorable: bool,
         refuse: bool,
+        /// Whether the paste's keystroke will make the target read the clipboard.
+        target_reads: bool,
+        /// The user copies this after the paste and before the put-back.
+        user_copies: Option<&'static str>,
+        expecting: bool,
         log: Vec<String>,
     }
 
-    impl TextClipboard for FakeClipboard {
-        fn text(&mut self) -> Option<String> {
-            self.log.push("get".into());
-            self.text.clone()
+    impl FakeClipboard {
+        fn holding(formats: &[(&str, &[u8])]) -> FakeClipboard {
+            FakeClipboard {
+                held: formats
+                    .iter()
+                    .map(|(n, d)| ((*n).to_owned(), d.to_vec()))
+                    .collect(),
+                target_reads: true,
+                ..FakeClipboard::default()
+            }
         }
-        fn set_text(&mut self, text: &str) -> Result<(), String> {
+        fn text(&self) -> Option<&str> {
+            self.held
+                .iter()
+                .find(|(n, _)| n == "text")
+                .and_then(|(_, d)| std::str::from_utf8(d).ok())
+        }
+    }
+
+    impl PasteClipboard for FakeClipboard {
+        fn save(&mut self) -> Previous {
+            self.log.push("save".into());
+            if self.unrestorable {
+                Previous::Unrestorable
+            } else if self.held.is_empty() {
+                Previous::Empty
+            } else {
+                Previous::Saved(SavedClipboard {
+                    formats: self
+                        .held
+                        .iter()
+                        .map(|(name, data)| SavedFormat {
+                            item: 0,
+                            name: name.clone(),
+                            encoding: (String::new(), 8),
+                            data: data.clone(),
+                        })
+                        .collect(),
+                })
+            }
+        }
+        fn offer(&mut self, text: &str) -> Result<(), String> {
             if self.refuse {
                 return Err("clipboard unavailable".into());
             }
             self.log.push(format!("set {text}"));
-            self.text = Some(text.to_owned());
+            self.held = vec![("text".into(), text.as_bytes().to_vec())];
             Ok(())
+        }
+        fn expect_paste(&mut self) {
+            self.expecting = true;
+        }
+        fn wait_read(&mut self, _deadline: Duration) -> bool {
+            let read = self.expecting && self.target_reads;
+            self.log.push(if read { "read" } else { "deadline" }.into());
+            if let Some(copy) = self.user_copies {
+                self.held = vec![("text".into(), copy.as_bytes().to_vec())];
+                self.log.push("user copied".into());
+            }
+            read
+        }
+        fn restore(&mut self, saved: &SavedClipboard) -> bool {
+            if self.user_copies.is_some() {
+                return false;
+            }
+            self.log.push("restore".into());
+            self.held = saved
+                .formats
+                .iter()
+                .map(|f| (f.name.clone(), f.data.clone()))
+                .collect();
+            true
         }
     }
 
@@ -484,23 +836,22 @@ mod tests {
         }
     }
 
+    const DEADLINE: Duration = READ_DEADLINE;
+
     #[test]
     fn copy_only_never_pastes_or_reads_the_clipboard() {
         let mut clip = FakeClipboard::default();
         let paster = FakePaster::new(PasteAvailability::Available, Ok(()));
         let d = deliver(&mut clip, &paster, "hello", &after(AfterAction::Copy, true));
         assert_eq!(d.copied, Ok(()));
-        assert_eq!((d.pasted, d.restore), (None, None));
+        assert_eq!((d.pasted, d.restore, d.kept), (None, None, None));
         assert_eq!(paster.pastes(), 0);
         assert_eq!(clip.log, ["set hello"]);
     }
 
     #[test]
     fn paste_follows_the_copy_and_restores_only_when_asked() {
-        let mut clip = FakeClipboard {
-            text: Some("before".into()),
-            ..FakeClipboard::default()
-        };
+        let mut clip = FakeClipboard::holding(&[("text", b"before")]);
         let paster = FakePaster::new(PasteAvailability::Available, Ok(()));
         let d = deliver(
             &mut clip,
@@ -509,9 +860,11 @@ mod tests {
             &after(AfterAction::Paste, true),
         );
         assert_eq!(d.pasted, Some(Ok(())));
-        assert_eq!(d.restore.as_deref(), Some("before"));
-        assert_eq!(clip.log, ["get", "set hello"]);
+        let saved = d.restore.expect("something to put back");
+        assert_eq!(clip.log, ["save", "set hello"]);
         assert_eq!(paster.pastes(), 1);
+        assert_eq!(finish(&mut clip, &saved, DEADLINE), PutBack::Restored);
+        assert_eq!(clip.text(), Some("before"));
 
         let d = deliver(
             &mut clip,
@@ -520,6 +873,84 @@ mod tests {
             &after(AfterAction::Paste, false),
         );
         assert_eq!((d.pasted, d.restore), (Some(Ok(())), None));
+    }
+
+    /// Issue #23 item 9: "put back" restored plain text only, so an image, HTML or a file
+    /// list the user had copied was gone for good. Every format is saved and put back; and
+    /// when the clipboard held something that cannot be saved whole, it is not put back at
+    /// all (the transcript stays) and the delivery says why.
+    #[test]
+    fn issue23_09_every_format_the_clipboard_held_is_put_back() {
+        let before: &[(&str, &[u8])] = &[
+            ("text/html", b"<b>bold</b>"),
+            ("image/png", b"\x89PNG\r\n\x1a\n...."),
+            ("text/uri-list", b"file:///home/u/report.pdf\r\n"),
+            ("text", b"bold"),
+        ];
+        let mut clip = FakeClipboard::holding(before);
+        let paster = FakePaster::new(PasteAvailability::Available, Ok(()));
+        let d = deliver(
+            &mut clip,
+            &paster,
+            "hello",
+            &after(AfterAction::Paste, true),
+        );
+        let saved = d.restore.expect("something to put back");
+        assert_eq!(finish(&mut clip, &saved, DEADLINE), PutBack::Restored);
+        let held: Vec<(&str, &[u8])> = clip
+            .held
+            .iter()
+            .map(|(n, d)| (n.as_str(), d.as_slice()))
+            .collect();
+        assert_eq!(held, before);
+
+        // Something that cannot be saved whole: left alone, said once by the window.
+        let mut clip = FakeClipboard::holding(before);
+        clip.unrestorable = true;
+        let d = deliver(
+            &mut clip,
+            &paster,
+            "hello",
+            &after(AfterAction::Paste, true),
+        );
+        assert_eq!(d.pasted, Some(Ok(())));
+        assert_eq!((d.restore, d.kept), (None, Some(Kept::Unrestorable)));
+        assert_eq!(clip.text(), Some("hello"));
+        assert!(!Kept::Unrestorable.sentence().contains("hello"));
+        assert!(
+            Kept::Unrestorable
+                .sentence()
+                .contains(Kept::Unrestorable.code())
+        );
+    }
+
+    /// Issue #23 item 10: the previous clipboard went back 500 ms after the keystroke
+    /// whether or not the target had read the transcript, so a busy target pasted the *old*
+    /// content. It goes back only after the target read the transcript; a paste nobody read
+    /// before the deadline leaves the transcript on the clipboard; a copy the user made
+    /// meanwhile is never overwritten.
+    #[test]
+    fn issue23_10_the_previous_clipboard_goes_back_only_after_the_paste_read_the_transcript() {
+        let paster = FakePaster::new(PasteAvailability::Available, Ok(()));
+        let paste = |clip: &mut FakeClipboard| {
+            let d = deliver(clip, &paster, "hello", &after(AfterAction::Paste, true));
+            let saved = d.restore.expect("something to put back");
+            finish(clip, &saved, DEADLINE)
+        };
+        // Read: restored after the read, never before.
+        let mut clip = FakeClipboard::holding(&[("text", b"before")]);
+        assert_eq!(paste(&mut clip), PutBack::Restored);
+        assert_eq!(clip.log, ["save", "set hello", "read", "restore"]);
+        // Never read: the transcript stays.
+        let mut clip = FakeClipboard::holding(&[("text", b"before")]);
+        clip.target_reads = false;
+        assert_eq!(paste(&mut clip), PutBack::NotRead);
+        assert_eq!(clip.text(), Some("hello"));
+        // The user copied something after the paste read it: theirs stays.
+        let mut clip = FakeClipboard::holding(&[("text", b"before")]);
+        clip.user_copies = Some("the user copied this");
+        assert_eq!(paste(&mut clip), PutBack::Changed);
+        assert_eq!(clip.text(), Some("the user copied this"));
     }
 
     #[test]
@@ -537,10 +968,7 @@ mod tests {
                 "paste.failed",
             ),
         ] {
-            let mut clip = FakeClipboard {
-                text: Some("before".into()),
-                ..FakeClipboard::default()
-            };
+            let mut clip = FakeClipboard::holding(&[("text", b"before")]);
             let paster = FakePaster::new(availability, result);
             let d = deliver(
                 &mut clip,
@@ -551,8 +979,8 @@ mod tests {
             assert_eq!(d.copied, Ok(()));
             assert_eq!(d.pasted.unwrap().unwrap_err().code(), code);
             // Nothing to put back: the transcript stays where the user can paste it.
-            assert_eq!(d.restore, None);
-            assert_eq!(clip.text.as_deref(), Some("hello"));
+            assert_eq!((d.restore, d.kept), (None, None));
+            assert_eq!(clip.text(), Some("hello"));
         }
     }
 
@@ -572,19 +1000,6 @@ mod tests {
         assert!(d.copied.is_err());
         assert_eq!((d.pasted, d.restore), (None, None));
         assert_eq!(paster.pastes(), 0);
-    }
-
-    #[test]
-    fn put_back_leaves_a_newer_copy_alone() {
-        let mut clip = FakeClipboard {
-            text: Some("hello".into()),
-            ..FakeClipboard::default()
-        };
-        assert!(put_back(&mut clip, "before", "hello"));
-        assert_eq!(clip.text.as_deref(), Some("before"));
-        clip.text = Some("the user copied this".into());
-        assert!(!put_back(&mut clip, "before", "hello"));
-        assert_eq!(clip.text.as_deref(), Some("the user copied this"));
     }
 
     #[test]
@@ -608,6 +1023,66 @@ mod tests {
             unix_availability(None, None, Some("tty")),
             Unavailable(NO_DISPLAY)
         );
+    }
+
+    /// The letters of a Mac layout by ANSI key position: the rows Q…P, A…L and Z…M (plus
+    /// `;` and `,` `.` `/` positions), as the key codes `kVK_ANSI_*` name them.
+    fn mac_layout(top: &str, home: &str, bottom: &str) -> Vec<(u16, char)> {
+        // kVK_ANSI_Q W E R T Y U I O P / A S D F G H J K L ; / Z X C V B N M , . /
+        const TOP: [u16; 10] = [0x0C, 0x0D, 0x0E, 0x0F, 0x11, 0x10, 0x20, 0x22, 0x1F, 0x23];
+        const HOME: [u16; 10] = [0x00, 0x01, 0x02, 0x03, 0x05, 0x04, 0x26, 0x28, 0x25, 0x29];
+        const BOTTOM: [u16; 10] = [0x06, 0x07, 0x08, 0x09, 0x0B, 0x2D, 0x2E, 0x2B, 0x2F, 0x2C];
+        [(TOP, top), (HOME, home), (BOTTOM, bottom)]
+            .into_iter()
+            .flat_map(|(codes, row)| codes.into_iter().zip(row.chars()))
+            .collect()
+    }
+
+    fn table(map: &[(u16, char)]) -> impl Fn(u16, bool) -> Option<char> + '_ {
+        move |code, _command| map.iter().find(|(c, _)| *c == code).map(|(_, ch)| *ch)
+    }
+
+    /// Issue #25 item 3: the paste posted `kVK_ANSI_V` (a key position), which Dvorak maps
+    /// to K (⌘K) and Colemak-DH and Workman to D and C. The key that types `v` in the layout
+    /// is found instead; `kVK_ANSI_V` only when no key types it.
+    #[test]
+    fn issue25_03_the_paste_key_is_the_one_that_types_v_in_the_layout() {
+        let qwerty = mac_layout("qwertyuiop", "asdfghjkl;", "zxcvbnm,./");
+        let dvorak = mac_layout("',.pyfgcrl", "aoeuidhtns", ";qjkxbmwvz");
+        let colemak = mac_layout("qwfpgjluy;", "arstdhneio", "zxcvbkm,./");
+        let colemak_dh = mac_layout("qwfpbjluy;", "arstgmneio", "zxcdvkh,./");
+        let workman = mac_layout("qdrwbjfup;", "ashtgyneoi", "zxmcvkl,./");
+        let azerty = mac_layout("azertyuiop", "qsdfghjklm", "wxcvbn,;:!");
+        let russian = mac_layout("йцукенгшщз", "фывапролдж", "ячсмитьбю.");
+        for (name, map, want) in [
+            ("QWERTY", &qwerty, Some(MAC_KEY_V)),
+            ("Dvorak", &dvorak, Some(0x2F)), // the QWERTY "." position
+            ("Colemak", &colemak, Some(MAC_KEY_V)),
+            ("Colemak-DH", &colemak_dh, Some(0x0B)), // the QWERTY "b" position
+            ("Workman", &workman, Some(0x0B)),
+            ("AZERTY", &azerty, Some(MAC_KEY_V)),
+            ("Russian", &russian, None),
+        ] {
+            assert_eq!(mac_key_code_typing('v', table(map)), want, "{name}");
+        }
+        // What the layout types with ⌘ held wins: "Dvorak – QWERTY ⌘".
+        let dvorak_qwerty_command = |code: u16, command: bool| {
+            let map = if command { &qwerty } else { &dvorak };
+            table(map)(code, command)
+        };
+        assert_eq!(
+            mac_key_code_typing('v', dvorak_qwerty_command),
+            Some(MAC_KEY_V)
+        );
+        // Without ⌘ when ⌘ types nothing the table knows.
+        let plain_only = |code: u16, command: bool| {
+            if command {
+                None
+            } else {
+                table(&dvorak)(code, false)
+            }
+        };
+        assert_eq!(mac_key_code_typing('v', plain_only), Some(0x2F));
     }
 
     #[cfg(target_os = "linux")]

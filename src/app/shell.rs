@@ -83,6 +83,10 @@ const HIDE_PASSES: u8 = 2;
 struct IndicatorShared {
     model: Option<IndicatorModel>,
     stop: bool,
+    /// The indicator's window was made one that never takes focus (a non-activating panel
+    /// on macOS, a "No Input" window on X11); done from its own callback, which runs once
+    /// the window exists (the main window may be hidden and get no passes).
+    unfocusable: bool,
 }
 
 /// The running app.
@@ -97,6 +101,8 @@ pub struct Shell {
     /// The start/stop cue player, and the tray state the last cue was chosen from.
     sounds: Option<Sounds>,
     cue_state: TrayState,
+    /// Held while a recording runs or finishes (App Nap on macOS).
+    busy: super::platform::Busy,
     /// The "Recent" labels the tray shows (`None`: not shown yet).
     recent_shown: Option<Vec<String>>,
     quitting: bool,
@@ -116,9 +122,6 @@ pub struct Shell {
     /// it hidden, as on X11, or when asked to), so the next passes say hidden again. Counts
     /// the passes left; `None` once the user opened the window.
     stay_hidden: Option<u8>,
-    /// The indicator's window was made a non-activating panel (macOS).
-    #[cfg(target_os = "macos")]
-    indicator_panel: bool,
 }
 
 impl Shell {
@@ -180,6 +183,7 @@ impl Shell {
                 None
             },
             cue_state: TrayState::Idle,
+            busy: super::platform::Busy::default(),
             recent_shown: None,
             quitting: false,
             closing: false,
@@ -188,8 +192,6 @@ impl Shell {
             indicator_open: false,
             indicator: Arc::default(),
             stay_hidden,
-            #[cfg(target_os = "macos")]
-            indicator_panel: false,
         };
         shell.sync_hotkey();
         shell
@@ -229,8 +231,13 @@ impl Shell {
 
     /// Plays the start cue when a dictation begins (leaves idle) and the stop cue when it
     /// stops recording, if the settings allow. Never waits: the player has its own thread.
+    /// Also holds the App Nap activity while a recording runs or finishes.
     fn cue(&mut self) {
         let state = self.ui.tray_state();
+        self.busy.set(matches!(
+            state,
+            TrayState::Connecting | TrayState::Recording | TrayState::Finishing
+        ));
         let previous = std::mem::replace(&mut self.cue_state, state);
         let cue = match (previous, state) {
             (TrayState::Idle | TrayState::Error, TrayState::Connecting | TrayState::Recording) => {
@@ -366,6 +373,26 @@ impl Shell {
             self.quit(ctx);
             return;
         }
+        // The window keys an app menu would give (Persyk has none: winit's default menu is
+        // off so that ⌘Q reaches the quit path above): ⌘W / Ctrl+W closes the window as its
+        // close button does; on macOS ⌘H hides Persyk and ⌘M minimizes the window.
+        if ctx.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::W)) {
+            if self.tray.is_some() {
+                close_to_tray(ctx);
+            } else {
+                self.quit(ctx);
+                return;
+            }
+        }
+        #[cfg(target_os = "macos")]
+        {
+            if ctx.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::H)) {
+                super::platform::macos::hide_app();
+            }
+            if ctx.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::M)) {
+                ctx.send_viewport_cmd(egui::ViewportCommand::Minimized(true));
+            }
+        }
         // While hidden, `logic` sees the last shown frame's input again: act on a close
         // request once (by its frame time), or showing the window would hide it again.
         let close = ctx.input(|i| i.viewport().close_requested().then_some(i.time));
@@ -377,7 +404,7 @@ impl Shell {
             // (showing "Finishing…") until a running recording is saved.
             ctx.send_viewport_cmd(egui::ViewportCommand::CancelClose);
             if self.tray.is_some() {
-                ctx.send_viewport_cmd(egui::ViewportCommand::Visible(false));
+                close_to_tray(ctx);
             } else {
                 self.quit(ctx);
                 return;
@@ -449,15 +476,18 @@ impl Shell {
         let model = self.indicator_model();
         self.indicator_open = model.is_some();
         let shown = model.is_some();
-        self.indicator
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .model = model;
-        if !shown {
-            #[cfg(target_os = "macos")]
-            {
-                self.indicator_panel = false;
+        {
+            let mut shared = self
+                .indicator
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            shared.model = model;
+            if !shown {
+                // The next indicator is a new window.
+                shared.unfocusable = false;
             }
+        }
+        if !shown {
             return;
         }
         let builder = indicator::viewport_builder(ctx.input(|i| i.viewport().monitor_size));
@@ -473,13 +503,14 @@ impl Shell {
             }
             // The clock and the meter move; this repaints the indicator's window only.
             ui.ctx().request_repaint_after(indicator::REPAINT);
+            // A window of its own (not embedded): never a focus target (issue #25 item 1).
+            if !ui.ctx().embed_viewports() && !lock().unfocusable {
+                let done = super::platform::make_indicator_unfocusable(indicator::TITLE);
+                lock().unfocusable = done;
+            }
         });
         // Headless (embedded), the callback ran just now.
         self.indicator_stop();
-        #[cfg(target_os = "macos")]
-        if !self.indicator_panel {
-            self.indicator_panel = super::platform::macos::make_indicator_panel(indicator::TITLE);
-        }
     }
 
     /// Applies a click on the indicator's Stop.
@@ -512,4 +543,14 @@ impl eframe::App for Shell {
             eprintln!("persyk: the background worker did not stop in time");
         }
     }
+}
+
+/// Hides the window to the menu bar / tray, as the user closed it. On macOS Persyk also
+/// hides itself (`NSApp hide:`), so the app the user was in before gets the keyboard back
+/// and a later paste does not land in Persyk (issue #25 item 8); the recording indicator
+/// stays (it cannot hide).
+fn close_to_tray(ctx: &egui::Context) {
+    ctx.send_viewport_cmd(egui::ViewportCommand::Visible(false));
+    #[cfg(target_os = "macos")]
+    super::platform::macos::hide_app();
 }

@@ -820,21 +820,24 @@ mod fake_secret_service {
 #[cfg(target_os = "linux")]
 #[test]
 fn issue16_10_the_key_goes_to_the_secret_service_where_there_is_one() {
-    use persyk::credentials::{self, KeyStorage};
+    use persyk::credentials::{self, KeyEntry, KeyStorage};
     if !in_dbus_child("app::issue16_10_the_key_goes_to_the_secret_service_where_there_is_one") {
         return;
     }
     let (_conn, state) = fake_secret_service::serve();
     assert_eq!(credentials::storage(), KeyStorage::SecretService);
     const KEY: &str = "sk-persyk-test-0123456789abcdef";
-    credentials::store_key(KEY).expect("stored in the Secret Service");
+    // The test's own entry (issue #25 item 5): storing also drops a kernel-keyring copy,
+    // which must never be the developer's.
+    let entry = KeyEntry::for_tests("secret-service");
+    entry.store_key(KEY).expect("stored in the Secret Service");
     {
         let s = state.lock().unwrap();
         assert_eq!(s.items.len(), 1);
         let (attributes, value) = s.items.values().next().unwrap();
         assert_eq!(
             attributes.get("service").map(String::as_str),
-            Some(credentials::SERVICE)
+            Some(entry.service())
         );
         assert_eq!(
             attributes.get("username").map(String::as_str),
@@ -842,17 +845,19 @@ fn issue16_10_the_key_goes_to_the_secret_service_where_there_is_one() {
         );
         assert_eq!(value.as_slice(), KEY.as_bytes());
     }
-    assert_eq!(credentials::stored_key().unwrap().as_deref(), Some(KEY));
+    assert_eq!(entry.stored_key().unwrap().as_deref(), Some(KEY));
     // Replacing keeps one item.
-    credentials::store_key("sk-persyk-test-replaced-0123456789").unwrap();
+    entry
+        .store_key("sk-persyk-test-replaced-0123456789")
+        .unwrap();
     assert_eq!(state.lock().unwrap().items.len(), 1);
     assert_eq!(
-        credentials::stored_key().unwrap().as_deref(),
+        entry.stored_key().unwrap().as_deref(),
         Some("sk-persyk-test-replaced-0123456789")
     );
-    credentials::delete_key().unwrap();
+    entry.delete_key().unwrap();
     assert!(state.lock().unwrap().items.is_empty());
-    assert_eq!(credentials::stored_key().unwrap(), None);
+    assert_eq!(entry.stored_key().unwrap(), None);
     assert!(
         KeyStorage::SecretService
             .describe()

@@ -12,9 +12,13 @@
 //! - A finished recording's transcript goes through [`Effects::deliver_transcript`]:
 //!   copied, then pasted into the focused app when "After dictation" says so
 //!   ([`super::paste`]); a failed paste leaves the transcript on the clipboard and is
-//!   reported with its code. With paste on, the whole delivery (reading the previous
+//!   reported with its code. With paste on, the whole delivery (saving the previous
 //!   clipboard, which waits for the app that owns it; the keystroke) runs on a thread of
-//!   its own and reports through [`Effects::delivered`], so the UI thread never waits.
+//!   its own and reports through [`Effects::delivered`], so the UI thread never waits. The
+//!   same thread then puts the previous clipboard back once the paste read the transcript
+//!   ([`paste::finish`]) and, on X11, keeps serving the clipboard until another client owns
+//!   it. "The clipboard could not be put back" ([`paste::Kept`]) reaches the window once
+//!   per run.
 
 #[cfg(target_os = "macos")]
 pub mod macos;
@@ -22,10 +26,11 @@ pub mod macos;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
-use std::time::Duration;
 
 use super::model::Waker;
-use super::paste::{self, Delivery, PasteAvailability, PasteError, Paster, TextClipboard};
+use super::paste::{
+    self, Delivery, PasteAvailability, PasteClipboard, PasteError, Paster, Previous, SavedClipboard,
+};
 use crate::settings::AfterDictationSettings;
 
 /// Whether the system lets Persyk show notifications.
@@ -109,6 +114,7 @@ pub trait Effects {
             copied,
             pasted,
             restore: None,
+            kept: None,
         })
     }
     /// A delivery that finished since the last call, by the id [`Delivered::Later`] gave.
@@ -197,21 +203,31 @@ impl SystemEffects {
     }
 }
 
-/// A handle on the system clipboard as [`paste`] sees it (on X11 arboard shares one
-/// connection and owner window between the handles of a process).
+/// arboard, where the system offers no clipboard [`paste`] can watch (Wayland, no display):
+/// text only, so nothing is saved or put back.
 struct Arboard(arboard::Clipboard);
 
-impl TextClipboard for Arboard {
-    fn text(&mut self) -> Option<String> {
-        self.0.get_text().ok()
+impl PasteClipboard for Arboard {
+    fn save(&mut self) -> Previous {
+        Previous::Unrestorable
     }
-    fn set_text(&mut self, text: &str) -> Result<(), String> {
+    fn offer(&mut self, text: &str) -> Result<(), String> {
         self.0.set_text(text).map_err(|e| clipboard_reason(&e))
+    }
+    fn wait_read(&mut self, _deadline: std::time::Duration) -> bool {
+        false
+    }
+    fn restore(&mut self, _saved: &SavedClipboard) -> bool {
+        false
     }
 }
 
-/// The paste thread: copies, pastes, reports, then puts the previous text back
-/// [`paste::RESTORE_DELAY_MS`] later if asked and the clipboard still holds `text`.
+/// Whether the window was told once this run that the clipboard could not be put back.
+static SAID_KEPT: AtomicBool = AtomicBool::new(false);
+
+/// The paste thread: saves the clipboard, copies, pastes, reports, then puts the previous
+/// content back once the paste read the transcript ([`paste::finish`]), and keeps serving
+/// the clipboard where the system needs its owner to (X11).
 fn paste_on_a_thread(
     paster: Arc<dyn Paster>,
     text: String,
@@ -221,29 +237,43 @@ fn paste_on_a_thread(
     std::thread::Builder::new()
         .name("persyk-paste".into())
         .spawn(move || {
-            let mut clipboard = match arboard::Clipboard::new() {
-                Ok(c) => Arboard(c),
-                Err(e) => {
-                    return report(Delivery {
-                        copied: Err(clipboard_reason(&e)),
-                        pasted: None,
-                        restore: None,
-                    });
-                }
+            let mut clipboard: Box<dyn PasteClipboard + Send> = match paste::system_clipboard() {
+                Some(c) => c,
+                None => match arboard::Clipboard::new() {
+                    Ok(c) => Box::new(Arboard(c)),
+                    Err(e) => {
+                        return report(Delivery {
+                            copied: Err(clipboard_reason(&e)),
+                            pasted: None,
+                            restore: None,
+                            kept: None,
+                        });
+                    }
+                },
             };
-            let delivery = paste::deliver(&mut clipboard, &*paster, &text, &after);
+            let mut delivery = paste::deliver(&mut *clipboard, &*paster, &text, &after);
             if let Err(reason) = &delivery.copied {
                 eprintln!("persyk: clipboard: {reason}");
             }
             if let Some(Err(e)) = &delivery.pasted {
                 eprintln!("persyk: {}", e.code());
             }
-            let restore = delivery.restore.clone();
-            report(delivery);
-            if let Some(previous) = restore {
-                std::thread::sleep(Duration::from_millis(paste::RESTORE_DELAY_MS));
-                paste::put_back(&mut clipboard, &previous, &text);
+            if let Some(kept) = delivery.kept {
+                eprintln!("persyk: {}", kept.code());
+                // Said once per run in the window.
+                if SAID_KEPT.swap(true, Ordering::SeqCst) {
+                    delivery.kept = None;
+                }
             }
+            let restore = delivery.restore.take();
+            report(delivery);
+            if let Some(saved) = restore {
+                let put_back = paste::finish(&mut *clipboard, &saved, paste::READ_DEADLINE);
+                if put_back != paste::PutBack::Restored {
+                    eprintln!("persyk: {}", put_back.code());
+                }
+            }
+            clipboard.keep();
         })
         .map(drop)
 }
@@ -295,15 +325,16 @@ impl Effects for SystemEffects {
                 copied: self.copy(text),
                 pasted: None,
                 restore: None,
+                kept: None,
             });
         }
-        // The handle kept for the app's life exists before the thread's (on X11 the last
-        // handle to go would take the clipboard's content with it).
+        // The clipboard must be usable at all (the paste thread makes its own handle).
         if let Err(reason) = self.clipboard() {
             return Delivered::Now(Delivery {
                 copied: Err(reason),
                 pasted: None,
                 restore: None,
+                kept: None,
             });
         }
         self.next_delivery += 1;
@@ -325,6 +356,7 @@ impl Effects for SystemEffects {
                     copied,
                     pasted,
                     restore: None,
+                    kept: None,
                 })
             }
         }

@@ -1,5 +1,6 @@
 //! macOS window glue the shell and the tray need: no Dock icon, bringing the window to the
-//! front, the recording indicator as a non-activating panel, and whether Control is held.
+//! front, the recording indicator as a non-activating panel, whether Control is held, and
+//! the activity that keeps App Nap away while a recording runs.
 //! The services' own macOS glue lives beside each service (`effects::macos` for
 //! notifications, `permission::macos` for the microphone, `paste`'s ⌘V), implementing the
 //! trait that service owns.
@@ -12,13 +13,18 @@
 //!   its Stop button reaches the button while the app the user types in stays frontmost and
 //!   keeps keyboard focus ([`make_indicator_panel`]).
 
-use objc2::runtime::{AnyObject, NSObject};
-use objc2::{ClassType, MainThreadMarker, MainThreadOnly, define_class};
+use std::ffi::c_void;
+
+use objc2::rc::Retained;
+use objc2::runtime::{AnyClass, AnyObject, NSObject, NSObjectProtocol, ProtocolObject};
+use objc2::{ClassType, MainThreadMarker, MainThreadOnly, define_class, msg_send};
 use objc2_app_kit::{
     NSApplication, NSApplicationActivationPolicy, NSEvent, NSEventModifierFlags, NSPanel,
     NSResponder, NSStatusWindowLevel, NSWindow, NSWindowCollectionBehavior, NSWindowStyleMask,
 };
-use objc2_foundation::NSString;
+use objc2_foundation::{NSActivityOptions, NSProcessInfo, NSString};
+
+use super::PanelStep;
 
 /// Menu-bar only: no Dock icon, no app menu (the bundle's `LSUIElement` does the same for
 /// `Persyk.app`; this covers a bare binary).
@@ -34,6 +40,14 @@ pub fn activate() {
     if let Some(mtm) = MainThreadMarker::new() {
         #[allow(deprecated)] // `activate` needs macOS 14; this works on every version.
         NSApplication::sharedApplication(mtm).activateIgnoringOtherApps(true);
+    }
+}
+
+/// Hides Persyk (`NSApp hide:`, what ⌘H does in an app menu): its windows go and the app
+/// that was in front before gets the keyboard back.
+pub fn hide_app() {
+    if let Some(mtm) = MainThreadMarker::new() {
+        NSApplication::sharedApplication(mtm).hide(None);
     }
 }
 
@@ -62,6 +76,14 @@ define_class!(
 /// `NSWindow`) a non-activating panel at status-bar level, on every Space and beside
 /// full-screen apps, out of the window cycle, and never key or main. Returns whether the
 /// window was found (the shell tries again on the next frame until it was).
+///
+/// winit observes every window's `effectiveAppearance` (Key-Value Observing), so the
+/// window's runtime class is KVO's subclass `NSKVONotifying_WinitWindow`. Its class is not
+/// swapped under KVO: winit's observation is removed (KVO gives the object its own class
+/// back once nobody observes it), the class becomes [`IndicatorPanel`], and the observation
+/// is added again with winit's options (old and new values, no context), so KVO derives its
+/// subclass from the panel, winit's delegate still gets the change dictionary it expects,
+/// and its `removeObserver` when the window closes finds the observation it made.
 pub fn make_indicator_panel(title: &str) -> bool {
     let Some(mtm) = MainThreadMarker::new() else {
         return false;
@@ -72,19 +94,49 @@ pub fn make_indicator_panel(title: &str) -> bool {
             continue;
         }
         let object: &AnyObject = &window;
-        if object.class() != IndicatorPanel::class() {
-            // winit's window class is NSWindow plus two overridden methods and no instance
-            // variables, so its objects are laid out as an NSWindow; NSPanel adds no state
-            // of its own. The panel class only changes what `canBecomeKey/MainWindow` say.
-            if object.class().name().to_bytes() != b"WinitWindow" {
-                return true; // not the window we know how to change: leave it as it is
+        let class_name = |class: &AnyClass| class.name().to_str().unwrap_or("").to_owned();
+        let class = object.class();
+        let superclass = class.superclass().map(class_name);
+        let step = super::panel_step(&class_name(class), superclass.as_deref());
+        let panel = match step {
+            PanelStep::Done => true,
+            PanelStep::Leave => false,
+            PanelStep::Swap => {
+                // SAFETY: see `swap_to_panel`.
+                unsafe { swap_to_panel(object) }
             }
-            // SAFETY: see above; this runs on the main thread, before any other code could
-            // hold the class of this object.
-            unsafe { AnyObject::set_class(object, IndicatorPanel::class()) };
+            PanelStep::SwapObserved => {
+                let key = NSString::from_str(OBSERVED_KEY);
+                // SAFETY: `delegate` is winit's window delegate, the object that observes
+                // `effectiveAppearance` on this window (window_delegate.rs); it is removed
+                // and added back with the options winit used, on the main thread.
+                unsafe {
+                    let delegate: Option<Retained<AnyObject>> = msg_send![&*window, delegate];
+                    let Some(delegate) = delegate else {
+                        return true; // not winit's window after all: leave it as it is
+                    };
+                    let _: () = msg_send![&*window, removeObserver: &*delegate, forKeyPath: &*key];
+                    let swapped = object.class().name().to_bytes()
+                        == super::WINIT_WINDOW_CLASS.as_bytes()
+                        && swap_to_panel(object);
+                    let _: () = msg_send![
+                        &*window,
+                        addObserver: &*delegate,
+                        forKeyPath: &*key,
+                        options: OBSERVE_NEW_AND_OLD,
+                        context: std::ptr::null_mut::<c_void>()
+                    ];
+                    swapped
+                }
+            }
+        };
+        if panel {
+            window.setStyleMask(window.styleMask() | NSWindowStyleMask::NonactivatingPanel);
         }
-        window.setStyleMask(window.styleMask() | NSWindowStyleMask::NonactivatingPanel);
+        // Level and Spaces apply to any window, a panel or not; it stays when Persyk hides
+        // itself (closing the main window hides the app).
         window.setHidesOnDeactivate(false);
+        window.setCanHide(false);
         window.setLevel(NSStatusWindowLevel);
         window.setCollectionBehavior(
             NSWindowCollectionBehavior::CanJoinAllSpaces
@@ -97,7 +149,48 @@ pub fn make_indicator_panel(title: &str) -> bool {
     false
 }
 
+/// The key path winit observes on every window.
+const OBSERVED_KEY: &str = "effectiveAppearance";
+/// `NSKeyValueObservingOptionNew | NSKeyValueObservingOptionOld`, as winit registers it.
+const OBSERVE_NEW_AND_OLD: usize = 0x01 | 0x02;
+
+/// Gives winit's window the panel class. Returns `true`.
+///
+/// # Safety
+/// `object` is a `WinitWindow` (exactly that class, not observed) on the main thread.
+/// winit's window class is NSWindow plus two overridden methods and no instance variables,
+/// so its objects are laid out as an NSWindow; NSPanel adds no state of its own. The panel
+/// class only changes what `canBecomeKey/MainWindow` say and lets the non-activating style
+/// take effect.
+unsafe fn swap_to_panel(object: &AnyObject) -> bool {
+    // SAFETY: as the caller promised.
+    unsafe { AnyObject::set_class(object, IndicatorPanel::class()) };
+    true
+}
+
 /// Whether Control is held now (a ctrl-click on the menu-bar icon opens the menu).
 pub fn control_held() -> bool {
     NSEvent::modifierFlags_class().contains(NSEventModifierFlags::Control)
+}
+
+/// A user-initiated activity (`NSProcessInfo beginActivityWithOptions:reason:`): while one is
+/// held, App Nap does not throttle Persyk's timers and threads, hidden or not. Ended on drop.
+pub struct Activity(Retained<ProtocolObject<dyn NSObjectProtocol>>);
+
+impl Activity {
+    pub fn begin(reason: &str) -> Activity {
+        Activity(
+            NSProcessInfo::processInfo().beginActivityWithOptions_reason(
+                NSActivityOptions::UserInitiated,
+                &NSString::from_str(reason),
+            ),
+        )
+    }
+}
+
+impl Drop for Activity {
+    fn drop(&mut self) {
+        // SAFETY: the token `beginActivityWithOptions:reason:` returned, ended once.
+        unsafe { NSProcessInfo::processInfo().endActivity(&self.0) };
+    }
 }

@@ -649,7 +649,9 @@ impl PersykUi {
                 && done.delivering == Some(id)
             {
                 done.delivering = None;
-                record_delivery(&mut *self.effects, done, delivery);
+                if let Some(kept) = record_delivery(&mut *self.effects, done, delivery) {
+                    self.notice = Some((kept.sentence().to_owned(), false));
+                }
             }
         }
         // Said once, in Settings (not as an error on every page): the text was copied.
@@ -959,7 +961,9 @@ impl PersykUi {
             }
             match self.effects.deliver_transcript(&text, &after, &self.waker) {
                 Delivered::Now(delivery) => {
-                    record_delivery(&mut *self.effects, &mut done, delivery)
+                    if let Some(kept) = record_delivery(&mut *self.effects, &mut done, delivery) {
+                        self.notice = Some((kept.sentence().to_owned(), false));
+                    }
                 }
                 Delivered::Later(id) => done.delivering = Some(id),
             }
@@ -1189,8 +1193,13 @@ impl PersykUi {
     }
 }
 
-/// Shows what became of a transcript's delivery; notifies once the copy succeeded.
-fn record_delivery(effects: &mut dyn Effects, done: &mut DoneRec, delivery: Delivery) {
+/// Shows what became of a transcript's delivery; notifies once the copy succeeded. Returns
+/// why the previous clipboard will not be put back, for the window's notice.
+fn record_delivery(
+    effects: &mut dyn Effects,
+    done: &mut DoneRec,
+    delivery: Delivery,
+) -> Option<super::paste::Kept> {
     match &delivery.copied {
         Ok(()) => effects.notify(
             "Transcription copied",
@@ -1200,4 +1209,5 @@ fn record_delivery(effects: &mut dyn Effects, done: &mut DoneRec, delivery: Deli
     }
     done.clipboard = Some(delivery.copied);
     done.paste = delivery.pasted;
+    delivery.kept
 }
