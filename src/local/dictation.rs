@@ -1276,4 +1276,137 @@ mod tests {
             (Kind::Pause, 7 * SECOND, true)
         );
     }
+
+    /// Drives the window rules (`next_window`, `commit_rule`, the ahead rule) the way the
+    /// recognizer thread does, with a recognizer that cuts each window into random segments:
+    /// audio arrives in random pieces with random pauses, live or from a file, stopped at a
+    /// random point. Returns the committed ranges in order.
+    fn drive(
+        live: bool,
+        pieces: &[(u64, bool)],
+        cuts_every: u64,
+        split: &[u64],
+        voice_back: &[bool],
+    ) -> (Vec<(u64, u64)>, u64) {
+        let mut p = Pending::default();
+        let mut committed = Vec::new();
+        let mut ahead: Option<(u64, u64)> = None;
+        let (mut next_piece, mut n) = (0, 0usize);
+        for _ in 0..10_000 {
+            if let Some((start, end)) = ahead {
+                let current = start == p.base && p.last_voiced <= end;
+                if current && p.finished && p.cuts.contains(&end) {
+                    committed.push((start, end));
+                    let k = (end - p.base) as usize;
+                    p.buf.drain(..k);
+                    p.base = end;
+                    p.tried_to = end;
+                    ahead = None;
+                    continue;
+                }
+                if !current {
+                    ahead = None;
+                }
+            }
+            match next_window(&mut p, ahead.map(|(_, e)| e), live) {
+                Some(w) => {
+                    n += 1;
+                    if w.kind == Kind::Ahead {
+                        p.tried_to = w.end_sample();
+                        ahead = Some((w.start_sample, w.end_sample()));
+                        if voice_back[n % voice_back.len()] && !p.finished {
+                            // The user goes on talking after the pause.
+                            p.last_voiced = w.end_sample() + 1;
+                        }
+                        continue;
+                    }
+                    // The recognizer's segments: the window cut at random points.
+                    let len = w.pcm.len() as u64;
+                    let mut bounds: Vec<u64> = split
+                        .iter()
+                        .map(|&f| f * len / 1000)
+                        .filter(|&b| b > 0 && b < len)
+                        .collect();
+                    bounds.sort_unstable();
+                    bounds.dedup();
+                    let mut from = 0;
+                    let mut segments = Vec::new();
+                    for to in bounds.into_iter().chain([len]) {
+                        segments.push(Segment {
+                            start_sample: from,
+                            end_sample: to,
+                            text: "w".into(),
+                            no_speech_probability: 0.0,
+                        });
+                        from = to;
+                    }
+                    let c = commit_rule(&w, segments);
+                    assert!(c.commit_to >= w.start_sample && c.commit_to <= w.end_sample());
+                    if c.commit_to > w.start_sample {
+                        committed.push((w.start_sample, c.commit_to));
+                    }
+                    let k = (c.commit_to - p.base) as usize;
+                    p.buf.drain(..k);
+                    p.base = c.commit_to;
+                    p.tried_to = w.end_sample();
+                }
+                None if next_piece < pieces.len() => {
+                    // More audio: a piece of speech (voiced to its end) or of pause.
+                    let (ms, voiced) = pieces[next_piece];
+                    next_piece += 1;
+                    let samples = ms * SECOND / 1000;
+                    p.buf.extend(std::iter::repeat_n(0i16, samples as usize));
+                    p.total += samples;
+                    if voiced {
+                        p.last_voiced = p.total;
+                        p.pause_end = None;
+                    } else if samples > 0 {
+                        let end = (p.last_voiced + SECOND / 5).min(p.total);
+                        p.pause_end = Some(end);
+                        if ms >= cuts_every && end > p.base {
+                            p.cuts.push_back(end);
+                            p.pause_end = None;
+                        }
+                    }
+                }
+                None if !p.finished => {
+                    // The stop: the segmenter closes the open utterance at its hangover.
+                    p.stopping = true;
+                    p.finished = true;
+                    let end = (p.last_voiced + SECOND / 5).min(p.total);
+                    if end > p.base && !p.cuts.contains(&end) {
+                        p.cuts.push_back(end);
+                    }
+                }
+                None => break,
+            }
+        }
+        (committed, p.total)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(384))]
+
+        /// Every sample of a recording ends up inside exactly one committed window (the
+        /// invariant behind "nothing skipped for being quiet": a window's failure or the stop
+        /// deadline turns such a window into a gap), in order, whatever the pauses, the
+        /// recognizer's segments, the voice coming back after a pause, live or a file.
+        #[test]
+        fn every_sample_is_in_exactly_one_committed_window(
+            live in proptest::prelude::any::<bool>(),
+            pieces in proptest::collection::vec((1u64..9_000, proptest::prelude::any::<bool>()), 1..24),
+            cuts_every in 300u64..1_500,
+            split in proptest::collection::vec(1u64..1000, 0..5),
+            voice_back in proptest::collection::vec(proptest::prelude::any::<bool>(), 1..4),
+        ) {
+            let (committed, total) = drive(live, &pieces, cuts_every, &split, &voice_back);
+            let mut at = 0;
+            for &(from, to) in &committed {
+                proptest::prop_assert_eq!(from, at, "{:?}", committed);
+                proptest::prop_assert!(to > from);
+                at = to;
+            }
+            proptest::prop_assert_eq!(at, total, "{:?}", committed);
+        }
+    }
 }
