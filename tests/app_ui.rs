@@ -101,7 +101,10 @@ fn dictation_shows_provisional_then_canonical_and_copies_on_stop() {
     );
     assert_eq!(app.harness.state().page(), Page::Dictation);
     app.click("Start dictation");
+    // Before the first words: the transcript says the microphone is heard (#24 item 10).
+    app.wait_label("Listening…");
     app.wait_label("not yet saved");
+    assert!(!app.has_label("Listening…"));
     // Provisional text has no copy or remove control.
     assert_eq!(app.buttons("Copy"), 0);
     assert_eq!(app.buttons("Remove"), 0);

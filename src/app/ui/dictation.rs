@@ -331,12 +331,16 @@ pub(super) enum Line {
     Provisional(usize),
     /// After the recording: why removal is no longer offered.
     Note,
+    /// While recording, before any text: the microphone is heard (on the device the first
+    /// text comes at the first pause).
+    Listening,
 }
 
 /// The transcript's rows in reading order: canonical messages with their gap markers
 /// (`gap_at` is sorted), then provisional text, then the note when `note` (a finished
-/// recording whose removals needed the provider's connection).
-pub(super) fn transcript_lines(view: &EngineView, note: bool) -> Vec<Line> {
+/// recording whose removals needed the provider's connection); "Listening…" alone while
+/// `live` and nothing has come yet.
+pub(super) fn transcript_lines(view: &EngineView, (live, note): (bool, bool)) -> Vec<Line> {
     let mut lines = Vec::with_capacity(view.messages.len() + view.gap_at.len() + 2);
     let mut gaps = view.gap_at.iter().peekable();
     for i in 0..=view.messages.len() {
@@ -352,6 +356,9 @@ pub(super) fn transcript_lines(view: &EngineView, note: bool) -> Vec<Line> {
     if note && !view.messages.is_empty() {
         lines.push(Line::Note);
     }
+    if live && lines.is_empty() {
+        lines.push(Line::Listening);
+    }
     lines
 }
 
@@ -365,7 +372,7 @@ pub(super) fn transcript(
     rows: &mut RowHeights,
     actions: &mut Vec<Action>,
 ) {
-    let lines = transcript_lines(view, note);
+    let lines = transcript_lines(view, (live, note));
     let options = ListOptions {
         stick_to_bottom: true,
         shrink_height: true,
@@ -423,6 +430,9 @@ pub(super) fn transcript(
                 ui.label(RichText::new("not yet saved").small().weak());
             });
         }
+        Line::Listening => {
+            ui.label(RichText::new("Listening…").italics().color(Color32::GRAY));
+        }
         Line::Note => {
             ui.label(
                 RichText::new(
@@ -466,7 +476,7 @@ mod tests {
     fn transcript_lines_put_gaps_before_the_message_they_precede() {
         use Line::*;
         assert_eq!(
-            transcript_lines(&view(3, vec![0, 2, 2, 3], 1), false),
+            transcript_lines(&view(3, vec![0, 2, 2, 3], 1), (false, false)),
             vec![
                 Gap,
                 Message(0),
@@ -479,14 +489,35 @@ mod tests {
             ]
         );
         assert_eq!(
-            transcript_lines(&view(1, vec![], 0), true),
+            transcript_lines(&view(1, vec![], 0), (false, true)),
             vec![Message(0), Note]
         );
-        assert_eq!(transcript_lines(&view(0, vec![0], 0), true), vec![Gap]);
+        assert_eq!(
+            transcript_lines(&view(0, vec![0], 0), (false, true)),
+            vec![Gap]
+        );
         // On the device nothing was remote: no note.
         assert_eq!(
-            transcript_lines(&view(1, vec![], 0), false),
+            transcript_lines(&view(1, vec![], 0), (false, false)),
             vec![Message(0)]
         );
+    }
+
+    #[test]
+    fn issue24_10_a_recording_says_listening_until_its_first_text() {
+        use Line::*;
+        assert_eq!(
+            transcript_lines(&view(0, vec![], 0), (true, false)),
+            vec![Listening]
+        );
+        assert_eq!(
+            transcript_lines(&view(0, vec![], 1), (true, false)),
+            vec![Provisional(0)]
+        );
+        assert_eq!(
+            transcript_lines(&view(1, vec![], 0), (true, false)),
+            vec![Message(0)]
+        );
+        assert!(transcript_lines(&view(0, vec![], 0), (false, false)).is_empty());
     }
 }
