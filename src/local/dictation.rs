@@ -120,8 +120,7 @@ pub trait Recognize: Send {
         })
     }
 
-    /// [`Recognize::segments`] as `how` says (no fallback, an abort flag). The default
-    /// ignores `how`.
+    /// [`Recognize::segments`] as `how` says (an abort flag). The default ignores `how`.
     fn decode(&mut self, pcm_24k: &[i16], how: &Decode) -> Result<Vec<Segment>, LocalError> {
         let _ = how;
         self.segments(pcm_24k)
@@ -129,21 +128,10 @@ pub trait Recognize: Send {
 }
 
 /// How to decode one window.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Decode {
-    /// whisper.cpp's temperature fallback for a decode that looks wrong.
-    pub fallback: bool,
     /// Once set, the inference is abandoned (`local.aborted`).
     pub abort: Option<Arc<AtomicBool>>,
-}
-
-impl Default for Decode {
-    fn default() -> Decode {
-        Decode {
-            fallback: true,
-            abort: None,
-        }
-    }
 }
 
 /// One timed piece of a window's recognition; samples (24 kHz) from the window's start.
@@ -542,9 +530,6 @@ impl Audio {
 struct Window {
     start_sample: u64,
     pcm: Vec<i16>,
-    /// Ends where nothing more can follow in this window's speech: a pause the segmenter
-    /// saw, or the end of the recording.
-    closed: bool,
     /// As long as a window gets ([`MAX_WINDOW_MS`]).
     full: bool,
     /// The pauses inside it (samples of the recording): its committed text is split there,
@@ -572,6 +557,12 @@ impl Window {
     fn end_sample(&self) -> u64 {
         self.start_sample + self.pcm.len() as u64
     }
+
+    /// Ends where nothing more can follow in this window's speech: a pause (the segmenter
+    /// saw it, or it is decoded ahead of), or the end of the recording.
+    fn closed(&self) -> bool {
+        self.kind != Kind::Open
+    }
 }
 
 /// What a window's recognition commits: up to `commit_to` (a sample of the recording) the
@@ -590,7 +581,7 @@ struct Commit {
 /// [`OPEN_TAIL_MS`] (speech may be starting) and commits the rest.
 fn commit_rule(window: &Window, segments: Vec<Segment>) -> Commit {
     let end = window.end_sample();
-    if window.closed {
+    if window.closed() {
         return Commit {
             commit_to: end,
             committed: segments,
@@ -657,17 +648,17 @@ fn next_window(p: &mut Pending, ahead: Option<u64>, live: bool) -> Option<Window
         .copied()
         .rfind(|&c| c - p.base <= max)
         .filter(|&c| c - p.base >= min);
-    let (end, closed, kind) = if p.finished && available <= max {
+    let (end, kind) = if p.finished && available <= max {
         if available == 0 {
             return None;
         }
-        (p.total, true, Kind::Last)
+        (p.total, Kind::Last)
     } else if let Some(cut) =
         cut.filter(|&c| p.finished || available >= max || (live && c - p.base >= batch))
     {
-        (cut, true, Kind::Pause)
+        (cut, Kind::Pause)
     } else if available >= max {
-        (p.base + max, false, Kind::Open)
+        (p.base + max, Kind::Open)
     } else if !live || p.stopping || ahead.is_some() {
         // A file waits for the longest window or its end; at the stop the rest waits for
         // the end of the audio; a result decoded ahead waits for the stop (or the voice to
@@ -679,9 +670,9 @@ fn next_window(p: &mut Pending, ahead: Option<u64>, live: bool) -> Option<Window
         .filter(|&e| e > p.base && e - p.base >= min && e - p.base <= max)
         .filter(|&e| e <= p.total && p.tried_to < e)
     {
-        (pause, true, Kind::Ahead)
+        (pause, Kind::Ahead)
     } else if available >= batch && p.total >= p.tried_to.max(p.base) + step {
-        (p.total, false, Kind::Open)
+        (p.total, Kind::Open)
     } else {
         return None;
     };
@@ -689,7 +680,6 @@ fn next_window(p: &mut Pending, ahead: Option<u64>, live: bool) -> Option<Window
     Some(Window {
         start_sample: p.base,
         pcm: p.buf[..len.min(p.buf.len())].to_vec(),
-        closed,
         full: end - p.base >= max,
         cuts: p.cuts.iter().copied().filter(|&c| c < end).collect(),
         kind,
@@ -784,16 +774,15 @@ fn recognize_loop(
                     return;
                 }
                 if let Some((w, _)) = &ahead {
-                    let end = w.end_sample();
-                    let current = w.start_sample == p.base && p.last_voiced <= end;
-                    if current && p.finished && p.cuts.contains(&end) {
+                    match p.ahead(w.start_sample, w.end_sample()) {
                         // The stop came in the pause the window ends in: its result is final.
-                        let (w, segments) = ahead.take().expect("checked");
-                        break (w, Some(segments), None);
-                    }
-                    if !current {
+                        Ahead::Final => {
+                            let (w, segments) = ahead.take().expect("checked");
+                            break (w, Some(segments), None);
+                        }
                         // The voice came back: the utterance goes on.
-                        ahead = None;
+                        Ahead::Stale => ahead = None,
+                        Ahead::Waiting => {}
                     }
                 }
                 let live = audio.live.load(Ordering::Relaxed);
@@ -823,18 +812,12 @@ fn recognize_loop(
         let result = match decoded {
             Some(segments) => Ok(segments),
             None => {
-                if window.closed && window.kind != Kind::Ahead {
+                if window.closed() && window.kind != Kind::Ahead {
                     let mut w = shared.lock();
                     w.transcribing = Some(PROVISIONAL_TEXT.to_owned());
                     shared.publish(&w);
                 }
-                let result = recognizer.decode(
-                    &window.pcm,
-                    &Decode {
-                        abort,
-                        ..Decode::default()
-                    },
-                );
+                let result = recognizer.decode(&window.pcm, &Decode { abort });
                 audio.lock().in_flight = None;
                 match result {
                     Err(LocalError::Aborted) => continue,
@@ -871,7 +854,9 @@ fn recognize_loop(
                     end_ms: Some(window_end_ms),
                 });
                 shared.publish(&w);
-                advance(audio, window.end_sample(), window.end_sample());
+                audio
+                    .lock()
+                    .advance(window.end_sample(), window.end_sample());
                 continue;
             }
         };
@@ -930,7 +915,7 @@ fn recognize_loop(
             return;
         }
         drop(w);
-        advance(audio, commit.commit_to, window.end_sample());
+        audio.lock().advance(commit.commit_to, window.end_sample());
     }
 }
 
@@ -961,14 +946,37 @@ fn left_unheard(p: &Pending) -> Vec<(u64, u64)> {
 /// The loudest sample of audio taken for digital silence (about −60 dBFS).
 pub const SILENT_PEAK: u16 = 32;
 
-/// Moves the pending audio's start to `commit_to` (dropping what is committed) and notes
-/// that the audio up to `tried_to` was tried.
-fn advance(audio: &Audio, commit_to: u64, tried_to: u64) {
-    let mut p = audio.lock();
-    let n = (commit_to.saturating_sub(p.base) as usize).min(p.buf.len());
-    p.buf.drain(..n);
-    p.base += n as u64;
-    p.tried_to = tried_to;
+impl Pending {
+    /// Moves the pending audio's start to `commit_to` (dropping what is committed) and notes
+    /// that the audio up to `tried_to` was tried.
+    fn advance(&mut self, commit_to: u64, tried_to: u64) {
+        let n = (commit_to.saturating_sub(self.base) as usize).min(self.buf.len());
+        self.buf.drain(..n);
+        self.base += n as u64;
+        self.tried_to = tried_to;
+    }
+
+    /// What becomes of a result decoded ahead over `start..end`: final once the stop came in
+    /// the pause it ends in, stale once the voice came back (or something was committed
+    /// meanwhile), else it waits.
+    fn ahead(&self, start: u64, end: u64) -> Ahead {
+        let current = start == self.base && self.last_voiced <= end;
+        if !current {
+            Ahead::Stale
+        } else if self.finished && self.cuts.contains(&end) {
+            Ahead::Final
+        } else {
+            Ahead::Waiting
+        }
+    }
+}
+
+/// See [`Pending::ahead`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ahead {
+    Final,
+    Stale,
+    Waiting,
 }
 
 /// The committed part of a window as stretches `(from, to, text)` of the recording, split at
@@ -1125,7 +1133,6 @@ mod tests {
         Window {
             start_sample: start,
             pcm: vec![0; (seconds * SECOND) as usize],
-            closed,
             full: seconds * 1000 >= MAX_WINDOW_MS,
             cuts: Vec::new(),
             kind: if closed { Kind::Pause } else { Kind::Open },
@@ -1176,7 +1183,7 @@ mod tests {
         p.cuts.push_back(3 * SECOND);
         let w = next_window(&mut p, None, true).expect("a pause: decoded ahead");
         assert_eq!(
-            (w.kind, w.end_sample(), w.closed),
+            (w.kind, w.end_sample(), w.closed()),
             (Kind::Ahead, 3 * SECOND, true)
         );
         p.tried_to = w.end_sample();
@@ -1184,7 +1191,7 @@ mod tests {
         push(&mut p, 13);
         let w = next_window(&mut p, None, true).expect("17 s without a pause since");
         assert_eq!(
-            (w.kind, w.end_sample(), w.closed),
+            (w.kind, w.end_sample(), w.closed()),
             (Kind::Open, 17 * SECOND, false)
         );
         p.tried_to = w.end_sample();
@@ -1195,17 +1202,17 @@ mod tests {
         p.cuts.push_back(16 * SECOND);
         let w = next_window(&mut p, None, true).expect("a pause after 15 s: committed");
         assert_eq!(
-            (w.kind, w.end_sample(), w.closed),
+            (w.kind, w.end_sample(), w.closed()),
             (Kind::Pause, 16 * SECOND, true)
         );
         push(&mut p, 40);
         p.cuts.clear();
         let w = next_window(&mut p, None, true).expect("a full window");
         assert_eq!(w.pcm.len() as u64, SECOND * MAX_WINDOW_MS / 1000);
-        assert!(!w.closed && w.full);
+        assert!(!w.closed() && w.full);
         p.finished = true;
         let w = next_window(&mut p, None, true).expect("the rest, in windows");
-        assert!(w.full && !w.closed, "57 s is three windows");
+        assert!(w.full && !w.closed(), "57 s is three windows");
     }
 
     #[test]
@@ -1222,7 +1229,7 @@ mod tests {
         );
         let w = next_window(&mut p, None, true).expect("ahead of the pause");
         assert_eq!(
-            (w.kind, w.end_sample(), w.closed),
+            (w.kind, w.end_sample(), w.closed()),
             (Kind::Ahead, SECOND * 17 / 10, true)
         );
         p.tried_to = w.end_sample();
@@ -1246,7 +1253,7 @@ mod tests {
         p.finished = true;
         let w = next_window(&mut p, None, true).expect("the rest");
         assert_eq!(
-            (w.kind, w.end_sample(), w.closed),
+            (w.kind, w.end_sample(), w.closed()),
             (Kind::Last, 5 * SECOND, true)
         );
     }
@@ -1272,7 +1279,7 @@ mod tests {
         p.total += 20 * SECOND;
         let w = next_window(&mut p, None, false).expect("up to the last pause within 25 s");
         assert_eq!(
-            (w.kind, w.end_sample(), w.closed),
+            (w.kind, w.end_sample(), w.closed()),
             (Kind::Pause, 7 * SECOND, true)
         );
     }
@@ -1294,18 +1301,15 @@ mod tests {
         let (mut next_piece, mut n) = (0, 0usize);
         for _ in 0..10_000 {
             if let Some((start, end)) = ahead {
-                let current = start == p.base && p.last_voiced <= end;
-                if current && p.finished && p.cuts.contains(&end) {
-                    committed.push((start, end));
-                    let k = (end - p.base) as usize;
-                    p.buf.drain(..k);
-                    p.base = end;
-                    p.tried_to = end;
-                    ahead = None;
-                    continue;
-                }
-                if !current {
-                    ahead = None;
+                match p.ahead(start, end) {
+                    Ahead::Final => {
+                        committed.push((start, end));
+                        p.advance(end, end);
+                        ahead = None;
+                        continue;
+                    }
+                    Ahead::Stale => ahead = None,
+                    Ahead::Waiting => {}
                 }
             }
             match next_window(&mut p, ahead.map(|(_, e)| e), live) {
@@ -1345,10 +1349,7 @@ mod tests {
                     if c.commit_to > w.start_sample {
                         committed.push((w.start_sample, c.commit_to));
                     }
-                    let k = (c.commit_to - p.base) as usize;
-                    p.buf.drain(..k);
-                    p.base = c.commit_to;
-                    p.tried_to = w.end_sample();
+                    p.advance(c.commit_to, w.end_sample());
                 }
                 None if next_piece < pieces.len() => {
                     // More audio: a piece of speech (voiced to its end) or of pause.

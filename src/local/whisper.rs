@@ -136,8 +136,8 @@ impl Recognizer {
         self.decode(pcm_24k, &Decode::default())
     }
 
-    /// [`Recognizer::segments`] as `how` says: without the temperature fallback, or with a
-    /// flag that abandons the inference (`local.aborted`).
+    /// [`Recognizer::segments`] as `how` says: with a flag that abandons the inference
+    /// (`local.aborted`).
     pub fn decode(&mut self, pcm_24k: &[i16], how: &Decode) -> Result<Vec<Segment>, LocalError> {
         let mut audio = to_whisper_rate(pcm_24k)?;
         // whisper.cpp skips input shorter than 1 s; a short word is padded with silence.
@@ -147,9 +147,6 @@ impl Recognizer {
         }
         let language = self.options.language.clone();
         let mut params = params(self.options.threads, language.as_deref());
-        if !how.fallback {
-            params.set_temperature_inc(0.0);
-        }
         let abort = how.abort.clone();
         if let Some(flag) = &abort {
             // SAFETY: `aborted` only reads the `AtomicBool` behind the pointer, and `flag`
