@@ -63,10 +63,10 @@ use std::time::{Duration, Instant};
 
 use persyk::capture::source::FileSource;
 use persyk::local::whisper::{self, LocalModel};
-use persyk::local::{LocalOptions, dictation, options_for, to_whisper_rate};
+use persyk::local::{LocalOptions, dictation, options_for};
 use persyk::pipeline::{self, LiveTap, Recognition, RecordOptions, SamplesSource, SourceKind};
 use persyk::session::{LeafSelector, Store, store::Roots};
-use whisper_rs::{FullParams, SamplingStrategy, WhisperContext, WhisperContextParameters};
+use whisper_rs::WhisperContext;
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -205,22 +205,10 @@ fn live(model: &LocalModel, audio: &[i16], stop_at: usize) -> Live {
 /// The peers' method: one whisper.cpp call on the whole clip, whisper.cpp's defaults
 /// (30 s windows), the same threads and language as the live path. Time, text, CPU.
 fn whole(ctx: &WhisperContext, audio: &[i16]) -> (Duration, String, Duration) {
-    let mut state = ctx.create_state().expect("state");
     let options = options();
     let cpu0 = cpu_time();
     let started = Instant::now();
-    let pcm = to_whisper_rate(audio).expect("resample");
-    let mut params = FullParams::new(SamplingStrategy::Greedy { best_of: 1 });
-    params.set_n_threads(options.threads as i32);
-    params.set_language(options.language.as_deref());
-    params.set_print_progress(false);
-    params.set_print_realtime(false);
-    params.set_print_timestamps(false);
-    state.full(params, &pcm).expect("whisper.cpp");
-    let text: String = state
-        .as_iter()
-        .map(|s| s.to_str_lossy().expect("text").into_owned())
-        .collect();
+    let text = corpus::whole_file_text(ctx, audio, options.threads, options.language.as_deref());
     (started.elapsed(), text, cpu_time().saturating_sub(cpu0))
 }
 
@@ -363,13 +351,7 @@ fn main() {
             at_end.push(e.stop_to_text);
             cpu_end.push(e.cpu_after_stop);
             end_text.push(e.transcript);
-            let ctx = baseline_ctx.get_or_insert_with(|| {
-                WhisperContext::new_with_params(
-                    path.to_str().expect("utf-8 path"),
-                    WhisperContextParameters::default(),
-                )
-                .expect("whisper.cpp loads the model")
-            });
+            let ctx = baseline_ctx.get_or_insert_with(|| corpus::whole_file_context(&path));
             let (t, text, cpu) = whole(ctx, &audio);
             base.push(t);
             base_text.push(text);
@@ -506,11 +488,7 @@ fn corpus_figures(model: &LocalModel, path: &Path) {
         }
         return;
     }
-    let ctx = WhisperContext::new_with_params(
-        path.to_str().expect("utf-8 path"),
-        WhisperContextParameters::default(),
-    )
-    .expect("whisper.cpp loads the model");
+    let ctx = corpus::whole_file_context(path);
     println!(
         "speech corpus ({} clips, {:.0} s): `transcribe --provider local` path (file) beside one \
          whole-file whisper.cpp call (whole); WER vs transcript, WER vs whole, loops, \
@@ -657,11 +635,7 @@ fn tails(model: &LocalModel, path: &Path, runs: usize) {
         println!("tails: no corpus (scripts/fetch-corpus)");
         return;
     };
-    let ctx = WhisperContext::new_with_params(
-        path.to_str().expect("utf-8 path"),
-        WhisperContextParameters::default(),
-    )
-    .expect("whisper.cpp loads the model");
+    let ctx = corpus::whole_file_context(path);
     println!(
         "{:<7} {:>22} {:>16} {:>12} {:>22} {:>9} {:>10}",
         "tail s",

@@ -63,29 +63,6 @@ fn the_ci_subset_is_short_and_every_clip_is_described() {
     }
 }
 
-/// One whole-file whisper.cpp call on `samples` (the peers' method, whisper.cpp's defaults).
-#[cfg(feature = "local")]
-fn whole_file_text(ctx: &whisper_rs::WhisperContext, samples: &[i16], threads: usize) -> String {
-    use whisper_rs::{FullParams, SamplingStrategy};
-    let mut state = ctx.create_state().expect("state");
-    let mut params = FullParams::new(SamplingStrategy::Greedy { best_of: 1 });
-    params.set_n_threads(threads as i32);
-    params.set_language(Some("en"));
-    params.set_print_progress(false);
-    params.set_print_realtime(false);
-    params.set_print_timestamps(false);
-    state
-        .full(
-            params,
-            &persyk::local::to_whisper_rate(samples).expect("16 kHz"),
-        )
-        .expect("whisper.cpp");
-    state
-        .as_iter()
-        .map(|s| s.to_str_lossy().expect("text").into_owned())
-        .collect()
-}
-
 /// Each clip of the CI subset through Persyk's on-device path (`pace` 0: as fast as the
 /// file reads, `persyk transcribe FILE --provider local`; 1: in real time, a live
 /// dictation stopped at the clip's end) beside one whole-file call on the same model: the
@@ -100,7 +77,6 @@ fn below_the_bar(names: Option<&[&str]>, pace: f64, untranscribed: f64) -> Vec<S
     use persyk::pipeline::{self, Recognition, RecordOptions, SamplesSource, SourceKind};
     use persyk::session::{LeafSelector, Store, store::Roots};
     use std::time::Duration;
-    use whisper_rs::{WhisperContext, WhisperContextParameters};
 
     let mut clips = corpus::clips(Set::Ci);
     if let Some(names) = names {
@@ -113,11 +89,7 @@ fn below_the_bar(names: Option<&[&str]>, pace: f64, untranscribed: f64) -> Vec<S
     let model_path = support::test_model();
     let model = LocalModel::load(&model_path).expect("tiny.en");
     let options = options_for(None, true);
-    let ctx = WhisperContext::new_with_params(
-        model_path.to_str().expect("path"),
-        WhisperContextParameters::default(),
-    )
-    .expect("whisper.cpp");
+    let ctx = corpus::whole_file_context(&model_path);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -125,7 +97,7 @@ fn below_the_bar(names: Option<&[&str]>, pace: f64, untranscribed: f64) -> Vec<S
         .expect("runtime");
     let mut failures = Vec::new();
     for clip in &clips {
-        let whole = whole_file_text(&ctx, &clip.samples, options.threads);
+        let whole = corpus::whole_file_text(&ctx, &clip.samples, options.threads, Some("en"));
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::new(Roots::new(dir.path().to_path_buf(), Vec::new()).expect("roots"));
         let continuation = store

@@ -196,3 +196,44 @@ pub fn loops(text: &str) -> usize {
     }
     count
 }
+
+/// The baseline every on-device figure stands beside: one whole-file whisper.cpp call on
+/// 24 kHz `samples` with whisper.cpp's defaults (30 s windows), the given threads and
+/// language — the peers' method. Its text.
+#[cfg(feature = "local")]
+pub fn whole_file_text(
+    ctx: &whisper_rs::WhisperContext,
+    samples: &[i16],
+    threads: usize,
+    language: Option<&str>,
+) -> String {
+    use whisper_rs::{FullParams, SamplingStrategy};
+    let mut state = ctx.create_state().expect("state");
+    let mut params = FullParams::new(SamplingStrategy::Greedy { best_of: 1 });
+    params.set_n_threads(threads as i32);
+    params.set_language(language);
+    params.set_print_progress(false);
+    params.set_print_realtime(false);
+    params.set_print_timestamps(false);
+    state
+        .full(
+            params,
+            &persyk::local::to_whisper_rate(samples).expect("16 kHz"),
+        )
+        .expect("whisper.cpp");
+    state
+        .as_iter()
+        .map(|s| s.to_str_lossy().expect("text").into_owned())
+        .collect()
+}
+
+/// A whisper.cpp context of its own for [`whole_file_text`] (the baseline never shares the
+/// model Persyk's path loaded).
+#[cfg(feature = "local")]
+pub fn whole_file_context(model: &Path) -> whisper_rs::WhisperContext {
+    whisper_rs::WhisperContext::new_with_params(
+        model.to_str().expect("utf-8 path"),
+        whisper_rs::WhisperContextParameters::default(),
+    )
+    .expect("whisper.cpp loads the model")
+}
