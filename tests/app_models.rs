@@ -187,6 +187,9 @@ fn cancel_stops_the_download_and_keeps_the_part() {
     // The second model.
     app.click_nth(Role::Button, "Download", 1);
     app.wait_label("Downloading ");
+    // Bytes have arrived (a speed is shown only once some moved): a Cancel before the first
+    // byte leaves an empty part, which is rightly "Not downloaded".
+    app.wait_label(" MiB/s · about ");
     app.click("Cancel");
     app.wait_label("Stopped; Download resumes it");
     app.wait_label("Partly downloaded");
