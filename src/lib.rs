@@ -4,7 +4,9 @@
 //! validation, projection, the durable store, discovery and search ([`session`]), the
 //! realtime engine ([`realtime`]), capture ([`capture`]), on-device recognition ([`local`],
 //! whisper.cpp with the `local` feature), the seam both engines implement ([`recognize`]),
-//! the dictation pipeline above them ([`pipeline`]) and, with the `app` feature, the
+//! the dictation pipeline above them ([`pipeline`]), the clean-up of dictated text beside the
+//! spoken words ([`cleanup`]: replacements, a model pass, the fidelity guard) and, with the
+//! `app` feature, the
 //! desktop shell (`app`). The core modules never import `app`; the binary (`src/main.rs`)
 //! adds the CLI and launches the app.
 //!
@@ -30,6 +32,7 @@
 pub mod app;
 pub mod audio;
 pub mod capture;
+pub mod cleanup;
 pub mod credentials;
 pub mod dirs;
 pub mod endpoint;

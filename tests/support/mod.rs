@@ -2,6 +2,7 @@
 //! them, so unused items are expected per test binary.
 #![allow(dead_code)]
 
+pub mod chat;
 pub mod corpus;
 pub mod events;
 pub mod pulse;
