@@ -19,6 +19,8 @@
 pub const SERVICE: &str = "app.persyk.Persyk";
 /// Secret-store account name.
 pub const ACCOUNT: &str = "openai-api-key";
+/// Secret-store service name of the clean-up model server's key (issue #27).
+pub const CLEANUP_SERVICE: &str = "app.persyk.Persyk.cleanup";
 /// Environment variable read when the secret store has no key.
 pub const ENV_VAR: &str = "OPENAI_API_KEY";
 
@@ -131,6 +133,14 @@ impl KeyEntry {
     pub const fn app() -> KeyEntry {
         KeyEntry {
             service: std::borrow::Cow::Borrowed(SERVICE),
+        }
+    }
+
+    /// The clean-up model server's key: service [`CLEANUP_SERVICE`]. Read with
+    /// [`KeyEntry::stored_key`] only: `OPENAI_API_KEY` is never sent to another server.
+    pub const fn cleanup() -> KeyEntry {
+        KeyEntry {
+            service: std::borrow::Cow::Borrowed(CLEANUP_SERVICE),
         }
     }
 

@@ -70,6 +70,9 @@ pub enum SettingsError {
     BadLocalModel,
     #[error("settings.bad-local-threads: on-device recognition uses 1 to 64 threads")]
     BadLocalThreads,
+    /// The clean-up section (its own code: `cleanup.*` or `replace.*`).
+    #[error("{0}")]
+    Cleanup(crate::cleanup::settings::CleanupSettingsError),
 }
 
 impl SettingsError {
@@ -90,6 +93,7 @@ impl SettingsError {
             SettingsError::BadDelay => "settings.bad-delay",
             SettingsError::BadLocalModel => "settings.bad-local-model",
             SettingsError::BadLocalThreads => "settings.bad-local-threads",
+            SettingsError::Cleanup(e) => e.code(),
         }
     }
 }
@@ -364,6 +368,12 @@ pub struct Settings {
     /// Light, dark or the system's (absent from the file while it follows the system).
     #[serde(default, skip_serializing_if = "AppearanceSettings::is_default")]
     pub appearance: AppearanceSettings,
+    /// Replacements and a model's clean-up after each dictation (absent while off).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::cleanup::settings::CleanupSettings::is_default"
+    )]
+    pub cleanup: crate::cleanup::settings::CleanupSettings,
     /// Keys this version does not know, kept as they were.
     #[serde(flatten)]
     pub other: Map<String, Value>,
@@ -534,6 +544,7 @@ impl Settings {
         }
         self.recognition.local_model()?;
         self.recognition.local_threads()?;
+        self.cleanup.validate().map_err(SettingsError::Cleanup)?;
         self.provider().map(drop)
     }
 

@@ -43,8 +43,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::model::{
-    AudioOrigin, Command, Finished, Live, MessagePages, OpenedMessage, OpenedSession, RecentItem,
-    ResultRow, SearchResults, Update, Waker,
+    AudioOrigin, CleanupOutcome, Command, Finished, Live, MessagePages, OpenedMessage,
+    OpenedSession, RecentItem, ResultRow, SearchResults, Update, Waker,
 };
 use super::permission::{self, MicrophonePermission};
 use crate::capture::preroll::WarmInput;
@@ -92,6 +92,14 @@ pub trait KeyStore: Send + Sync {
     fn get(&self) -> Result<String, String>;
     fn set(&self, key: &str) -> Result<(), String>;
     fn delete(&self) -> Result<(), String>;
+    /// The clean-up model server's key, if one is stored (a loopback server needs none).
+    fn cleanup_key(&self) -> Option<String> {
+        None
+    }
+    /// Stores (or, when empty, deletes) the clean-up server's key.
+    fn set_cleanup_key(&self, _key: &str) -> Result<(), String> {
+        Err("credentials.store-unavailable".into())
+    }
 }
 
 /// The OS secret store (Keychain / kernel keyring), then `OPENAI_API_KEY`.
@@ -108,6 +116,21 @@ impl KeyStore for SystemKeys {
     }
     fn delete(&self) -> Result<(), String> {
         crate::credentials::delete_key().map_err(|e| e.code().to_owned())
+    }
+    fn cleanup_key(&self) -> Option<String> {
+        crate::credentials::KeyEntry::cleanup()
+            .stored_key()
+            .ok()
+            .flatten()
+    }
+    fn set_cleanup_key(&self, key: &str) -> Result<(), String> {
+        let entry = crate::credentials::KeyEntry::cleanup();
+        if key.is_empty() {
+            entry.delete_key()
+        } else {
+            entry.store_key(key)
+        }
+        .map_err(|e| e.code().to_owned())
     }
 }
 
@@ -249,6 +272,7 @@ impl BackendHandle {
                         #[cfg(feature = "local")]
                         local_model: None,
                         search_cache: Arc::new(SearchCache::new()),
+                        cleanup_client: None,
                     };
                     rt.block_on(backend.run(cmd_rx, shutdown_rx));
                     // Done means saved: blocking tasks still running (a search) are not
@@ -336,6 +360,8 @@ struct Active {
     stop: watch::Sender<bool>,
     removals: mpsc::Sender<RemovalRequest>,
     task: tokio::task::JoinHandle<Finished>,
+    /// Set while the recording's words are being cleaned up (Esc delivers them as spoken).
+    cleanup_cancel: Arc<Mutex<Option<crate::cleanup::Canceller>>>,
 }
 
 struct Backend {
@@ -355,6 +381,9 @@ struct Backend {
     local_model: Option<crate::local::whisper::LocalModel>,
     /// What each session's last validation found, reused between keystrokes.
     search_cache: Arc<SearchCache>,
+    /// The clean-up model server's client, kept while the settings name the same server (it
+    /// remembers what the server refused).
+    cleanup_client: Option<Arc<crate::cleanup::client::Client>>,
 }
 
 type Downloads = Arc<Mutex<HashMap<String, Arc<AtomicBool>>>>;
@@ -372,6 +401,7 @@ async fn recording_done(active: &mut Option<Active>) -> Finished {
                 halted: None,
                 error: Some("app.recording-task-failed".into()),
                 removed: false,
+                cleanup: None,
             },
         },
         None => std::future::pending().await,
@@ -469,6 +499,13 @@ impl Backend {
             Command::Stop => {
                 if let Some(a) = &self.active {
                     let _ = a.stop.send(true);
+                }
+            }
+            Command::CancelCleanup => {
+                if let Some(a) = &self.active
+                    && let Some(c) = lock(&a.cleanup_cancel).as_ref()
+                {
+                    c.cancel();
                 }
             }
             Command::Remove { entry_id } => {
@@ -656,8 +693,12 @@ impl Backend {
                     notify.send(update).await;
                 });
             }
-            Command::SaveSettings { settings, api_key } => {
-                let update = self.save_settings(*settings, api_key).await;
+            Command::SaveSettings {
+                settings,
+                api_key,
+                cleanup_key,
+            } => {
+                let update = self.save_settings(*settings, api_key, cleanup_key).await;
                 notify.send(update).await;
             }
             Command::ListModels { store } => {
@@ -764,6 +805,8 @@ impl Backend {
             .continuation(&LeafSelector::Default)
             .map_err(|e| e.code().to_owned())?;
         let session = handle.dir().to_path_buf();
+        let cleanup = self.cleanup_plan().await;
+        let cleanup_cancel = Arc::new(Mutex::new(None));
         let (stop, stop_rx) = watch::channel(false);
         let (view_tx, view_rx) = oneshot::channel();
         let (removals, removals_rx) = mpsc::channel(16);
@@ -774,6 +817,8 @@ impl Backend {
             removals: removals_rx,
         };
         let dir = session.clone();
+        let notify = self.notifier();
+        let cancel_slot = cleanup_cancel.clone();
         let task = tokio::spawn(async move {
             let options = RecordOptions {
                 tap: Some(tap),
@@ -783,13 +828,20 @@ impl Backend {
             let result =
                 pipeline::record_to(continuation, recognition, source, kind, stop_rx, options)
                     .await;
-            finished_from(dir, result)
+            let sources = spoken_sources(&result);
+            let mut finished = finished_from(dir, result);
+            if finished.error.is_none() && !sources.is_empty() {
+                finished.cleanup =
+                    clean_up(cleanup, handle, sources, cancel_slot, notify, &mut finished).await;
+            }
+            finished
         });
         self.active = Some(Active {
             session: session.clone(),
             stop,
             removals,
             task,
+            cleanup_cancel,
         });
         // The engine shows itself right after `recording.started` is durable; if the pipeline
         // failed before that, its end (with the code) arrives as `Ended`.
@@ -875,6 +927,36 @@ impl Backend {
     /// A recording that failed (could not be finished, or halted) without recording any
     /// audio leaves no session behind (a failed start is not history): it is deleted, and
     /// `removed` says so. A recording the user stopped at once is kept.
+    /// The clean-up for the next recording, from the settings (the server's key read from the
+    /// secret store off the async workers).
+    async fn cleanup_plan(&mut self) -> CleanupPlan {
+        let settings = self.settings.cleanup.clone();
+        if !settings.is_active() {
+            return CleanupPlan::Off;
+        }
+        let mode = settings.mode.label();
+        let keys = self.config.keys.clone();
+        let key = if settings.mode.uses_model() {
+            tokio::task::spawn_blocking(move || keys.cleanup_key())
+                .await
+                .ok()
+                .flatten()
+        } else {
+            None
+        };
+        match settings.cleaner(self.cleanup_client.clone(), key) {
+            Ok(None) => CleanupPlan::Off,
+            Ok(Some(cleaner)) => {
+                self.cleanup_client = cleaner.model.as_ref().map(|m| m.client.clone());
+                CleanupPlan::On { mode, cleaner }
+            }
+            Err(e) => CleanupPlan::Broken {
+                mode,
+                code: e.code(),
+            },
+        }
+    }
+
     async fn drop_if_empty(&mut self, mut finished: Finished) -> Finished {
         let failed = finished.error.is_some() || finished.halted.is_some();
         if !failed || finished.duration_ms > 0 || !finished.transcript.is_empty() {
@@ -913,7 +995,12 @@ impl Backend {
         }
     }
 
-    async fn save_settings(&mut self, settings: Settings, api_key: Option<String>) -> Update {
+    async fn save_settings(
+        &mut self,
+        settings: Settings,
+        api_key: Option<String>,
+        cleanup_key: Option<String>,
+    ) -> Update {
         let failed = |code: &str| Update::SettingsFailed { code: code.into() };
         if let Err(e) = settings.validate() {
             return failed(e.code());
@@ -944,6 +1031,17 @@ impl Backend {
                 Ok(Err(code)) => return failed(&code),
                 Err(_) => return failed("app.task-failed"),
             }
+        }
+        if let Some(key) = cleanup_key {
+            let keys = self.config.keys.clone();
+            let key = key.trim().to_owned();
+            match tokio::task::spawn_blocking(move || keys.set_cleanup_key(&key)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(code)) => return failed(&code),
+                Err(_) => return failed("app.task-failed"),
+            }
+            // A new key: the next clean-up makes a client with it.
+            self.cleanup_client = None;
         }
         if let Some(path) = self.config.settings_path.clone() {
             let s = settings.clone();
@@ -1061,6 +1159,103 @@ fn download_model(
     });
 }
 
+/// The surviving user messages a recording committed, in order: what a clean-up starts from.
+fn spoken_sources(
+    result: &Result<crate::pipeline::Transcription, crate::pipeline::CaptureError>,
+) -> Vec<crate::cleanup::Source> {
+    let Ok(t) = result else {
+        return Vec::new();
+    };
+    t.report
+        .messages
+        .iter()
+        .filter(|m| m.speaker == crate::recognize::Speaker::User && !m.removed)
+        .filter(|m| !m.text.trim().is_empty())
+        .map(|m| crate::cleanup::Source {
+            id: m.entry_id.clone(),
+            text: m.text.clone(),
+        })
+        .collect()
+}
+
+/// What the clean-up settings make of the next recording's words.
+enum CleanupPlan {
+    /// Nothing is set up.
+    Off,
+    /// The settings cannot be used (a stable code): the words are delivered as spoken and
+    /// the window says why.
+    Broken {
+        mode: &'static str,
+        code: &'static str,
+    },
+    On {
+        mode: &'static str,
+        cleaner: crate::cleanup::Cleaner,
+    },
+}
+
+/// Runs the clean-up of a finished recording's words (off the async workers): replacements
+/// at once, a model within its deadline; sets the delivered text in `finished`.
+async fn clean_up(
+    plan: CleanupPlan,
+    handle: SessionHandle,
+    sources: Vec<crate::cleanup::Source>,
+    cancel_slot: Arc<Mutex<Option<crate::cleanup::Canceller>>>,
+    notify: Notifier,
+    finished: &mut Finished,
+) -> Option<CleanupOutcome> {
+    let spoken = finished.transcript.clone();
+    let (mode, cleaner) = match plan {
+        CleanupPlan::Off => return None,
+        CleanupPlan::Broken { mode, code } => {
+            return Some(CleanupOutcome {
+                chosen: crate::cleanup::Chosen::Spoken,
+                mode,
+                reason: Some(code),
+                spoken,
+            });
+        }
+        CleanupPlan::On { mode, cleaner } => (mode, cleaner),
+    };
+    let late_notify = notify.clone();
+    let job = tokio::task::spawn_blocking(move || {
+        cleaner.start(
+            &handle,
+            &sources,
+            Some(Box::new(move |_late| {
+                // A late clean-up is in the session now: history shows it when asked.
+                late_notify.waker.wake();
+            })),
+        )
+    })
+    .await
+    .ok()?;
+    if job.asks_a_model() {
+        *lock(&cancel_slot) = Some(job.canceller());
+        notify.send(Update::CleaningUp).await;
+    }
+    let cleaned = tokio::task::spawn_blocking(move || job.wait()).await.ok();
+    *lock(&cancel_slot) = None;
+    let cleaned = cleaned?;
+    if let Some(code) = cleaned.store_error {
+        eprintln!("persyk: the clean-up was not saved: {code}");
+    }
+    if let Some(code) = cleaned.reason {
+        eprintln!("persyk: delivered as spoken: {code}");
+    }
+    finished.transcript = cleaned.text;
+    Some(CleanupOutcome {
+        chosen: cleaned.chosen,
+        mode,
+        reason: cleaned.reason,
+        spoken,
+    })
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn finished_from(
     session: PathBuf,
     result: Result<crate::pipeline::Transcription, crate::pipeline::CaptureError>,
@@ -1077,6 +1272,7 @@ fn finished_from(
             halted: t.halted.or(t.report.halted),
             error: None,
             removed: false,
+            cleanup: None,
         },
         Err(e) => Finished {
             session,
@@ -1087,6 +1283,7 @@ fn finished_from(
             halted: None,
             error: Some(e.code().to_owned()),
             removed: false,
+            cleanup: None,
         },
     }
 }

@@ -70,11 +70,16 @@ pub enum Command {
     Recover { location: PathBuf },
     /// List the input devices (for Settings).
     ListDevices,
-    /// Persist settings; `api_key` replaces the stored key when `Some` (empty: delete it).
+    /// Persist settings; `api_key` replaces the stored key when `Some` (empty: delete it);
+    /// `cleanup_key` the same for the clean-up model server's key.
     SaveSettings {
         settings: Box<Settings>,
         api_key: Option<String>,
+        cleanup_key: Option<String>,
     },
+    /// Stop waiting for the clean-up of the recording just stopped: its words are delivered
+    /// as spoken (Esc or "Use my words" during "Cleaning up…").
+    CancelCleanup,
     /// What the models folder holds for each catalog model (answered with `Models`).
     ListModels { store: ModelStore },
     /// Download a catalog model (progress, then `ModelDownloaded` or `ModelFailed`).
@@ -127,6 +132,21 @@ pub struct Finished {
     pub error: Option<String>,
     /// It recorded no audio, so its session was deleted (a failed start is not history).
     pub removed: bool,
+    /// What the clean-up did (`None`: none is set up, or there were no words).
+    pub cleanup: Option<CleanupOutcome>,
+}
+
+/// The clean-up of a finished recording, as the window tells it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CleanupOutcome {
+    /// Which text [`Finished::transcript`] is.
+    pub chosen: crate::cleanup::Chosen,
+    /// The mode's name as shown ("Tidy").
+    pub mode: &'static str,
+    /// Why the words were delivered as spoken (a stable code), when a model was set up.
+    pub reason: Option<&'static str>,
+    /// The words as recognized (for "Copy as spoken").
+    pub spoken: String,
 }
 
 /// One search or listing row.
@@ -250,6 +270,9 @@ pub enum Update {
         code: String,
     },
     Ended(Box<Finished>),
+    /// The recording is saved and a model is cleaning up its words (at most the deadline;
+    /// `Command::CancelCleanup` delivers them as spoken at once).
+    CleaningUp,
     /// The outcome of a removal; `None`: the recording ended before the provider answered.
     Removal {
         entry_id: String,

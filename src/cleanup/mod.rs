@@ -28,6 +28,7 @@ pub mod guard;
 pub mod prompt;
 pub mod record;
 pub mod replace;
+pub mod settings;
 
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};

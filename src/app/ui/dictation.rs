@@ -90,6 +90,13 @@ impl PersykUi {
                     let color = ui.visuals().error_fg_color;
                     self.problem_ui(ui, code, color, &mut actions);
                 }
+                Dictation::Live(l) if l.cleaning => {
+                    super::cleanup::cleaning_status_ui(
+                        ui,
+                        self.settings.cleanup.mode.label(),
+                        &mut actions,
+                    );
+                }
                 Dictation::Live(l) => {
                     let view = l.live.view.borrow();
                     live_status(ui, l, &view);
@@ -299,6 +306,7 @@ pub(super) fn done_status(
             }
         }
     }
+    super::cleanup::outcome_ui(ui, f);
     match &d.clipboard {
         Some(Ok(())) => {
             ui.label("Copied to the clipboard");

@@ -46,6 +46,7 @@
 //!   is in view.
 
 mod after_dictation;
+mod cleanup;
 mod dictation;
 mod history;
 pub mod indicator;
@@ -138,6 +139,8 @@ struct LiveRec {
     stopping: bool,
     /// Recognized by the online provider (removal needs its connection).
     online: bool,
+    /// Saved, and a model is cleaning up the words (Esc delivers them as spoken).
+    cleaning: bool,
 }
 
 struct DoneRec {
@@ -211,6 +214,8 @@ enum Action {
     Page(Page),
     Start,
     Stop,
+    /// Deliver the words as spoken now, without waiting for the clean-up.
+    CancelCleanup,
     Copy(String),
     Remove(String),
     OpenMicrophoneSettings,
@@ -362,6 +367,8 @@ pub struct PersykUi {
     /// change from these is saved (Settings apply when made).
     sent: Settings,
     sent_key: String,
+    /// The clean-up server key typed when the form was last saved.
+    sent_cleanup_key: String,
     /// Saves asked and not answered yet, oldest first, with whether a key went along.
     saving: VecDeque<(Settings, bool)>,
     /// Where the API key is kept (said on the Settings page).
@@ -437,6 +444,7 @@ impl PersykUi {
             applied_theme: None,
             sent: Settings::default(),
             sent_key: String::new(),
+            sent_cleanup_key: String::new(),
             saving: VecDeque::new(),
         };
         ui.sent = ui.form.to_settings(&ui.settings);
@@ -700,6 +708,7 @@ impl PersykUi {
                     live,
                     started: Instant::now(),
                     stopping: false,
+                    cleaning: false,
                     online: self.settings.recognition.engine == RecognitionEngine::Openai,
                 });
                 if std::mem::take(&mut self.stop_on_start) {
@@ -710,6 +719,11 @@ impl PersykUi {
                 self.waiting_permission = false;
                 self.stop_on_start = false;
                 self.dictation = Dictation::Failed(code);
+            }
+            Update::CleaningUp => {
+                if let Dictation::Live(l) = &mut self.dictation {
+                    l.cleaning = true;
+                }
             }
             Update::Ended(finished) => {
                 self.waiting_permission = false;
@@ -848,6 +862,13 @@ impl PersykUi {
                         self.form.api_key.clear();
                         self.sent_key.clear();
                     }
+                }
+                // The clean-up key went to the secret store: the field does not keep it.
+                if !self.sent_cleanup_key.is_empty()
+                    && self.form.cleanup.api_key == self.sent_cleanup_key
+                {
+                    self.form.cleanup.api_key.clear();
+                    self.sent_cleanup_key.clear();
                 }
                 self.form_saved = true;
                 self.form_error = None;
@@ -1006,6 +1027,14 @@ impl PersykUi {
             return;
         }
         self.history_keys(ui.ctx());
+        // Esc while a model cleans up: the words go out as spoken, now.
+        if matches!(&self.dictation, Dictation::Live(l) if l.cleaning)
+            && ui
+                .ctx()
+                .input_mut(|i| i.consume_key(egui::Modifiers::NONE, egui::Key::Escape))
+        {
+            self.send(Command::CancelCleanup);
+        }
         style::page(ui.style()).show(ui, |ui| {
             ui.set_min_size(ui.available_size());
             self.header(ui);
@@ -1040,6 +1069,7 @@ impl PersykUi {
             Action::Page(p) => self.show_page(p),
             Action::Start => self.start(),
             Action::Stop => self.stop(),
+            Action::CancelCleanup => self.send(Command::CancelCleanup),
             Action::Copy(text) => self.copy(&text),
             Action::OpenMicrophoneSettings => {
                 if let Err(reason) = self

@@ -47,6 +47,8 @@ pub struct SettingsForm {
     pub after: super::after_dictation::AfterDictationForm,
     /// Light, dark or the system's appearance.
     pub theme: ThemeChoice,
+    /// Replacements and a model's clean-up.
+    pub cleanup: super::cleanup::CleanupForm,
 }
 
 impl SettingsForm {
@@ -103,6 +105,7 @@ impl SettingsForm {
             indicator: s.feedback.indicator_enabled(),
             after: super::after_dictation::AfterDictationForm::from_settings(&s.after_dictation),
             theme: s.appearance.theme,
+            cleanup: super::cleanup::CleanupForm::from_settings(&s.cleanup),
         }
     }
 
@@ -169,6 +172,7 @@ impl SettingsForm {
         };
         s.after_dictation = self.after.to_settings();
         s.appearance.theme = self.theme;
+        s.cleanup = self.cleanup.to_settings(&base.cleanup);
         s
     }
 }
@@ -234,6 +238,7 @@ impl PersykUi {
         widgets::section(ui, "After dictation", |ui| {
             self.after_dictation_settings_ui(ui)
         });
+        widgets::section(ui, "Clean-up", |ui| self.cleanup_settings_ui(ui));
         widgets::section(ui, "Appearance", |ui| {
             widgets::row(ui, "Theme", |ui, _| {
                 ui.horizontal_wrapped(|ui| {
@@ -658,6 +663,7 @@ impl PersykUi {
         // What was asked, valid or not: the same form is not asked again.
         self.sent = settings.clone();
         self.sent_key = self.form.api_key.clone();
+        self.sent_cleanup_key = self.form.cleanup.api_key.clone();
         if let Err(e) = settings.validate() {
             self.form_error = Some(e.to_string());
             return;
@@ -671,9 +677,12 @@ impl PersykUi {
         let key = self.form.api_key.trim();
         let api_key = (!key.is_empty()).then(|| key.to_owned());
         self.saving.push_back((settings.clone(), api_key.is_some()));
+        let cleanup_key = self.form.cleanup.api_key.trim();
+        let cleanup_key = (!cleanup_key.is_empty()).then(|| cleanup_key.to_owned());
         self.send(Command::SaveSettings {
             settings: Box::new(settings),
             api_key,
+            cleanup_key,
         });
     }
 
@@ -685,7 +694,9 @@ impl PersykUi {
         {
             return;
         }
-        if self.form.to_settings(&self.settings) != self.sent || self.form.api_key != self.sent_key
+        if self.form.to_settings(&self.settings) != self.sent
+            || self.form.api_key != self.sent_key
+            || self.form.cleanup.api_key != self.sent_cleanup_key
         {
             self.save_settings();
         }

@@ -1,0 +1,293 @@
+//! Clean-up in the window: the Settings section (mode, model server, replacements), the
+//! "Cleaning up…" state after a stop, and the sentence that says what was delivered.
+//!
+//! Invariants:
+//! - The form is an editable copy; only `to_settings` turns it into settings, and the key
+//!   field goes to the secret store, never into the settings file.
+//! - A sentence per outcome; the reason code only in the details line (and the log).
+
+use super::style::{self, space};
+use super::widgets;
+use super::*;
+use crate::cleanup::Chosen;
+use crate::cleanup::replace::Rule;
+use crate::cleanup::settings::{CleanupMode, CleanupSettings};
+
+/// The Clean-up section's editable copy.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CleanupForm {
+    pub mode: CleanupMode,
+    pub language: String,
+    pub instruction: String,
+    pub base_url: String,
+    pub model: String,
+    /// A new key for the model server (empty: keep the stored one).
+    pub api_key: String,
+    /// Replacement rows: (spoken, written). Empty rows are dropped on save.
+    pub replacements: Vec<(String, String)>,
+}
+
+/// How a replacement's "written" side names a line break in the form (typed as the two
+/// characters backslash and n).
+const LINE_BREAK: &str = "\\n";
+
+impl CleanupForm {
+    pub(super) fn from_settings(s: &CleanupSettings) -> CleanupForm {
+        CleanupForm {
+            mode: s.mode,
+            language: s.language.clone(),
+            instruction: s.instruction.clone(),
+            base_url: s.base_url.clone(),
+            model: s.model.clone(),
+            api_key: String::new(),
+            replacements: s
+                .replacements
+                .iter()
+                .map(|r| (r.from.clone(), r.to.replace('\n', LINE_BREAK)))
+                .collect(),
+        }
+    }
+
+    pub(super) fn to_settings(&self, base: &CleanupSettings) -> CleanupSettings {
+        CleanupSettings {
+            mode: self.mode,
+            language: self.language.trim().to_owned(),
+            instruction: self.instruction.trim().to_owned(),
+            base_url: self.base_url.trim().to_owned(),
+            model: self.model.trim().to_owned(),
+            replacements: self
+                .replacements
+                .iter()
+                .filter(|(from, _)| !from.trim().is_empty())
+                .map(|(from, to)| Rule {
+                    from: from.trim().to_owned(),
+                    to: to.replace(LINE_BREAK, "\n"),
+                })
+                .collect(),
+            deadline_ms: base.deadline_ms,
+        }
+    }
+}
+
+/// Where a server is, said the way the Settings page shows it.
+pub(super) fn server_place(base_url: &str) -> &'static str {
+    let host = base_url
+        .trim()
+        .parse::<tokio_tungstenite::tungstenite::http::Uri>()
+        .ok()
+        .and_then(|u| u.host().map(str::to_owned));
+    match host {
+        Some(h) if crate::endpoint::is_loopback_host(&h) => "On this Mac: nothing leaves it.",
+        Some(_) => "In the cloud: your words are sent to this server.",
+        None => "",
+    }
+}
+
+impl PersykUi {
+    /// Settings › Clean-up.
+    pub(super) fn cleanup_settings_ui(&mut self, ui: &mut egui::Ui) {
+        let f = &mut self.form.cleanup;
+        widgets::field(ui, "After recognition", |ui| {
+            egui::ComboBox::from_id_salt("cleanup-mode")
+                .selected_text(f.mode.label())
+                .show_ui(ui, |ui| {
+                    for mode in CleanupMode::ALL {
+                        ui.selectable_value(&mut f.mode, mode, mode.label());
+                    }
+                })
+                .response
+        });
+        ui.label(style::caption(f.mode.description()));
+        if f.mode == CleanupMode::Translate {
+            widgets::row(ui, "Into", |ui, label| {
+                ui.add(egui::TextEdit::singleline(&mut f.language).hint_text("English"))
+                    .labelled_by(label);
+            });
+        }
+        if f.mode == CleanupMode::Custom {
+            widgets::row(ui, "Instruction", |ui, label| {
+                ui.add(
+                    egui::TextEdit::multiline(&mut f.instruction)
+                        .desired_rows(2)
+                        .hint_text("Write it as a bulleted list."),
+                )
+                .labelled_by(label);
+            });
+        }
+        if f.mode.uses_model() {
+            widgets::row(ui, "Model server", |ui, label| {
+                ui.add(
+                    egui::TextEdit::singleline(&mut f.base_url)
+                        .hint_text("http://127.0.0.1:11434/v1"),
+                )
+                .labelled_by(label);
+            });
+            let place = server_place(&f.base_url);
+            if !place.is_empty() {
+                ui.label(style::caption(place));
+            }
+            widgets::row(ui, "Model", |ui, label| {
+                ui.add(egui::TextEdit::singleline(&mut f.model).hint_text("llama3.2"))
+                    .labelled_by(label);
+            });
+            widgets::row(ui, "Server key", |ui, label| {
+                ui.add(
+                    egui::TextEdit::singleline(&mut f.api_key)
+                        .password(true)
+                        .hint_text("Only for a server that asks for one"),
+                )
+                .labelled_by(label);
+            });
+            ui.label(style::caption(
+                "Your spoken words are saved first. The clean-up is pasted only if it comes \
+                 within 3 seconds and still says what you said; otherwise your words are \
+                 pasted as spoken.",
+            ));
+        }
+        ui.add_space(space::S);
+        ui.label(RichText::new("Replacements").strong());
+        ui.label(style::caption(format!(
+            "What you say becomes what is written, whole words, in every dictation. \
+             {LINE_BREAK} writes a line break."
+        )));
+        let mut remove = None;
+        for (i, (from, to)) in f.replacements.iter_mut().enumerate() {
+            ui.horizontal(|ui| {
+                let n = i + 1;
+                let said = ui
+                    .add(
+                        egui::TextEdit::singleline(from)
+                            .desired_width(140.0)
+                            .hint_text("persic"),
+                    )
+                    .on_hover_text("Said");
+                name(ui, &said, format!("Said (replacement {n})"));
+                ui.label("becomes");
+                let written = ui
+                    .add(
+                        egui::TextEdit::singleline(to)
+                            .desired_width(140.0)
+                            .hint_text("Persyk"),
+                    )
+                    .on_hover_text("Written");
+                name(ui, &written, format!("Written (replacement {n})"));
+                let label = format!("Remove replacement {n}");
+                if style::icon_only_button(ui, style::Icon::Trash, &label).clicked() {
+                    remove = Some(i);
+                }
+            });
+        }
+        if let Some(i) = remove {
+            f.replacements.remove(i);
+        }
+        if ui.button("Add replacement").clicked() {
+            f.replacements.push((String::new(), String::new()));
+        }
+    }
+}
+
+/// Gives a widget without a visible label its accessible name.
+fn name(ui: &egui::Ui, response: &egui::Response, label: String) {
+    ui.ctx()
+        .accesskit_node_builder(response.id, |node| node.set_label(label));
+}
+
+/// Under the control while a model cleans up: what is happening and the way out.
+pub(super) fn cleaning_status_ui(ui: &mut egui::Ui, mode: &str, actions: &mut Vec<Action>) {
+    ui.label(RichText::new(format!("Cleaning up ({mode})…")).strong());
+    ui.label(style::caption(
+        "Your words are saved. Esc pastes them as spoken.",
+    ));
+    if ui.button("Use my words").clicked() {
+        actions.push(Action::CancelCleanup);
+    }
+}
+
+/// The sentence after a dictation that had a clean-up.
+pub(super) fn outcome_ui(ui: &mut egui::Ui, f: &Finished) {
+    let Some(c) = &f.cleanup else { return };
+    match (c.chosen, c.reason) {
+        (Chosen::Model, _) => {
+            ui.label(format!("Cleaned up ({}).", c.mode));
+        }
+        (Chosen::Replaced, None) => {
+            ui.label("Your replacements were applied.");
+        }
+        (_, Some(code)) => {
+            ui.colored_label(
+                ui.visuals().warn_fg_color,
+                format!("Pasted as spoken: {}", reason_sentence(code)),
+            );
+            super::onboarding::details_ui(ui, code);
+        }
+        (Chosen::Spoken, None) => {}
+    }
+}
+
+/// Why the words went out as spoken, as a sentence.
+pub(super) fn reason_sentence(code: &str) -> &'static str {
+    match code {
+        "cleanup.timeout" => "the clean-up took longer than its deadline.",
+        "cleanup.cancelled" => "you chose your words.",
+        "cleanup.too-short" => "three words or fewer need no clean-up.",
+        "cleanup.words-missing" => "the clean-up left out words you said.",
+        "cleanup.words-added" => "the clean-up added things you did not say.",
+        "cleanup.numbers-changed" => "the clean-up changed a number.",
+        "cleanup.length" => "the clean-up was much shorter or longer than what you said.",
+        "cleanup.empty" => "the model answered with nothing.",
+        "cleanup.unreachable" => "the model server could not be reached.",
+        "cleanup.unauthorized" => "the model server refused the key.",
+        "cleanup.rate-limited" => "the model server is busy.",
+        "cleanup.http-status" | "cleanup.malformed-reply" => {
+            "the model server did not answer as expected."
+        }
+        "cleanup.cut-off" => "the model's answer was cut off.",
+        "cleanup.refused" => "the model refused to answer.",
+        "cleanup.no-server"
+        | "cleanup.no-model"
+        | "cleanup.bad-url"
+        | "cleanup.insecure-url"
+        | "cleanup.no-language"
+        | "cleanup.no-instruction" => {
+            "the clean-up settings are not complete (Settings › Clean-up)."
+        }
+        _ => "the clean-up did not work.",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_form_round_trips_and_drops_empty_rows() {
+        let s = CleanupSettings {
+            mode: CleanupMode::Tidy,
+            base_url: "http://127.0.0.1:8080/v1".into(),
+            model: "m".into(),
+            replacements: vec![Rule {
+                from: "new line".into(),
+                to: "\n".into(),
+            }],
+            deadline_ms: Some(2000),
+            ..CleanupSettings::default()
+        };
+        let mut form = CleanupForm::from_settings(&s);
+        assert_eq!(
+            form.replacements,
+            [("new line".to_owned(), "\\n".to_owned())]
+        );
+        form.replacements.push((" ".into(), "x".into()));
+        assert_eq!(form.to_settings(&s), s);
+    }
+
+    #[test]
+    fn servers_are_placed() {
+        assert_eq!(
+            server_place("http://127.0.0.1:11434/v1"),
+            "On this Mac: nothing leaves it."
+        );
+        assert!(server_place("https://api.groq.com/openai/v1").starts_with("In the cloud"));
+        assert_eq!(server_place(""), "");
+    }
+}

@@ -1,0 +1,218 @@
+//! Clean-up in the app (issue #27): a dictation through the real backend, the fake Realtime
+//! provider and a scripted OpenAI-compatible model server on loopback; what is copied, what
+//! the window says, what the session keeps.
+#![cfg(feature = "app")]
+
+mod app_support;
+#[allow(dead_code)]
+#[path = "support/chat.rs"]
+mod chat;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use app_support::ui::UiApp;
+use app_support::{fixture, one_utterance};
+use chat::{ChatServer, Reply};
+use eframe::egui;
+use egui_kittest::kittest::Queryable;
+use persyk::cleanup::replace::Rule;
+use persyk::cleanup::settings::CleanupMode;
+use persyk::settings::Settings;
+use serde_json::Value;
+
+const SPOKEN: &str = "so um I think we should move the meeting to Friday";
+const TIDY: &str = "I think we should move the meeting to Friday.";
+
+fn app_with(server: Option<&ChatServer>, edit: impl FnOnce(&mut Settings)) -> UiApp {
+    app_sized(server, edit, 900.0)
+}
+
+/// `app_with` in a window `height` points tall.
+fn app_sized(server: Option<&ChatServer>, edit: impl FnOnce(&mut Settings), height: f32) -> UiApp {
+    let url = server.map(ChatServer::url);
+    UiApp::new(
+        fixture(
+            Some(one_utterance("app-cleanup", SPOKEN)),
+            Some("sk-test-app"),
+            3.0,
+            |s| {
+                if let Some(url) = url {
+                    s.cleanup.mode = CleanupMode::Tidy;
+                    s.cleanup.base_url = url;
+                    s.cleanup.model = "tiny-cleaner".into();
+                }
+                edit(s);
+            },
+        ),
+        640.0,
+        height,
+    )
+}
+
+fn entries(app: &UiApp) -> Vec<Value> {
+    let sessions: Vec<PathBuf> = std::fs::read_dir(&app.root)
+        .expect("root")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("session.jsonl").is_file())
+        .collect();
+    assert_eq!(sessions.len(), 1);
+    std::fs::read_to_string(sessions[0].join("session.jsonl"))
+        .expect("session")
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect()
+}
+
+fn of_type(all: &[Value], t: &str) -> usize {
+    all.iter().filter(|e| e["customType"] == t).count()
+}
+
+/// Start; stop once the spoken words are a saved message.
+fn dictate(app: &mut UiApp) {
+    app.click("Start dictation");
+    app.wait_label(SPOKEN);
+    app.wait_until("the saved message", |h| {
+        h.query_all_by_role_and_label(egui::accesskit::Role::Button, "Copy")
+            .next()
+            .is_some()
+    });
+    app.click("Stop dictation");
+}
+
+#[test]
+fn issue27_a_tidy_dictation_copies_the_clean_up_and_keeps_both_texts() {
+    let server = ChatServer::start(vec![Reply::Content(TIDY.into())]);
+    let mut app = app_with(Some(&server), |_| {});
+    dictate(&mut app);
+    app.wait_label("Cleaned up (Tidy).");
+    assert_eq!(app.copies(), [TIDY]);
+    assert_eq!(app.harness.state().last_transcript(), Some(TIDY));
+    let all = entries(&app);
+    assert_eq!(of_type(&all, "persyk.cleanup"), 1);
+    assert!(
+        all.iter()
+            .any(|e| e["type"] == "message" && e["message"]["content"][0]["text"] == SPOKEN)
+    );
+    app.shutdown();
+}
+
+#[test]
+fn issue27_an_answering_model_pastes_the_spoken_words_and_says_why() {
+    let server = ChatServer::start(vec![Reply::Content(
+        "Friday works well for most teams. Would you like me to draft an invitation?".into(),
+    )]);
+    let mut app = app_with(Some(&server), |_| {});
+    dictate(&mut app);
+    app.wait_label("Pasted as spoken: the clean-up left out words you said.");
+    assert_eq!(app.copies(), [SPOKEN]);
+    let all = entries(&app);
+    assert_eq!(of_type(&all, "persyk.cleanup"), 0);
+    assert_eq!(of_type(&all, "persyk.cleanup-attempt"), 1);
+    app.shutdown();
+}
+
+#[test]
+fn issue27_esc_while_cleaning_pastes_the_spoken_words_at_once() {
+    // The server answers after 20 s; the deadline is 30 s: only Esc ends the wait early.
+    let server = ChatServer::start(vec![Reply::Slow(Duration::from_secs(20), TIDY.into())]);
+    let mut app = app_with(Some(&server), |s| s.cleanup.deadline_ms = Some(30_000));
+    dictate(&mut app);
+    app.wait_label("Cleaning up (Tidy)…");
+    assert!(app.has_label("Use my words"));
+    app.harness.key_press(egui::Key::Escape);
+    app.wait_label("Pasted as spoken: you chose your words.");
+    assert_eq!(app.copies(), [SPOKEN]);
+    app.shutdown();
+}
+
+#[test]
+fn issue27_use_my_words_and_a_missing_server_deliver_the_spoken_words() {
+    let server = ChatServer::start(vec![Reply::Slow(Duration::from_secs(20), TIDY.into())]);
+    let mut app = app_with(Some(&server), |s| s.cleanup.deadline_ms = Some(30_000));
+    dictate(&mut app);
+    app.wait_label("Cleaning up (Tidy)…");
+    app.click("Use my words");
+    app.wait_label("Pasted as spoken: you chose your words.");
+    assert_eq!(app.copies(), [SPOKEN]);
+    app.shutdown();
+
+    // Nothing listens on the server's port: the words go out, said in a sentence.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    drop(listener);
+    let mut app = app_with(None, |s| {
+        s.cleanup.mode = CleanupMode::Tidy;
+        s.cleanup.base_url = url;
+        s.cleanup.model = "m".into();
+    });
+    dictate(&mut app);
+    app.wait_label("Pasted as spoken: the model server could not be reached.");
+    assert_eq!(app.copies(), [SPOKEN]);
+    app.shutdown();
+}
+
+#[test]
+fn issue27_replacements_apply_without_a_model() {
+    let mut app = app_with(None, |s| {
+        s.cleanup.replacements = vec![Rule {
+            from: "Friday".into(),
+            to: "Thursday".into(),
+        }];
+    });
+    dictate(&mut app);
+    app.wait_label("Your replacements were applied.");
+    assert_eq!(
+        app.copies(),
+        ["so um I think we should move the meeting to Thursday"]
+    );
+    assert_eq!(of_type(&entries(&app), "persyk.cleanup"), 1);
+    app.shutdown();
+}
+
+#[test]
+fn issue27_the_clean_up_section_saves_mode_server_and_replacements() {
+    // Tall enough that the Clean-up section is on screen without scrolling.
+    let mut app = app_sized(None, |_| {}, 3000.0);
+    app.harness
+        .state_mut()
+        .show_page(persyk::app::ui::Page::Settings);
+    app.harness.step();
+    app.wait_label("After recognition");
+    // Choose Tidy in the mode menu.
+    app.harness.get_by_label("After recognition").click();
+    app.harness.step();
+    app.harness.step();
+    app.harness
+        .get_by_role_and_label(egui::accesskit::Role::Button, "Tidy")
+        .click();
+    app.harness.step();
+    app.wait_label("Model server");
+    let type_into = |app: &mut UiApp, label: &str, text: &str| {
+        app.harness.get_by_label(label).focus();
+        app.harness.step();
+        app.harness.get_by_label(label).type_text(text);
+        app.harness.step();
+    };
+    type_into(&mut app, "Model server", "http://127.0.0.1:11434/v1");
+    type_into(&mut app, "Model", "llama3.2");
+    app.wait_label("On this Mac: nothing leaves it.");
+    app.click("Add replacement");
+    type_into(&mut app, "Said (replacement 1)", "persic");
+    type_into(&mut app, "Written (replacement 1)", "Persyk");
+    app.click("Save settings");
+    app.wait_label("Settings saved");
+    let saved = Settings::load(&app.config).expect("settings");
+    assert_eq!(saved.cleanup.mode, CleanupMode::Tidy);
+    assert_eq!(saved.cleanup.base_url, "http://127.0.0.1:11434/v1");
+    assert_eq!(saved.cleanup.model, "llama3.2");
+    assert_eq!(
+        saved.cleanup.replacements,
+        [Rule {
+            from: "persic".into(),
+            to: "Persyk".into()
+        }]
+    );
+    app.shutdown();
+}
