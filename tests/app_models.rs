@@ -489,3 +489,51 @@ fn issue24_01_an_installed_model_is_offered_when_there_is_no_key() {
     });
     app.shutdown();
 }
+
+/// Issue 23, item 5: a key typed in Settings is checked when it is saved — refused: not
+/// kept, said beside the field; accepted: kept, "Ready", the field emptied.
+#[test]
+fn issue23_05_a_key_saved_in_settings_is_checked_with_the_provider() {
+    use app_support::scenario;
+    let refusing = scenario(
+        r#"{"name": "settings-key-401", "reject_every_key": true, "connections": [{"utterances": []}]}"#,
+    );
+    let mut app = UiApp::new(
+        fixture(Some(refusing), Some("sk-old"), 1.0, |_| {}),
+        700.0,
+        1400.0,
+    );
+    app.harness.state_mut().show_page(Page::Settings);
+    app.harness.step();
+    app.harness.get_by_label("API key").focus();
+    app.harness.step();
+    app.harness.get_by_label("API key").type_text("sk-refused");
+    app.harness.step();
+    app.click("Save settings");
+    app.wait_label("OpenAI refused this key. Check that you copied all of it.");
+    assert!(app.has_label("Details: provider.unauthorized"));
+    // The refused key replaced nothing.
+    assert_eq!(app.keys.0.lock().unwrap().as_deref(), Some("sk-old"));
+    app.shutdown();
+
+    let accepting = scenario(r#"{"name": "settings-key", "connections": [{"utterances": []}]}"#);
+    let mut app = UiApp::new(
+        fixture(Some(accepting), Some("sk-old"), 1.0, |_| {}),
+        700.0,
+        1400.0,
+    );
+    app.harness.state_mut().show_page(Page::Settings);
+    app.harness.step();
+    app.harness.get_by_label("API key").focus();
+    app.harness.step();
+    app.harness.get_by_label("API key").type_text("sk-accepted");
+    app.harness.step();
+    app.click("Save settings");
+    app.wait_label("Ready: OpenAI accepted the key.");
+    assert_eq!(app.keys.0.lock().unwrap().as_deref(), Some("sk-accepted"));
+    // The field no longer holds the key.
+    app.wait_until("the field emptied", |h| {
+        h.state().settings_form_key_is_empty()
+    });
+    app.shutdown();
+}

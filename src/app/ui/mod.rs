@@ -369,6 +369,8 @@ pub struct PersykUi {
     sent_key: String,
     /// The clean-up server key typed when the form was last saved.
     sent_cleanup_key: String,
+    /// The Settings key last sent to be checked (each typed key is checked once).
+    checked_key: String,
     /// Saves asked and not answered yet, oldest first, with whether a key went along.
     saving: VecDeque<(Settings, bool)>,
     /// Where the API key is kept (said on the Settings page).
@@ -445,6 +447,7 @@ impl PersykUi {
             sent: Settings::default(),
             sent_key: String::new(),
             sent_cleanup_key: String::new(),
+            checked_key: String::new(),
             saving: VecDeque::new(),
         };
         ui.sent = ui.form.to_settings(&ui.settings);
@@ -527,6 +530,11 @@ impl PersykUi {
     }
 
     /// The last surviving transcription (what "Copy last transcription" copies).
+    /// Whether the Settings API key field is empty (a kept key leaves it).
+    pub fn settings_form_key_is_empty(&self) -> bool {
+        self.form.api_key.is_empty()
+    }
+
     pub fn last_transcript(&self) -> Option<&str> {
         self.last_transcript.as_deref()
     }
@@ -943,6 +951,11 @@ impl PersykUi {
                 if stored {
                     self.form.key_stored = true;
                     self.welcome_key.clear();
+                    // Kept in the key store: the Settings field does not hold it any longer.
+                    if !self.sent_key.is_empty() && self.form.api_key == self.sent_key {
+                        self.form.api_key.clear();
+                        self.sent_key.clear();
+                    }
                     // A key that works and nothing else usable: recognition goes online.
                     if code.is_none() && self.blocker().is_some() && self.form.local {
                         self.form.local = false;

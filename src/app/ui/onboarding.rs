@@ -286,41 +286,11 @@ impl PersykUi {
             if submit && !checking {
                 actions.push(Action::CheckKey);
             }
-            match &self.key_check {
-                Some(KeyCheck::Checking) => {
-                    ui.label("Checking the key with OpenAI…");
-                }
-                Some(KeyCheck::Done { code: None, .. }) => {
-                    ui.label(RichText::new("Ready: OpenAI accepted the key.").strong());
-                }
-                Some(KeyCheck::Done {
-                    code: Some(code),
-                    stored,
-                }) => {
-                    let sentence = match (code.as_str(), stored) {
-                        ("provider.unauthorized", _) => {
-                            "OpenAI refused this key. Check that you copied all of it."
-                        }
-                        (_, true) => {
-                            "OpenAI could not be reached, so the key was kept without a check. \
-                             Dictation works once the network is back."
-                        }
-                        _ => "The key could not be checked or kept.",
-                    };
-                    let color = if *stored {
-                        ui.visuals().warn_fg_color
-                    } else {
-                        ui.visuals().error_fg_color
-                    };
-                    ui.colored_label(color, sentence);
-                    details_ui(ui, code);
-                }
-                None if self.form.key_stored => {
-                    ui.label(style::caption(
-                        "A key is stored; paste another to replace it.",
-                    ));
-                }
-                None => {}
+            key_check_ui(ui, self.key_check.as_ref());
+            if self.key_check.is_none() && self.form.key_stored {
+                ui.label(style::caption(
+                    "A key is stored; paste another to replace it.",
+                ));
             }
             ui.add_space(space::S);
             ui.label(RichText::new("On this Mac, with Whisper").strong());
@@ -496,6 +466,41 @@ fn time_left(seconds: f64) -> String {
         format!("about {} min left", s.div_ceil(60))
     } else {
         format!("about {} h {} min left", s / 3600, s % 3600 / 60)
+    }
+}
+
+/// What the provider said about a key: checking, accepted, refused, or kept unchecked.
+pub(super) fn key_check_ui(ui: &mut egui::Ui, check: Option<&KeyCheck>) {
+    match check {
+        Some(KeyCheck::Checking) => {
+            ui.label("Checking the key with OpenAI…");
+        }
+        Some(KeyCheck::Done { code: None, .. }) => {
+            ui.label(RichText::new("Ready: OpenAI accepted the key.").strong());
+        }
+        Some(KeyCheck::Done {
+            code: Some(code),
+            stored,
+        }) => {
+            let sentence = match (code.as_str(), stored) {
+                ("provider.unauthorized", _) => {
+                    "OpenAI refused this key. Check that you copied all of it."
+                }
+                (_, true) => {
+                    "OpenAI could not be reached, so the key was kept without a check. \
+                     Dictation works once the network is back."
+                }
+                _ => "The key could not be checked or kept.",
+            };
+            let color = if *stored {
+                ui.visuals().warn_fg_color
+            } else {
+                ui.visuals().error_fg_color
+            };
+            ui.colored_label(color, sentence);
+            details_ui(ui, code);
+        }
+        None => {}
     }
 }
 

@@ -292,6 +292,11 @@ impl PersykUi {
             }
             edit
         });
+        // What the provider said about the key just saved, beside the field.
+        if self.key_check.is_some() {
+            super::onboarding::key_check_ui(ui, self.key_check.as_ref());
+        }
+        let f = &mut self.form;
         field(ui, "Provider base URL", |ui| {
             ui.add(
                 egui::TextEdit::singleline(&mut f.base_url)
@@ -674,9 +679,11 @@ impl PersykUi {
             return;
         }
         self.form_error = None;
-        let key = self.form.api_key.trim();
-        let api_key = (!key.is_empty()).then(|| key.to_owned());
-        self.saving.push_back((settings.clone(), api_key.is_some()));
+        // A typed key is checked with the provider of these settings once they are saved
+        // (issue #23 item 5): kept unless the provider refuses it, the result beside the field.
+        let key = self.form.api_key.trim().to_owned();
+        let api_key: Option<String> = None;
+        self.saving.push_back((settings.clone(), false));
         let cleanup_key = self.form.cleanup.api_key.trim();
         let cleanup_key = (!cleanup_key.is_empty()).then(|| cleanup_key.to_owned());
         self.send(Command::SaveSettings {
@@ -684,6 +691,13 @@ impl PersykUi {
             api_key,
             cleanup_key,
         });
+        // A key is checked once (a save on leaving the field and the Save button right
+        // after are one key).
+        if !key.is_empty() && key != self.checked_key {
+            self.checked_key = key.clone();
+            self.key_check = Some(KeyCheck::Checking);
+            self.send(Command::CheckKey { key });
+        }
     }
 
     /// Changes apply when made: a choice at once, a text field once it loses the keyboard

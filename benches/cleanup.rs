@@ -1,0 +1,218 @@
+//! Clean-up figures (issue #27), each beside a baseline measured in the same run:
+//!
+//! 1. The fidelity guard's cost per 100 words (a 100-word and a 1,000-word dictation against
+//!    a tidy version), beside splitting and lower-casing the same two texts (the least any
+//!    word comparison does).
+//! 2. Added latency from the stop to the delivered text with a model on loopback (a scripted
+//!    OpenAI-compatible server that answers at once, so the figure is Persyk's own cost:
+//!    prompt, HTTP, extraction, guard, the fsynced `persyk.cleanup` entry), p50/p95 over
+//!    `PERSYK_BENCH_CLEANUP_RUNS` (default 40) dictations, beside replacements only (no
+//!    model) and beside a bare HTTP round trip to the same server.
+//!
+//! Run: `cargo bench --bench cleanup`. Nothing is asserted.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use persyk::cleanup::client::{Client, ServerConfig, Timeouts};
+use persyk::cleanup::prompt::ModelMode;
+use persyk::cleanup::replace::{Replacements, Rule};
+use persyk::cleanup::{Chosen, Cleaner, ModelSetup, Source, guard};
+use persyk::session::format::{Block, EntryBody, Message, Role};
+use persyk::session::store::Roots;
+use persyk::session::{LeafSelector, Store};
+
+const SENTENCE: &str = "um so I think we should uh move the weekly planning meeting to \
+    Friday at three because the design review runs late on Thursdays";
+const TIDY: &str = "I think we should move the weekly planning meeting to Friday at 3 \
+    because the design review runs late on Thursdays.";
+
+fn words(n: usize, text: &str) -> String {
+    let w: Vec<&str> = text.split_whitespace().collect();
+    (0..n).map(|i| w[i % w.len()]).collect::<Vec<_>>().join(" ")
+}
+
+fn pct(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i]
+}
+
+fn guard_cost() {
+    println!("1. fidelity guard, per 100 spoken words");
+    for n in [100usize, 1000] {
+        let spoken = words(n, SENTENCE);
+        let output = words(n * 9 / 10, TIDY);
+        let rounds = if n == 100 { 2000 } else { 200 };
+        let start = Instant::now();
+        let mut keep = 0usize;
+        for _ in 0..rounds {
+            let (f, _) = guard::check(&spoken, &output, guard::Strictness::Strict);
+            keep += f.output_words;
+        }
+        let ours = start.elapsed() / rounds;
+        let start = Instant::now();
+        for _ in 0..rounds {
+            keep += spoken
+                .split_whitespace()
+                .chain(output.split_whitespace())
+                .map(str::to_lowercase)
+                .count();
+        }
+        let base = start.elapsed() / rounds;
+        let per100 = |d: Duration| d.as_secs_f64() * 1e6 * 100.0 / n as f64;
+        println!(
+            "   {n:>5} words: guard {:>8.1} µs per 100 words | baseline split+lowercase {:>6.1} µs per 100 words ({keep})",
+            per100(ours),
+            per100(base)
+        );
+    }
+}
+
+/// A chat server that answers every request at once with `TIDY`.
+fn serve() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                let mut length = 0usize;
+                loop {
+                    let mut h = String::new();
+                    if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
+                        break;
+                    }
+                    if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                }
+                let mut body = vec![0u8; length];
+                let _ = reader.read_exact(&mut body);
+                let reply = serde_json::json!({"choices": [{"message": {"role": "assistant",
+                    "content": TIDY}, "finish_reason": "stop"}]})
+                .to_string();
+                let mut s = stream;
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}",
+                    reply.len()
+                );
+            });
+        }
+    });
+    addr
+}
+
+fn latency() {
+    let runs: usize = std::env::var("PERSYK_BENCH_CLEANUP_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40);
+    let addr = serve();
+    let client = Arc::new(
+        Client::new(
+            ServerConfig {
+                base_url: format!("http://{addr}/v1"),
+                model: "bench".into(),
+                api_key: None,
+            },
+            Timeouts::default(),
+        )
+        .expect("client"),
+    );
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = Store::new(Roots::new(tmp.path().join("sessions"), Vec::new()).expect("roots"));
+    let with_model = Cleaner {
+        model: Some(ModelSetup {
+            mode: ModelMode::Tidy,
+            client: client.clone(),
+        }),
+        ..Cleaner::default()
+    };
+    let replacements_only = Cleaner {
+        replacements: Replacements::new(&[Rule {
+            from: "meeting".into(),
+            to: "call".into(),
+        }])
+        .expect("rules"),
+        ..Cleaner::default()
+    };
+    let mut model = Vec::new();
+    let mut replaced = Vec::new();
+    let mut bare = Vec::new();
+    let mut rejected = 0;
+    for _ in 0..runs {
+        for (cleaner, out) in [
+            (&with_model, &mut model),
+            (&replacements_only, &mut replaced),
+        ] {
+            let handle = store.create_session().expect("session");
+            let mut c = handle
+                .continuation(&LeafSelector::Default)
+                .expect("continuation");
+            let id = c
+                .append_one(EntryBody::Message(Message::new(
+                    Role::User,
+                    vec![Block::text(SENTENCE)],
+                    1,
+                )))
+                .expect("spoken");
+            let cleaned = cleaner
+                .start(
+                    &handle,
+                    &[Source {
+                        id,
+                        text: SENTENCE.into(),
+                    }],
+                    None,
+                )
+                .wait();
+            if cleaned.chosen == Chosen::Spoken {
+                rejected += 1;
+            }
+            out.push(cleaned.latency);
+        }
+        // A bare request: connect, send, read the reply.
+        let start = Instant::now();
+        let mut s = std::net::TcpStream::connect(addr).expect("connect");
+        let body = "{}";
+        let _ = write!(
+            s,
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let mut reply = Vec::new();
+        let _ = s.read_to_end(&mut reply);
+        bare.push(start.elapsed());
+    }
+    for v in [&mut model, &mut replaced, &mut bare] {
+        v.sort();
+    }
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "2. added latency, stop → delivered text ({runs} dictations, {rejected} not delivered)"
+    );
+    println!(
+        "   loopback model (Tidy): p50 {:>6.2} ms  p95 {:>6.2} ms",
+        ms(pct(&model, 0.5)),
+        ms(pct(&model, 0.95))
+    );
+    println!(
+        "   baseline replacements only: p50 {:>6.2} ms  p95 {:>6.2} ms",
+        ms(pct(&replaced, 0.5)),
+        ms(pct(&replaced, 0.95))
+    );
+    println!(
+        "   baseline bare HTTP round trip: p50 {:>6.2} ms  p95 {:>6.2} ms",
+        ms(pct(&bare, 0.5)),
+        ms(pct(&bare, 0.95))
+    );
+}
+
+fn main() {
+    guard_cost();
+    latency();
+}
