@@ -95,6 +95,29 @@ fn issue27_a_tidy_dictation_copies_the_clean_up_and_keeps_both_texts() {
         all.iter()
             .any(|e| e["type"] == "message" && e["message"]["content"][0]["text"] == SPOKEN)
     );
+
+    // History: both texts, the clean-up captioned; Copy all gives what was delivered, Copy
+    // all as spoken the words.
+    app.click("Search");
+    app.wait_until("the session's row", |h| {
+        h.query_all_by_role_and_label(egui::accesskit::Role::Button, "Open")
+            .next()
+            .is_some()
+    });
+    app.click("Open");
+    app.wait_label("Read-only: the session as it was");
+    assert!(app.has_label(SPOKEN));
+    assert!(app.has_label("Cleaned up (tidy):"));
+    app.click("Copy all");
+    let wait_copies = |app: &mut UiApp, n: usize| {
+        let copies = app.effects.copies.clone();
+        app.wait_until("a copy", move |_| copies.lock().unwrap().len() >= n);
+    };
+    wait_copies(&mut app, 2);
+    assert_eq!(app.copies()[1], TIDY);
+    app.click("Copy all as spoken");
+    wait_copies(&mut app, 3);
+    assert_eq!(app.copies()[2], SPOKEN);
     app.shutdown();
 }
 

@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::model::{
-    AudioOrigin, CleanupOutcome, Command, Finished, Live, MessagePages, OpenedMessage,
+    AudioOrigin, CleanupMeta, CleanupOutcome, Command, Finished, Live, MessagePages, OpenedMessage,
     OpenedSession, RecentItem, ResultRow, SearchResults, Update, Waker,
 };
 use super::permission::{self, MicrophonePermission};
@@ -626,9 +626,9 @@ impl Backend {
                         .await;
                 });
             }
-            Command::CopyAll { pages } => {
+            Command::CopyAll { pages, as_spoken } => {
                 tokio::spawn(async move {
-                    let text = tokio::task::spawn_blocking(move || copy_all(&pages))
+                    let text = tokio::task::spawn_blocking(move || copy_pages(&pages, as_spoken))
                         .await
                         .unwrap_or_else(|_| Err("app.task-failed".into()));
                     notify.send(Update::CopyText(text)).await;
@@ -1385,7 +1385,15 @@ fn has_unfinished_recording(store: &Store, location: &Path) -> bool {
 /// The user text of every page, joined by spaces: one page in memory at a time besides the
 /// text itself.
 fn copy_all(pages: &MessagePages) -> Result<String, String> {
-    let mut all = String::new();
+    copy_pages(pages, false)
+}
+
+/// The text of an opened session, read page by page: what was delivered — each delivered
+/// clean-up in place of the spoken messages it was made from — or, `as_spoken`, the user's
+/// words alone.
+fn copy_pages(pages: &MessagePages, as_spoken: bool) -> Result<String, String> {
+    let mut parts: Vec<OpenedMessage> = Vec::new();
+    let mut replaced = std::collections::HashSet::new();
     let mut start = 0;
     while start < pages.total {
         let page = pages.read(start)?;
@@ -1393,14 +1401,23 @@ fn copy_all(pages: &MessagePages) -> Result<String, String> {
             break;
         }
         start += page.len();
-        for m in page.into_iter().filter(|m| m.role == "user") {
-            if !all.is_empty() {
-                all.push(' ');
+        for m in page {
+            match (&m.cleanup, m.role) {
+                (_, "user") => parts.push(m),
+                (Some(c), _) if c.delivered && !as_spoken => {
+                    replaced.extend(c.sources.iter().cloned());
+                    parts.push(m);
+                }
+                _ => {}
             }
-            all.push_str(&m.text);
         }
     }
-    Ok(all)
+    let texts: Vec<&str> = parts
+        .iter()
+        .filter(|m| m.role != "user" || !replaced.contains(&m.id))
+        .map(|m| m.text.as_str())
+        .collect();
+    Ok(texts.join(" "))
 }
 
 /// A result row's surviving user text at its leaf, read like "Copy all" reads an opened
@@ -1510,8 +1527,9 @@ fn recent(
 
 /// A message as history shows and copies it: its spoken words alone (`spoken_text`), never
 /// the `[audio]` or `[image]` that `display_text` writes for other blocks.
-fn opened_message(body: &EntryBody) -> OpenedMessage {
-    let (role, text) = match body {
+fn opened_message(entry: &Entry) -> OpenedMessage {
+    let mut cleanup = None;
+    let (role, text) = match &entry.body {
         EntryBody::Message(m) => (
             match m.role {
                 Role::User => "user",
@@ -1520,11 +1538,20 @@ fn opened_message(body: &EntryBody) -> OpenedMessage {
             },
             spoken_text(&m.content),
         ),
+        EntryBody::CustomMessage(cm) if cm.custom_type == crate::cleanup::record::CLEANUP_TYPE => {
+            cleanup = Some(CleanupMeta::of(cm.details.as_ref()));
+            ("cleanup", spoken_text(&cm.content.to_blocks()))
+        }
         EntryBody::CustomMessage(cm) => ("note", spoken_text(&cm.content.to_blocks())),
         // The conversation holds messages and custom messages only.
         _ => ("note", String::new()),
     };
-    OpenedMessage { role, text }
+    OpenedMessage {
+        id: entry.id.clone(),
+        role,
+        text,
+        cleanup,
+    }
 }
 
 /// Reads `location` at `leaf` (read-only): the index, the first page of messages and a
@@ -1550,7 +1577,7 @@ pub fn open_session_with(
     let Some(cached) = cache.conversation(location, identity, leaf.as_deref()) else {
         return open_scanned(location, leaf, file);
     };
-    let read_spans = |file: &File, spans: &[(u64, u32)]| -> Result<Vec<EntryBody>, String> {
+    let read_spans = |file: &File, spans: &[(u64, u32)]| -> Result<Vec<Entry>, String> {
         let mut line = Vec::new();
         spans
             .iter()
@@ -1561,7 +1588,6 @@ pub fn open_session_with(
                 std::str::from_utf8(&line)
                     .ok()
                     .and_then(|t| Entry::from_line(t).ok())
-                    .map(|e| e.body)
                     .ok_or_else(|| "history.changed".to_owned())
             })
             .collect()
@@ -1573,7 +1599,7 @@ pub fn open_session_with(
         .map(opened_message)
         .collect();
     let lifecycle = read_spans(&file, cached.recordings())?;
-    let retranscribable = retranscribable(location, lifecycle.iter());
+    let retranscribable = retranscribable(location, lifecycle.iter().map(|e| &e.body));
     let leaf = cached.leaf_id().map(str::to_owned);
     let pinned = leaf.clone();
     let pages = (total > 0).then(|| {
@@ -1656,7 +1682,7 @@ impl Scanned {
         let mut file = file;
         let page = session::history::read_page(&mut file, &self.index, &self.positions, start)
             .map_err(|e| e.code().to_owned())?;
-        Ok(page.iter().map(|h| opened_message(&h.entry.body)).collect())
+        Ok(page.iter().map(|h| opened_message(&h.entry)).collect())
     }
 }
 

@@ -55,8 +55,12 @@ pub enum Command {
         generation: u64,
         start: usize,
     },
-    /// Copy every user message of an opened session, read page by page.
-    CopyAll { pages: MessagePages },
+    /// Copy the text of an opened session, read page by page: as delivered (each delivered
+    /// clean-up in place of its spoken messages), or `as_spoken`, the user's words alone.
+    CopyAll {
+        pages: MessagePages,
+        as_spoken: bool,
+    },
     /// Copy a result row's surviving user text (at the row's leaf) without opening it:
     /// read like [`Command::CopyAll`], answered with `CopyText`.
     CopyRow {
@@ -199,8 +203,64 @@ pub struct SearchResults {
 /// A message of an opened session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpenedMessage {
+    /// The entry's id.
+    pub id: String,
+    /// "user", "assistant", "tool", "cleanup" (a `persyk.cleanup`) or "note".
     pub role: &'static str,
     pub text: String,
+    /// For a clean-up: where it came from and whether it was delivered.
+    pub cleanup: Option<CleanupMeta>,
+}
+
+/// What history shows about a stored clean-up (read from its `details`; a field it cannot
+/// read is left empty, never an error: the entry is the user's file).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CleanupMeta {
+    /// The spoken messages' ids.
+    pub sources: Vec<String>,
+    /// Delivered in place of the spoken words (not late).
+    pub delivered: bool,
+    /// "replacements", "tidy", "translate:German", …
+    pub mode: String,
+    /// Allowed to change the wording (Polish, Email, Translate, custom).
+    pub rewritten: bool,
+}
+
+impl CleanupMeta {
+    pub fn of(details: Option<&serde_json::Value>) -> CleanupMeta {
+        let Some(d) = details else {
+            return CleanupMeta::default();
+        };
+        CleanupMeta {
+            sources: d["sources"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|s| s["id"].as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            delivered: d["delivery"] == "delivered",
+            mode: d["mode"].as_str().unwrap_or_default().to_owned(),
+            rewritten: d["rewritten"] == true,
+        }
+    }
+
+    /// "Cleaned up (tidy)", "Replacements", "Cleaned up (polish), rewritten, arrived late".
+    pub fn caption(&self) -> String {
+        let mut s = if self.mode == "replacements" {
+            "Replacements".to_owned()
+        } else {
+            format!("Cleaned up ({})", self.mode)
+        };
+        if self.rewritten {
+            s.push_str(", rewritten");
+        }
+        if !self.delivered {
+            s.push_str(", arrived late");
+        }
+        s
+    }
 }
 
 /// Reads an opened session's messages a page (at most `history::MAX_PAGE`) at a time, by

@@ -538,6 +538,14 @@ pub(super) fn opened_session(
         if total > 0 && ui.button("Copy all").clicked() {
             actions.push(Action::CopyAll);
         }
+        // With a clean-up in the session: the words as they were said, too.
+        let cleaned = pages
+            .values()
+            .flatten()
+            .any(|m| m.cleanup.as_ref().is_some_and(|c| c.delivered));
+        if cleaned && ui.button("Copy all as spoken").clicked() {
+            actions.push(Action::CopyAllAsSpoken);
+        }
         for wav in &opened.retranscribable {
             if ui
                 .add_enabled(!recording, egui::Button::new("Transcribe again"))
@@ -580,7 +588,9 @@ pub(super) fn opened_session(
             return;
         };
         ui.horizontal_wrapped(|ui| {
-            if m.role != "user" {
+            if let Some(c) = &m.cleanup {
+                ui.label(RichText::new(format!("{}:", c.caption())).weak());
+            } else if m.role != "user" {
                 ui.label(RichText::new(format!("{}:", m.role)).weak());
             }
             ui.label(&m.text);

@@ -234,6 +234,8 @@ enum Action {
     CloseOpened,
     /// Stream every user message of the opened session to the clipboard.
     CopyAll,
+    /// "Copy all as spoken": the user's words without clean-ups.
+    CopyAllAsSpoken,
     /// Copy a result row's surviving text without opening it.
     CopyRow(ResultRow),
     /// The first and last page (by first message) of the opened session in view.
@@ -1141,9 +1143,10 @@ impl PersykUi {
                 self.search.opened_pages.clear();
                 self.search.pages_asked.clear();
             }
-            Action::CopyAll => {
+            Action::CopyAll | Action::CopyAllAsSpoken => {
+                let as_spoken = matches!(action, Action::CopyAllAsSpoken);
                 if let Some(pages) = self.search.opened.as_ref().and_then(|o| o.pages.clone()) {
-                    self.send(Command::CopyAll { pages });
+                    self.send(Command::CopyAll { pages, as_spoken });
                 }
             }
             Action::ShowPages(first, last) => self.show_pages(first, last),
