@@ -29,6 +29,7 @@ use std::time::Duration;
 use app_support::real_app::{App, WAV_FACTS, persyk, sessions, wait_for, window};
 use app_support::x11::{Target, in_xvfb_child, press};
 use fake_cli::FakeProvider;
+use support::chat::{ChatServer, Reply};
 use support::pulse::{PulseServer, missing_tools};
 use support::show;
 
@@ -39,11 +40,28 @@ const PREVIOUS: &str = "what the clipboard held before";
 
 /// Issue #14 item 1 and the brief's "test the real thing where a user touches it": the real
 /// binary, a real microphone path, the real hotkey, clipboard and paste.
-#[test]
-fn issue14_01_the_real_app_dictates_by_hotkey_into_the_focused_app() {
+/// The pieces every journey needs before the first press: a private PulseAudio server whose
+/// null sink's monitor is the microphone (with room noise), espeak-ng's speech, the real app
+/// with `settings` (plus the sessions root and no sounds) and the Tk window holding focus.
+struct Journey {
+    dir: tempfile::TempDir,
+    root: std::path::PathBuf,
+    pulse: PulseServer,
+    _room: support::pulse::Playing,
+    speech: std::path::PathBuf,
+    app: App,
+    log: std::path::PathBuf,
+    persyk_window: String,
+    target: Target,
+    _fake: FakeProvider,
+}
+
+/// Whether this test runs here: false when skipped (said on stderr) or when this process is
+/// the parent of the Xvfb child that runs it.
+fn runs_here(name: &str) -> bool {
     if std::env::var("PERSYK_SKIP_PULSE").as_deref() == Ok("1") {
         eprintln!("SKIPPED: PERSYK_SKIP_PULSE=1");
-        return;
+        return false;
     }
     let missing = missing_tools();
     assert!(
@@ -51,123 +69,180 @@ fn issue14_01_the_real_app_dictates_by_hotkey_into_the_focused_app() {
         "app_journey needs {} on PATH (scripts/setup installs them), or PERSYK_SKIP_PULSE=1",
         missing.join(", ")
     );
-    if !in_xvfb_child("issue14_01_the_real_app_dictates_by_hotkey_into_the_focused_app") {
-        return;
+    in_xvfb_child(name)
+}
+
+impl Journey {
+    /// `scenario` is the fake provider's; `extra` is merged into the settings file.
+    fn start(scenario: &str, extra: serde_json::Value) -> Journey {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("sessions");
+        std::fs::create_dir_all(&root).expect("sessions folder");
+        let pulse = PulseServer::start(&dir.path().join("pulse"));
+        pulse
+            .pactl(&["set-default-source", "vsink.monitor"])
+            .expect("set-default-source");
+        // A room is never digital silence; a capture that hears only that for 2 s at its
+        // start takes the microphone for dead and halts (under load the speech could come
+        // later).
+        let room = pulse.room_noise(dir.path(), 120);
+        let speech = dir.path().join("speech.wav");
+        let made = Command::new("espeak-ng")
+            .arg("-w")
+            .arg(&speech)
+            .arg(SPOKEN)
+            .output()
+            .expect("espeak-ng");
+        assert!(made.status.success(), "espeak-ng: {}", show(&made));
+
+        let fake = FakeProvider::start(scenario);
+        let settings = dir.path().join("settings.json");
+        let mut json = serde_json::json!({
+            "sessions": {"directory": root},
+            "provider": {"baseUrl": fake.url, "transcriptionModel": "gpt-transcribe"},
+            "afterDictation": {"action": "paste", "restoreClipboard": true},
+            // The null sink's monitor is the microphone here: a cue played into it would be
+            // recorded. Sounds have their own tests.
+            "feedback": {"sounds": false},
+        });
+        if let (Some(base), serde_json::Value::Object(more)) = (json.as_object_mut(), extra) {
+            base.extend(more);
+        }
+        std::fs::write(&settings, json.to_string()).expect("write settings");
+
+        // The app first (a user has it running), then the app they type in, which takes
+        // focus.
+        let log = dir.path().join("persyk.log");
+        let mut app = App {
+            child: Command::new(env!("CARGO_BIN_EXE_persyk"))
+                .args(["app", "--hidden"])
+                .env("PERSYK_CONFIG", &settings)
+                .env("PULSE_SERVER", pulse.server_env())
+                .env("OPENAI_API_KEY", "sk-journey-test-key")
+                .env("XDG_DATA_HOME", dir.path().join("data"))
+                // No session bus: no Secret Service (the key comes from the environment)
+                // and no notification daemon; neither may stop the dictation.
+                .env_remove("DBUS_SESSION_BUS_ADDRESS")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&log).expect("log file"))
+                .spawn()
+                .expect("start persyk app"),
+            log: log.clone(),
+        };
+        // Xvfb has no menu-bar host, so even `--hidden` shows the window (else the app
+        // would be unreachable); it is up once its window is.
+        let persyk_window = wait_for("the app's window", &log, || {
+            if let Ok(Some(status)) = app.child.try_wait() {
+                panic!("persyk app exited ({status}):\n{}", app.log_text());
+            }
+            window("Persyk")
+        });
+        let target = Target::start();
+        Journey {
+            dir,
+            root,
+            pulse,
+            _room: room,
+            speech,
+            app,
+            log,
+            persyk_window,
+            target,
+            _fake: fake,
+        }
     }
 
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path().join("sessions");
-    std::fs::create_dir_all(&root).expect("sessions folder");
-    let pulse = PulseServer::start(&dir.path().join("pulse"));
-    pulse
-        .pactl(&["set-default-source", "vsink.monitor"])
-        .expect("set-default-source");
-    // A room is never digital silence; a capture that hears only that for 2 s at its start
-    // takes the microphone for dead and halts (under load the speech could come later).
-    let _room = pulse.room_noise(dir.path(), 120);
-    let speech = dir.path().join("speech.wav");
-    let made = Command::new("espeak-ng")
-        .arg("-w")
-        .arg(&speech)
-        .arg(SPOKEN)
-        .output()
-        .expect("espeak-ng");
-    assert!(made.status.success(), "espeak-ng: {}", show(&made));
+    /// Hotkey, speech into the microphone, hotkey; waits until the focused entry holds
+    /// `entry` (everything pasted so far). Returns the new session's `session.jsonl`.
+    fn dictate(&mut self, entry: &str) -> std::path::PathBuf {
+        let before = sessions(&self.root);
+        press("alt+space");
+        // A session is made in a staging folder and published by a rename: only a
+        // published one (a visible folder directly in the root) counts.
+        let session = wait_for(
+            "the hotkey to start a recording (a published session folder)",
+            &self.log,
+            || {
+                sessions(&self.root)
+                    .into_iter()
+                    .find(|s| !before.contains(s))
+            },
+        );
+        let assets = session.parent().expect("session folder").join("assets");
+        wait_for("the recording's WAV asset", &self.log, || {
+            std::fs::read_dir(&assets)
+                .ok()?
+                .flatten()
+                .find(|e| e.path().extension().is_some_and(|x| x == "wav"))
+        });
+        // Half a second of room tone, then the speech, as a user starts talking.
+        std::thread::sleep(Duration::from_millis(500));
+        let played = self
+            .pulse
+            .command("paplay")
+            .args(["--device=vsink", "--latency-msec=50"])
+            .arg(&self.speech)
+            .output()
+            .expect("paplay");
+        assert!(played.status.success(), "paplay: {}", show(&played));
+        std::thread::sleep(Duration::from_millis(300));
+        press("alt+space");
+        let target = &mut self.target;
+        let answer = wait_for("the transcript in the focused entry", &self.log, || {
+            let a = target.ask("entry");
+            (a["entry"] == entry).then_some(a)
+        });
+        assert_eq!(
+            answer["focus"], true,
+            "the entry lost keyboard focus: {answer}"
+        );
+        session
+    }
 
-    let fake = FakeProvider::start("journey");
-    let settings = dir.path().join("settings.json");
-    let json = serde_json::json!({
-        "sessions": {"directory": root},
-        "provider": {"baseUrl": fake.url, "transcriptionModel": "gpt-transcribe"},
-        "afterDictation": {"action": "paste", "restoreClipboard": true},
-        // The null sink's monitor is the microphone here: a cue played into it would be
-        // recorded. Sounds have their own tests.
-        "feedback": {"sounds": false},
-    });
-    std::fs::write(&settings, json.to_string()).expect("write settings");
+    /// Quits as a user does (Ctrl+Q in the window) and waits for a clean exit.
+    fn quit(&mut self) {
+        let focus = Command::new("xdotool")
+            .args(["windowfocus", "--sync", &self.persyk_window])
+            .status()
+            .expect("xdotool windowfocus");
+        assert!(focus.success());
+        press("ctrl+q");
+        let app = &mut self.app;
+        let status = wait_for("the app to quit", &self.log, || {
+            app.child.try_wait().ok().flatten()
+        });
+        assert!(
+            status.success(),
+            "persyk app: {status}\n{}",
+            self.app.log_text()
+        );
+    }
+}
 
-    // The app first (a user has it running), then the app they type in, which takes focus.
-    let log = dir.path().join("persyk.log");
-    let mut app = App {
-        child: Command::new(env!("CARGO_BIN_EXE_persyk"))
-            .args(["app", "--hidden"])
-            .env("PERSYK_CONFIG", &settings)
-            .env("PULSE_SERVER", pulse.server_env())
-            .env("OPENAI_API_KEY", "sk-journey-test-key")
-            .env("XDG_DATA_HOME", dir.path().join("data"))
-            // No session bus: no Secret Service (the key comes from the environment) and
-            // no notification daemon; neither may stop the dictation.
-            .env_remove("DBUS_SESSION_BUS_ADDRESS")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("log file"))
-            .spawn()
-            .expect("start persyk app"),
-        log: log.clone(),
-    };
-    // Xvfb has no menu-bar host, so even `--hidden` shows the window (else the app would be
-    // unreachable); it is up once its window is.
-    let persyk_window = wait_for("the app's window", &log, || {
-        if let Ok(Some(status)) = app.child.try_wait() {
-            panic!("persyk app exited ({status}):\n{}", app.log_text());
-        }
-        window("Persyk")
-    });
-    let mut target = Target::start();
-    assert_eq!(target.ask(&format!("set-clipboard {PREVIOUS}"))["ok"], true);
-
-    press("alt+space");
-    // A session is made in a staging folder and published by a rename: only a published
-    // one (a visible folder directly in the root) counts.
-    let session = wait_for(
-        "the hotkey to start a recording (a published session folder)",
-        &log,
-        || sessions(&root).into_iter().next(),
-    );
-    let assets = session.parent().expect("session folder").join("assets");
-    wait_for("the recording's WAV asset", &log, || {
-        std::fs::read_dir(&assets)
-            .ok()?
-            .flatten()
-            .find(|e| e.path().extension().is_some_and(|x| x == "wav"))
-    });
-    // Half a second of room tone, then the speech, as a user starts talking.
-    std::thread::sleep(Duration::from_millis(500));
-    let played = pulse
-        .command("paplay")
-        .args(["--device=vsink", "--latency-msec=50"])
-        .arg(&speech)
-        .output()
-        .expect("paplay");
-    assert!(played.status.success(), "paplay: {}", show(&played));
-    std::thread::sleep(Duration::from_millis(300));
-    press("alt+space");
-
-    let answer = wait_for("the transcript in the focused entry", &log, || {
-        let a = target.ask("entry");
-        (a["entry"] == TRANSCRIPT).then_some(a)
-    });
+/// Issue #14 item 1 and the brief's "test the real thing where a user touches it": the real
+/// binary, a real microphone path, the real hotkey, clipboard and paste.
+#[test]
+fn issue14_01_the_real_app_dictates_by_hotkey_into_the_focused_app() {
+    if !runs_here("issue14_01_the_real_app_dictates_by_hotkey_into_the_focused_app") {
+        return;
+    }
+    let mut j = Journey::start("journey", serde_json::json!({}));
     assert_eq!(
-        answer["focus"], true,
-        "the entry lost keyboard focus: {answer}"
+        j.target.ask(&format!("set-clipboard {PREVIOUS}"))["ok"],
+        true
     );
-    wait_for("the previous clipboard to be put back", &log, || {
+    let session = j.dictate(TRANSCRIPT);
+    let target = &mut j.target;
+    wait_for("the previous clipboard to be put back", &j.log, || {
         (target.ask("clipboard")["clipboard"] == PREVIOUS).then_some(())
     });
+    j.quit();
 
-    // Quit as a user does (Ctrl+Q in the window), then look at what is on disk.
-    let focus = Command::new("xdotool")
-        .args(["windowfocus", "--sync", &persyk_window])
-        .status()
-        .expect("xdotool windowfocus");
-    assert!(focus.success());
-    press("ctrl+q");
-    let status = wait_for("the app to quit", &log, || {
-        app.child.try_wait().ok().flatten()
-    });
-    assert!(status.success(), "persyk app: {status}\n{}", app.log_text());
-
+    let root = &j.root;
+    let speech = &j.speech;
     let folder = session.parent().expect("session folder");
+    let assets = folder.join("assets");
     let folder_arg = folder.to_str().expect("UTF-8 temp path");
     let check = persyk(&["check", folder_arg]);
     assert!(check.status.success(), "persyk check: {}", show(&check));
@@ -198,7 +273,7 @@ fn issue14_01_the_real_app_dictates_by_hotkey_into_the_focused_app() {
     assert_eq!(facts["channels"], 1, "{facts}");
     assert_eq!(facts["width"], 2, "{facts}");
     let seconds = facts["frames"].as_f64().unwrap_or(0.0) / 24_000.0;
-    let spoken_seconds = speech_seconds(&speech);
+    let spoken_seconds = speech_seconds(speech);
     assert!(
         seconds >= spoken_seconds,
         "the recording ({seconds:.2} s) is shorter than the speech ({spoken_seconds:.2} s)"
@@ -208,8 +283,66 @@ fn issue14_01_the_real_app_dictates_by_hotkey_into_the_focused_app() {
     let quietest = facts["quietest_db"].as_f64().unwrap_or(0.0);
     assert!(loudest > -30.0, "no speech in the recording: {facts}");
     assert!(quietest < loudest - 30.0, "no quiet part: {facts}");
+    drop(j.dir);
 }
 
+/// Issue #27, "Done when": in the real app, with Tidy on a model server on loopback, three
+/// dictations into the focused app — the model tidies (its text is pasted), the model answers
+/// the question instead (the spoken words are pasted), the model is too slow (the spoken
+/// words are pasted at the deadline) — and the sessions keep the spoken words and say what
+/// happened.
+#[test]
+fn issue27_the_real_app_pastes_a_clean_up_only_when_it_is_faithful_and_in_time() {
+    if !runs_here("issue27_the_real_app_pastes_a_clean_up_only_when_it_is_faithful_and_in_time") {
+        return;
+    }
+    const TIDIED: &str = "Dear team: the numbers are in.";
+    let model = ChatServer::start(vec![
+        Reply::Content(TIDIED.into()),
+        Reply::Content("Great news! The quarterly numbers look strong across all regions.".into()),
+        Reply::Slow(Duration::from_secs(30), TIDIED.into()),
+    ]);
+    let mut j = Journey::start(
+        "journey-cleanup",
+        serde_json::json!({"cleanup": {
+            "mode": "tidy", "baseUrl": model.url(), "model": "tiny-cleaner", "deadlineMs": 1500}}),
+    );
+    let tidy = j.dictate(TIDIED);
+    let answered = j.dictate(&format!("{TIDIED}{TRANSCRIPT}"));
+    let slow = j.dictate(&format!("{TIDIED}{TRANSCRIPT}{TRANSCRIPT}"));
+    j.quit();
+
+    let kinds = |session: &Path| -> Vec<String> {
+        std::fs::read_to_string(session)
+            .expect("session")
+            .lines()
+            .skip(1)
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|e| {
+                e["customType"]
+                    .as_str()
+                    .map(|t| format!("{t} {}", e["data"]["reason"].as_str().unwrap_or_default()))
+            })
+            .collect()
+    };
+    assert_eq!(kinds(&tidy), ["persyk.cleanup "]);
+    assert_eq!(
+        kinds(&answered),
+        ["persyk.cleanup-attempt cleanup.words-missing"]
+    );
+    assert_eq!(kinds(&slow), ["persyk.cleanup-attempt cleanup.timeout"]);
+    for session in [&tidy, &answered, &slow] {
+        let text = std::fs::read_to_string(session).expect("session");
+        assert!(
+            text.contains("the numbers are in."),
+            "the spoken words: {text}"
+        );
+        let folder = session.parent().expect("folder").to_str().expect("UTF-8");
+        let check = persyk(&["check", folder]);
+        assert!(check.status.success(), "persyk check: {}", show(&check));
+    }
+    assert_eq!(model.requests().len(), 3);
+}
 /// The length of a WAV by its header (espeak-ng writes plain PCM).
 fn speech_seconds(path: &Path) -> f64 {
     let reader = hound::WavReader::open(path).expect("espeak-ng's WAV");

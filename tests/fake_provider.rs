@@ -56,6 +56,7 @@ const TESTED: &[&str] = &[
     "realtime-whisper",
     // Driven through the real app by tests/app_journey.rs.
     "journey",
+    "journey-cleanup",
 ];
 
 async fn start(name: &str) -> FakeServer {
