@@ -118,6 +118,40 @@ fn issue27_a_tidy_dictation_copies_the_clean_up_and_keeps_both_texts() {
     app.click("Copy all as spoken");
     wait_copies(&mut app, 3);
     assert_eq!(app.copies()[2], SPOKEN);
+
+    // "Use my words": the clean-up leaves the conversation (a message.removed at the tip);
+    // the spoken words stay, and Copy all gives them.
+    app.click("Use my words");
+    app.wait_label("The clean-up was removed; your words stay.");
+    app.wait_until("the session shown without the clean-up", |h| {
+        h.query_all_by_label_contains("Cleaned up (tidy):")
+            .next()
+            .is_none()
+            && h.query_all_by_label_contains(SPOKEN).next().is_some()
+    });
+    let all = entries(&app);
+    let cleanup_id = all
+        .iter()
+        .find(|e| e["customType"] == "persyk.cleanup")
+        .map(|e| e["id"].clone())
+        .expect("the clean-up stays in the file");
+    let last = all.last().expect("entries");
+    assert_eq!(last["type"], "message.removed");
+    assert_eq!(last["targetId"], cleanup_id);
+    app.click("Copy all");
+    wait_copies(&mut app, 4);
+    assert_eq!(app.copies()[3], SPOKEN);
+    let dir = std::fs::read_dir(&app.root)
+        .expect("root")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.join("session.jsonl").is_file())
+        .expect("the session");
+    let check = std::process::Command::new(env!("CARGO_BIN_EXE_persyk"))
+        .arg("check")
+        .arg(&dir)
+        .output()
+        .expect("persyk check");
+    assert!(check.status.success());
     app.shutdown();
 }
 

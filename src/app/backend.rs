@@ -501,6 +501,21 @@ impl Backend {
                     let _ = a.stop.send(true);
                 }
             }
+            Command::UseMyWords { location, entry_id } => {
+                let recording = self.active.as_ref().map(|a| a.session.clone());
+                let store = self.store();
+                tokio::spawn(async move {
+                    let l = location.clone();
+                    let result = tokio::task::spawn_blocking(move || {
+                        use_my_words(store?, recording.as_deref(), &l, entry_id)
+                    })
+                    .await
+                    .unwrap_or_else(|_| Err("app.task-failed".into()));
+                    notify
+                        .send(Update::CleanupRemoved { location, result })
+                        .await;
+                });
+            }
             Command::CancelCleanup => {
                 if let Some(a) = &self.active
                     && let Some(c) = lock(&a.cleanup_cancel).as_ref()
@@ -1250,6 +1265,35 @@ async fn clean_up(
         reason: cleaned.reason,
         spoken,
     })
+}
+
+/// Removes a stored clean-up from the conversation: a `message.removed` for it at the
+/// session's tip, through the store (locked, durable). Never the session being recorded.
+fn use_my_words(
+    store: Arc<Store>,
+    recording: Option<&Path>,
+    location: &Path,
+    entry_id: String,
+) -> Result<(), String> {
+    if recording == Some(location) {
+        return Err("app.session-recording".into());
+    }
+    let handle = store.open_path(location).map_err(|e| e.code().to_owned())?;
+    let is_cleanup = handle.with_index(|i| {
+        i.position(&entry_id)
+            .is_some_and(|p| i.entry(p).kind() == session::EntryKind::CustomMessage)
+    });
+    if !is_cleanup {
+        return Err("app.not-a-cleanup".into());
+    }
+    crate::cleanup::record::append_at_tip(
+        &handle,
+        EntryBody::MessageRemoved(crate::session::format::MessageRemoved {
+            target_id: entry_id,
+        }),
+    )
+    .map(drop)
+    .map_err(|e| e.code().to_owned())
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

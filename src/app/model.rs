@@ -84,6 +84,9 @@ pub enum Command {
     /// Stop waiting for the clean-up of the recording just stopped: its words are delivered
     /// as spoken (Esc or "Use my words" during "Cleaning up…").
     CancelCleanup,
+    /// "Use my words" on a stored clean-up: a `message.removed` for it is appended at the
+    /// session's tip (answered with `CleanupRemoved`); the spoken words were never touched.
+    UseMyWords { location: PathBuf, entry_id: String },
     /// What the models folder holds for each catalog model (answered with `Models`).
     ListModels { store: ModelStore },
     /// Download a catalog model (progress, then `ModelDownloaded` or `ModelFailed`).
@@ -330,6 +333,11 @@ pub enum Update {
         code: String,
     },
     Ended(Box<Finished>),
+    /// The answer to `Command::UseMyWords` (a stable code when it failed).
+    CleanupRemoved {
+        location: PathBuf,
+        result: Result<(), String>,
+    },
     /// The recording is saved and a model is cleaning up its words (at most the deadline;
     /// `Command::CancelCleanup` delivers them as spoken at once).
     CleaningUp,

@@ -597,6 +597,15 @@ pub(super) fn opened_session(
             if ui.small_button("Copy").clicked() {
                 actions.push(Action::Copy(m.text.clone()));
             }
+            // A clean-up can be taken out again; the spoken words stay.
+            if m.cleanup.is_some()
+                && ui
+                    .add_enabled(!recording, egui::Button::new("Use my words").small())
+                    .on_hover_text("Remove this clean-up; your spoken words stay")
+                    .clicked()
+            {
+                actions.push(Action::UseMyWords(m.id.clone()));
+            }
         });
     });
     if let Some((first, last)) = shown {

@@ -236,6 +236,8 @@ enum Action {
     CopyAll,
     /// "Copy all as spoken": the user's words without clean-ups.
     CopyAllAsSpoken,
+    /// "Use my words" on a stored clean-up of the opened session (its entry id).
+    UseMyWords(String),
     /// Copy a result row's surviving text without opening it.
     CopyRow(ResultRow),
     /// The first and last page (by first message) of the opened session in view.
@@ -730,6 +732,29 @@ impl PersykUi {
                 self.stop_on_start = false;
                 self.dictation = Dictation::Failed(code);
             }
+            Update::CleanupRemoved { location, result } => match result {
+                Ok(()) => {
+                    self.notice =
+                        Some(("The clean-up was removed; your words stay.".into(), false));
+                    // Shown again at the new tip, where the removal is.
+                    if self
+                        .search
+                        .opened
+                        .as_ref()
+                        .is_some_and(|o| o.location == location)
+                    {
+                        self.search.opening = true;
+                        self.send(Command::Open {
+                            location,
+                            leaf: None,
+                        });
+                    }
+                }
+                Err(code) => {
+                    eprintln!("persyk: the clean-up was not removed: {code}");
+                    self.notice = Some(("The clean-up could not be removed.".into(), true));
+                }
+            },
             Update::CleaningUp => {
                 if let Dictation::Live(l) = &mut self.dictation {
                     l.cleaning = true;
@@ -1142,6 +1167,14 @@ impl PersykUi {
                 self.search.opened = None;
                 self.search.opened_pages.clear();
                 self.search.pages_asked.clear();
+            }
+            Action::UseMyWords(entry_id) => {
+                if let Some(o) = &self.search.opened {
+                    self.send(Command::UseMyWords {
+                        location: o.location.clone(),
+                        entry_id,
+                    });
+                }
             }
             Action::CopyAll | Action::CopyAllAsSpoken => {
                 let as_spoken = matches!(action, Action::CopyAllAsSpoken);
