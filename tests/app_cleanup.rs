@@ -273,3 +273,52 @@ fn issue27_the_clean_up_section_saves_mode_server_and_replacements() {
     );
     app.shutdown();
 }
+
+#[test]
+fn issue27_clean_up_again_from_history_after_a_refused_clean_up() {
+    // The first answer is refused by the guard (the words go out as spoken); "Clean up again"
+    // from history asks again and gets a faithful one.
+    let server = ChatServer::start(vec![
+        Reply::Content("Paris is lovely on Fridays.".into()),
+        Reply::Content(TIDY.into()),
+        Reply::Content(TIDY.into()),
+    ]);
+    let mut app = app_with(Some(&server), |_| {});
+    dictate(&mut app);
+    app.wait_label("Pasted as spoken:");
+    assert_eq!(app.copies(), [SPOKEN]);
+    app.click("Search");
+    app.wait_until("the session's row", |h| {
+        h.query_all_by_role_and_label(egui::accesskit::Role::Button, "Open")
+            .next()
+            .is_some()
+    });
+    app.click("Open");
+    app.wait_label("Read-only: the session as it was");
+    assert!(!app.has_label("Cleaned up (tidy):"));
+    app.click("Clean up again");
+    app.wait_label("Cleaned up again (Tidy) and copied.");
+    assert_eq!(app.copies().last().map(String::as_str), Some(TIDY));
+    app.wait_label("Cleaned up (tidy):");
+    let all = entries(&app);
+    assert_eq!(of_type(&all, "persyk.cleanup"), 1);
+    assert_eq!(of_type(&all, "persyk.cleanup-attempt"), 1);
+    assert_eq!(server.requests().len(), 2);
+
+    // Again: the newer clean-up takes the place of the older in what Copy all gives.
+    let copies = app.copies().len();
+    app.click("Clean up again");
+    let seen = app.effects.copies.clone();
+    app.wait_until("the second copy", move |_| {
+        seen.lock().unwrap().len() > copies
+    });
+    app.wait_until("two clean-ups shown", |h| {
+        h.query_all_by_label_contains("Cleaned up (tidy):").count() == 2
+    });
+    let copies = app.copies().len();
+    app.click("Copy all");
+    let seen = app.effects.copies.clone();
+    app.wait_until("Copy all", move |_| seen.lock().unwrap().len() > copies);
+    assert_eq!(app.copies().last().map(String::as_str), Some(TIDY));
+    app.shutdown();
+}

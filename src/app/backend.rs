@@ -501,6 +501,30 @@ impl Backend {
                     let _ = a.stop.send(true);
                 }
             }
+            Command::CleanUpAgain { location } => {
+                let recording = self.active.as_ref().map(|a| a.session.clone());
+                let store = self.store();
+                let plan = self.cleanup_plan().await;
+                tokio::spawn(async move {
+                    let l = location.clone();
+                    let done = tokio::task::spawn_blocking(move || {
+                        clean_up_again(store?, plan, recording.as_deref(), &l)
+                    })
+                    .await
+                    .unwrap_or_else(|_| Err("app.task-failed".into()));
+                    let (result, text) = match done {
+                        Ok((outcome, text)) => (Ok(outcome), text),
+                        Err(code) => (Err(code), String::new()),
+                    };
+                    notify
+                        .send(Update::CleanedAgain {
+                            location,
+                            result,
+                            text,
+                        })
+                        .await;
+                });
+            }
             Command::UseMyWords { location, entry_id } => {
                 let recording = self.active.as_ref().map(|a| a.session.clone());
                 let store = self.store();
@@ -1267,6 +1291,65 @@ async fn clean_up(
     })
 }
 
+/// "Clean up again": the session's surviving spoken words (at its default leaf) through the
+/// clean-up set up now; the result is stored at the tip like a dictation's.
+fn clean_up_again(
+    store: Arc<Store>,
+    plan: CleanupPlan,
+    recording: Option<&Path>,
+    location: &Path,
+) -> Result<(CleanupOutcome, String), String> {
+    if recording == Some(location) {
+        return Err("app.session-recording".into());
+    }
+    let (mode, cleaner) = match plan {
+        CleanupPlan::Off => return Err("cleanup.off".into()),
+        CleanupPlan::Broken { code, .. } => return Err(code.into()),
+        CleanupPlan::On { mode, cleaner } => (mode, cleaner),
+    };
+    let handle = store.open_path(location).map_err(|e| e.code().to_owned())?;
+    let mut sources = Vec::new();
+    if let Some(pages) = open_session(location, None)?.pages {
+        let mut start = 0;
+        while start < pages.total {
+            let page = pages.read(start)?;
+            if page.is_empty() {
+                break;
+            }
+            start += page.len();
+            sources.extend(
+                page.into_iter()
+                    .filter(|m| m.role == "user" && !m.text.trim().is_empty())
+                    .map(|m| crate::cleanup::Source {
+                        id: m.id,
+                        text: m.text,
+                    }),
+            );
+        }
+    }
+    if sources.is_empty() {
+        return Err("cleanup.no-words".into());
+    }
+    let spoken = sources
+        .iter()
+        .map(|s| s.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let cleaned = cleaner.start(&handle, &sources, None).wait();
+    if let Some(code) = cleaned.store_error {
+        return Err(code.into());
+    }
+    Ok((
+        CleanupOutcome {
+            chosen: cleaned.chosen,
+            mode,
+            reason: cleaned.reason,
+            spoken,
+        },
+        cleaned.text,
+    ))
+}
+
 /// Removes a stored clean-up from the conversation: a `message.removed` for it at the
 /// session's tip, through the store (locked, durable). Never the session being recorded.
 fn use_my_words(
@@ -1449,6 +1532,13 @@ fn copy_pages(pages: &MessagePages, as_spoken: bool) -> Result<String, String> {
             match (&m.cleanup, m.role) {
                 (_, "user") => parts.push(m),
                 (Some(c), _) if c.delivered && !as_spoken => {
+                    // A later clean-up of the same words ("Clean up again") takes the place
+                    // of the earlier one.
+                    parts.retain(|p| {
+                        p.cleanup
+                            .as_ref()
+                            .is_none_or(|e| !e.sources.iter().any(|s| c.sources.contains(s)))
+                    });
                     replaced.extend(c.sources.iter().cloned());
                     parts.push(m);
                 }

@@ -84,6 +84,9 @@ pub enum Command {
     /// Stop waiting for the clean-up of the recording just stopped: its words are delivered
     /// as spoken (Esc or "Use my words" during "Cleaning up…").
     CancelCleanup,
+    /// "Clean up again": the opened session's surviving spoken words through the clean-up
+    /// set up now (answered with `CleanedAgain`).
+    CleanUpAgain { location: PathBuf },
     /// "Use my words" on a stored clean-up: a `message.removed` for it is appended at the
     /// session's tip (answered with `CleanupRemoved`); the spoken words were never touched.
     UseMyWords { location: PathBuf, entry_id: String },
@@ -333,6 +336,13 @@ pub enum Update {
         code: String,
     },
     Ended(Box<Finished>),
+    /// The answer to `Command::CleanUpAgain`: what the clean-up gave (or a stable code).
+    CleanedAgain {
+        location: PathBuf,
+        result: Result<CleanupOutcome, String>,
+        /// The delivered text (to copy).
+        text: String,
+    },
     /// The answer to `Command::UseMyWords` (a stable code when it failed).
     CleanupRemoved {
         location: PathBuf,

@@ -168,10 +168,15 @@ impl PersykUi {
     pub(super) fn search_page(&mut self, ui: &mut egui::Ui) {
         let mut actions = Vec::new();
         let recording = self.is_recording();
+        let clean_up_set = self.settings.cleanup.is_active();
         if let Some(opened) = &self.search.opened {
             let rows = &mut self.search.opened_rows;
             let pages = &self.search.opened_pages;
-            opened_session(ui, opened, pages, rows, recording, &mut actions);
+            let state = OpenedState {
+                recording,
+                clean_up_set,
+            };
+            opened_session(ui, opened, pages, rows, state, &mut actions);
             self.pending.extend(actions);
             return;
         }
@@ -521,14 +526,27 @@ pub(super) const PAGES_KEPT: usize = 2;
 /// budget appear the next frame.
 pub(super) const NEW_TEXT_PER_FRAME: usize = 1_200;
 
+/// What the opened session's controls depend on besides the session.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct OpenedState {
+    /// A recording is running (nothing that writes or records starts).
+    pub recording: bool,
+    /// A clean-up is set up in Settings ("Clean up again").
+    pub clean_up_set: bool,
+}
+
 pub(super) fn opened_session(
     ui: &mut egui::Ui,
     opened: &OpenedSession,
     pages: &BTreeMap<usize, Vec<OpenedMessage>>,
     rows: &mut RowHeights,
-    recording: bool,
+    state: OpenedState,
     actions: &mut Vec<Action>,
 ) {
+    let OpenedState {
+        recording,
+        clean_up_set,
+    } = state;
     let total = opened.pages.as_ref().map_or(0, |p| p.total);
     ui.horizontal(|ui| {
         if ui.button("Back to results").clicked() {
@@ -545,6 +563,15 @@ pub(super) fn opened_session(
             .any(|m| m.cleanup.as_ref().is_some_and(|c| c.delivered));
         if cleaned && ui.button("Copy all as spoken").clicked() {
             actions.push(Action::CopyAllAsSpoken);
+        }
+        if total > 0
+            && clean_up_set
+            && ui
+                .add_enabled(!recording, egui::Button::new("Clean up again"))
+                .on_hover_text("Your spoken words through the clean-up set in Settings")
+                .clicked()
+        {
+            actions.push(Action::CleanUpAgain);
         }
         for wav in &opened.retranscribable {
             if ui

@@ -236,6 +236,8 @@ enum Action {
     CopyAll,
     /// "Copy all as spoken": the user's words without clean-ups.
     CopyAllAsSpoken,
+    /// "Clean up again" the opened session.
+    CleanUpAgain,
     /// "Use my words" on a stored clean-up of the opened session (its entry id).
     UseMyWords(String),
     /// Copy a result row's surviving text without opening it.
@@ -732,6 +734,44 @@ impl PersykUi {
                 self.stop_on_start = false;
                 self.dictation = Dictation::Failed(code);
             }
+            Update::CleanedAgain {
+                location,
+                result,
+                text,
+            } => {
+                match result {
+                    Ok(outcome) if outcome.reason.is_none() => {
+                        self.copy(&text);
+                        self.notice = Some((
+                            format!("Cleaned up again ({}) and copied.", outcome.mode),
+                            false,
+                        ));
+                    }
+                    Ok(outcome) => {
+                        let why = outcome.reason.map_or("", cleanup::reason_sentence);
+                        self.notice = Some((format!("Not cleaned up: {why}"), true));
+                    }
+                    Err(code) => {
+                        eprintln!("persyk: clean up again: {code}");
+                        self.notice = Some((
+                            format!("Not cleaned up: {}", cleanup::reason_sentence(&code)),
+                            true,
+                        ));
+                    }
+                }
+                if self
+                    .search
+                    .opened
+                    .as_ref()
+                    .is_some_and(|o| o.location == location)
+                {
+                    self.search.opening = true;
+                    self.send(Command::Open {
+                        location,
+                        leaf: None,
+                    });
+                }
+            }
             Update::CleanupRemoved { location, result } => match result {
                 Ok(()) => {
                     self.notice =
@@ -1167,6 +1207,14 @@ impl PersykUi {
                 self.search.opened = None;
                 self.search.opened_pages.clear();
                 self.search.pages_asked.clear();
+            }
+            Action::CleanUpAgain => {
+                if let Some(o) = &self.search.opened {
+                    self.notice = Some(("Cleaning up…".into(), false));
+                    self.send(Command::CleanUpAgain {
+                        location: o.location.clone(),
+                    });
+                }
             }
             Action::UseMyWords(entry_id) => {
                 if let Some(o) = &self.search.opened {
