@@ -108,6 +108,10 @@ fn issue27_a_tidy_dictation_copies_the_clean_up_and_keeps_both_texts() {
     app.wait_label("Read-only: the session as it was");
     assert!(app.has_label(SPOKEN));
     assert!(app.has_label("Cleaned up (tidy):"));
+    // What changed: the words it dropped and the clean-up's, in one line.
+    app.harness.get_by_label("What changed").click();
+    app.harness.step();
+    app.wait_label("so um I think we should move the meeting to Friday.");
     app.click("Copy all");
     let wait_copies = |app: &mut UiApp, n: usize| {
         let copies = app.effects.copies.clone();

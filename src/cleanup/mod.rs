@@ -24,6 +24,7 @@
 //! - No dictated text in codes, errors or attempt entries.
 
 pub mod client;
+pub mod diff;
 pub mod guard;
 pub mod prompt;
 pub mod record;

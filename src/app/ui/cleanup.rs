@@ -186,6 +186,49 @@ impl PersykUi {
     }
 }
 
+/// "What changed": a collapsed word diff from the spoken words to the clean-up — removed
+/// words struck through, added ones in the accent colour.
+pub(super) fn changes_ui(ui: &mut egui::Ui, id: &str, spoken: &str, cleaned: &str) {
+    use crate::cleanup::diff::{Change, word_diff};
+    egui::CollapsingHeader::new("What changed")
+        .id_salt(("cleanup-changes", id))
+        .show(ui, |ui| {
+            let Some(diff) = word_diff(spoken, cleaned) else {
+                ui.label(style::caption("Too long to compare here."));
+                return;
+            };
+            let font = egui::TextStyle::Body.resolve(ui.style());
+            let plain = ui.visuals().text_color();
+            let weak = ui.visuals().weak_text_color();
+            let accent = style::Palette::current(ui).accent;
+            let mut job = egui::text::LayoutJob::default();
+            for (i, change) in diff.iter().enumerate() {
+                let (text, format) = match change {
+                    Change::Same(t) => (t, egui::TextFormat::simple(font.clone(), plain)),
+                    Change::Removed(t) => (
+                        t,
+                        egui::TextFormat {
+                            strikethrough: egui::Stroke::new(1.0, weak),
+                            ..egui::TextFormat::simple(font.clone(), weak)
+                        },
+                    ),
+                    Change::Added(t) => (
+                        t,
+                        egui::TextFormat {
+                            underline: egui::Stroke::new(1.0, accent),
+                            ..egui::TextFormat::simple(font.clone(), accent)
+                        },
+                    ),
+                };
+                if i > 0 {
+                    job.append(" ", 0.0, egui::TextFormat::simple(font.clone(), plain));
+                }
+                job.append(text, 0.0, format);
+            }
+            ui.label(job);
+        });
+}
+
 /// Gives a widget without a visible label its accessible name.
 fn name(ui: &egui::Ui, response: &egui::Response, label: String) {
     ui.ctx()

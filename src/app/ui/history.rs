@@ -624,6 +624,23 @@ pub(super) fn opened_session(
             if ui.small_button("Copy").clicked() {
                 actions.push(Action::Copy(m.text.clone()));
             }
+            // What the clean-up changed in the words it was made from (when they are loaded).
+            if let Some(c) = &m.cleanup {
+                let spoken: Option<Vec<&str>> = c
+                    .sources
+                    .iter()
+                    .map(|id| {
+                        pages
+                            .values()
+                            .flatten()
+                            .find(|s| &s.id == id)
+                            .map(|s| s.text.as_str())
+                    })
+                    .collect();
+                if let Some(spoken) = spoken.filter(|s| !s.is_empty()) {
+                    super::cleanup::changes_ui(ui, &m.id, &spoken.join(" "), &m.text);
+                }
+            }
             // A clean-up can be taken out again; the spoken words stay.
             if m.cleanup.is_some()
                 && ui
