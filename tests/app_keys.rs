@@ -688,3 +688,81 @@ fn issue26_01_04_tap_hold_and_paste_last_through_the_real_x11_grab() {
     (app.post)(ShellEvent::Menu(MenuAction::PasteLast));
     wait_entry(&mut target, &mut app, &format!("{SAID}{SAID}"));
 }
+
+/// Item 3 through the real X11 grab: while "Record shortcut" waits, the grabbed Alt+Space
+/// is let go (pressing it starts no dictation); a combination another X client holds is
+/// recorded and saved, and Settings says it is taken (`hotkey.taken`); once a free one is
+/// recorded it works as the hotkey.
+#[test]
+fn issue26_03_the_recorder_lets_the_grab_go_and_says_a_taken_combination_x11() {
+    use eframe::egui::{Key, Modifiers};
+    use persyk::app::hotkey::{self, Hotkeys};
+    if !in_xvfb_child("issue26_03_the_recorder_lets_the_grab_go_and_says_a_taken_combination_x11") {
+        return;
+    }
+    // Another application holds Ctrl+Shift+D (a connection of its own grabs it).
+    let mut other = Hotkeys::new();
+    other
+        .set(
+            hotkey::parse_keys("Ctrl+Shift+D").unwrap(),
+            Arc::new(|_, _| {}),
+        )
+        .unwrap();
+    let f = fixture_with(
+        Some(one_utterance("keys", SAID)),
+        Some("sk-test"),
+        Arc::new(ToneMic { seconds: 30.0 }),
+        None,
+        |_| {},
+    );
+    let mut app = shell_app(f, Pasted::default(), false);
+    app.harness.step();
+    assert_eq!(app.harness.state().view().hotkey_note, None);
+    (app.post)(ShellEvent::Menu(MenuAction::Settings));
+    app.harness.step();
+    app.harness
+        .get_by_role_and_label(Role::Button, "Record shortcut")
+        .click();
+    app.run_for(300);
+    // Let go while recording: Alt+Space reaches no grab.
+    xdotool(&["key", "alt+space"]);
+    app.run_for(800);
+    assert!(
+        !app.recording(),
+        "the grab was kept while recording a shortcut"
+    );
+
+    app.harness
+        .key_press_modifiers(Modifiers::CTRL | Modifiers::SHIFT, Key::D);
+    app.wait_until("the taken combination to be said", |a| {
+        a.harness
+            .state()
+            .view()
+            .hotkey_note
+            .as_deref()
+            .is_some_and(|n| n.contains("hotkey.taken"))
+    });
+    assert!(app.says("hotkey.taken"));
+    assert_eq!(
+        app.harness.state().view().settings().hotkey.keys.as_deref(),
+        Some("Ctrl+Shift+D")
+    );
+
+    // A free combination: registered, and it dictates.
+    app.harness
+        .get_by_role_and_label(Role::Button, "Record shortcut")
+        .click();
+    app.harness.step();
+    app.harness
+        .key_press_modifiers(Modifiers::CTRL | Modifiers::ALT, Key::K);
+    app.wait_until("the free combination to be registered", |a| {
+        let v = a.harness.state().view();
+        v.settings().hotkey.keys.as_deref() == Some("Ctrl+Alt+K") && v.hotkey_note.is_none()
+    });
+    app.run_for(300);
+    xdotool(&["key", "ctrl+alt+k"]);
+    app.wait_recording();
+    xdotool(&["key", "ctrl+alt+k"]);
+    app.wait_finished();
+    drop(other);
+}
