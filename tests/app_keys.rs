@@ -280,6 +280,35 @@ fn issue26_01_toggle_keeps_recording_after_a_long_press() {
     app.wait_finished();
 }
 
+/// Item 1: a release the old registration never forwarded (the settings were saved while
+/// the key was down) does not leave the key "held": the next press still counts.
+#[test]
+fn issue26_01_a_release_lost_to_a_new_registration_does_not_stick() {
+    let mut app = app(|_| {});
+    app.harness.step();
+    app.key(true, Instant::now());
+    app.wait_recording();
+    // Saved while held: the shell registers again; the release never comes.
+    (app.post)(ShellEvent::Menu(MenuAction::Settings));
+    app.harness.step();
+    app.harness
+        .get_by_role_and_label(Role::RadioButton, "Toggle")
+        .click_accesskit();
+    app.wait_until("the mode to be saved", |a| {
+        a.harness.state().view().settings().hotkey.mode == HotkeyMode::Toggle
+    });
+    app.harness.step();
+    assert!(app.recording());
+    let tapped = Instant::now();
+    app.tap(60);
+    app.wait_finished();
+    // Stopped by the tap, not by the 30 s microphone running out.
+    assert!(
+        tapped.elapsed() < Duration::from_secs(10),
+        "the press was ignored"
+    );
+}
+
 /// Item 4: "Paste last transcription" is disabled until there is a transcript (and says
 /// so if asked anyway); then the menu entry and its shortcut paste the newest transcript
 /// through the after-dictation path, with copy-only after dictation.

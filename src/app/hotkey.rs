@@ -355,11 +355,6 @@ impl Hotkeys {
         self.current[Slot::Dictation as usize]
     }
 
-    /// The combination registered in `slot`.
-    pub fn current_in(&self, slot: Slot) -> Option<HotKey> {
-        self.current[slot as usize]
-    }
-
     /// Makes `wanted` the registered dictation combination; see [`Hotkeys::set_slot`].
     pub fn set(&mut self, wanted: Option<HotKey>, on_event: OnHotkey) -> Result<(), HotkeyError> {
         self.set_slot(Slot::Dictation, wanted, on_event)

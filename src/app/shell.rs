@@ -233,6 +233,9 @@ impl Shell {
             return;
         }
         self.hotkey_generation = Some(generation);
+        // A release that the old registration never forwarded must not leave the key
+        // "held" (every later press would read as a repeat).
+        self.gestures = hotkey::Gestures::new();
         self.ui.hotkey_note = None;
         self.ui.paste_hotkey_note = None;
         if self.options.no_hotkey {
