@@ -1,7 +1,7 @@
 //! Hotkey → capture start latency with the start sound on vs off (issue 14: the sound must
 //! never delay capture).
 //!
-//! The whole app path runs: a `ShellEvent::Hotkey(true)` posted the way the global-hotkey
+//! The whole app path runs: a `ShellEvent::hotkey(true)` posted the way the global-hotkey
 //! callback posts it, `Shell::tick` on this thread (as eframe's `logic`), the UI's `Start`,
 //! the real backend (key, store, session creation with its fsyncs, the pipeline, the engine
 //! connecting to the fake provider on loopback), and the start cue chosen in the same tick.
@@ -212,7 +212,7 @@ impl Side {
     fn start_once(&mut self) -> Duration {
         *self.stamp.lock().unwrap() = None;
         let pressed = Instant::now();
-        (self.post)(ShellEvent::Hotkey(true));
+        (self.post)(ShellEvent::hotkey(true));
         self.tick();
         let deadline = pressed + Duration::from_secs(10);
         let first = loop {

@@ -315,15 +315,28 @@ fn is_false(v: &bool) -> bool {
 }
 
 /// How the global hotkey behaves.
+///
+/// **Choice:** `auto` is the default. Settings files written by earlier versions always
+/// name their mode (`"toggle"` or `"pushToTalk"`), so they keep it; only a file without a
+/// `hotkey.mode` (a new user's) gets `auto`. A tap in `auto` does what `toggle` did, so even
+/// then a tap keeps its old meaning; only a hold (≥ [`TAP_MAX_MS`]) is new.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum HotkeyMode {
-    /// Press once to start, again to stop.
+    /// One key, both gestures: a tap (released within [`TAP_MAX_MS`]) starts hands-free
+    /// dictation and the next tap stops it; a hold records until the key is released.
     #[default]
+    Auto,
+    /// Press once to start, again to stop.
     Toggle,
     /// Record while the keys are held.
     PushToTalk,
 }
+
+/// In [`HotkeyMode::Auto`], a press released sooner than this is a tap (hands-free);
+/// one held this long or longer is push-to-talk. 300 ms: a deliberate tap is 60–200 ms
+/// (key-down to key-up), and a hold meant to talk through lasts well over a second.
+pub const TAP_MAX_MS: u64 = 300;
 
 /// The `hotkey` section.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -334,6 +347,9 @@ pub struct HotkeySettings {
     pub keys: Option<String>,
     #[serde(default)]
     pub mode: HotkeyMode,
+    /// The "Paste last transcription" shortcut; `None` or `""`: none (the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paste_last: Option<String>,
 }
 
 /// The default global hotkey: ⌥Space (Alt+Space).
@@ -768,6 +784,46 @@ mod tests {
         let back: Settings = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
         assert_eq!(back, s);
         assert!(back.other.contains_key("future"));
+    }
+
+    #[test]
+    fn hotkey_mode_defaults_to_auto_only_where_no_mode_was_written() {
+        // A new user's file (or none): auto.
+        let s: Settings = serde_json::from_str("{}").unwrap();
+        assert_eq!(s.hotkey.mode, HotkeyMode::Auto);
+        // Every earlier version wrote the mode it used: that mode stays.
+        for (text, mode) in [
+            (r#"{"hotkey":{"mode":"toggle"}}"#, HotkeyMode::Toggle),
+            (
+                r#"{"hotkey":{"keys":"Alt+Space","mode":"toggle"}}"#,
+                HotkeyMode::Toggle,
+            ),
+            (
+                r#"{"hotkey":{"mode":"pushToTalk"}}"#,
+                HotkeyMode::PushToTalk,
+            ),
+            (r#"{"hotkey":{"mode":"auto"}}"#, HotkeyMode::Auto),
+        ] {
+            let s: Settings = serde_json::from_str(text).unwrap();
+            assert_eq!(s.hotkey.mode, mode, "{text}");
+            let json = serde_json::to_value(&s).unwrap();
+            assert_eq!(json["hotkey"]["mode"], serde_json::to_value(mode).unwrap());
+        }
+        assert_eq!(serde_json::to_value(HotkeyMode::Auto).unwrap(), "auto");
+        // What a default file says once saved: the mode, so it is kept from then on.
+        let json = serde_json::to_value(Settings::default()).unwrap();
+        assert_eq!(json["hotkey"], serde_json::json!({"mode": "auto"}));
+    }
+
+    #[test]
+    fn the_paste_last_shortcut_is_off_by_default_and_round_trips() {
+        let s = Settings::default();
+        assert_eq!(s.hotkey.paste_last, None);
+        let text = r#"{"hotkey":{"mode":"auto","pasteLast":"Ctrl+Alt+V"}}"#;
+        let s: Settings = serde_json::from_str(text).unwrap();
+        assert_eq!(s.hotkey.paste_last.as_deref(), Some("Ctrl+Alt+V"));
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["hotkey"]["pasteLast"], "Ctrl+Alt+V");
     }
 
     #[test]

@@ -322,12 +322,12 @@ fn push_to_talk_records_while_the_hotkey_is_held() {
         true,
     );
     app.step();
-    (app.post)(ShellEvent::Hotkey(true));
+    (app.post)(ShellEvent::hotkey(true));
     app.wait_until("recording", |a| {
         a.last_sync() == Some((TrayState::Recording, true, false))
     });
     // A repeated press while held does not toggle.
-    (app.post)(ShellEvent::Hotkey(true));
+    (app.post)(ShellEvent::hotkey(true));
     app.step();
     assert!(app.harness.state().view().is_recording());
     app.wait_until("a canonical message", |a| {
@@ -336,7 +336,7 @@ fn push_to_talk_records_while_the_hotkey_is_held() {
             .next()
             .is_some()
     });
-    (app.post)(ShellEvent::Hotkey(false));
+    (app.post)(ShellEvent::hotkey(false));
     app.wait_until("stopped", |a| !a.harness.state().view().is_recording());
     assert_eq!(session_files(app.root()).len(), 1);
 }

@@ -42,6 +42,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot, watch};
 
+use super::autostart::AutostartError;
 use super::model::{
     AudioOrigin, CleanupMeta, CleanupOutcome, Command, Finished, Live, MessagePages, OpenedMessage,
     OpenedSession, RecentItem, ResultRow, SearchResults, Update, Waker,
@@ -730,6 +731,20 @@ impl Backend {
                 tokio::spawn(async move {
                     let update = check_and_keep_key(provider, keys, key).await;
                     notify.send(update).await;
+                });
+            }
+            Command::Autostart { item, on } => {
+                tokio::spawn(async move {
+                    let result = tokio::task::spawn_blocking(move || match on {
+                        Some(on) => item.set(on),
+                        None => item.state(),
+                    })
+                    .await
+                    .unwrap_or(Err(AutostartError::Unsupported));
+                    if let Err(e) = &result {
+                        eprintln!("persyk: start at login: {e}");
+                    }
+                    notify.send(Update::Autostart(result)).await;
                 });
             }
             Command::SaveSettings {

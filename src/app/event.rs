@@ -7,12 +7,15 @@
 //!   hotkey only queue a [`ShellEvent`] through a [`Post`]).
 
 use std::sync::Arc;
+use std::time::Instant;
 
 /// A tray menu entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MenuAction {
     Toggle,
     CopyLast,
+    /// "Paste last transcription": paste the newest transcript into the focused app.
+    PasteLast,
     /// A "Recent" entry, by its place (0: the newest).
     Recent(usize),
     Open,
@@ -29,8 +32,25 @@ pub enum ShellEvent {
     TrayClick,
     /// A ctrl-click on the icon: open its menu, as a right click does (macOS).
     TrayMenu,
-    /// The global hotkey was pressed (`true`) or released.
-    Hotkey(bool),
+    /// The global dictation hotkey was pressed (`true`) or released, at `at` (when the OS
+    /// reported it: a tap and a hold are told apart by these instants, not by when the UI
+    /// thread got to the event).
+    Hotkey {
+        pressed: bool,
+        at: Instant,
+    },
+    /// The "Paste last transcription" shortcut was pressed.
+    PasteLastHotkey,
+}
+
+impl ShellEvent {
+    /// A dictation hotkey event that happened now.
+    pub fn hotkey(pressed: bool) -> ShellEvent {
+        ShellEvent::Hotkey {
+            pressed,
+            at: Instant::now(),
+        }
+    }
 }
 
 /// A function that queues a [`ShellEvent`] and wakes the window (safe from any thread).

@@ -23,6 +23,7 @@
 //!   other way, waits for what is left of that deadline.
 //! - Nothing repaints on a timer while idle.
 
+pub mod autostart;
 pub mod backend;
 pub mod effects;
 pub mod event;

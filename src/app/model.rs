@@ -15,6 +15,7 @@ use std::sync::{Arc, OnceLock};
 use eframe::egui;
 use tokio::sync::watch;
 
+use super::autostart::{AutostartError, AutostartState, LoginItem};
 use crate::local::models::{ModelInfo, ModelStore, Progress};
 use crate::recognize::{EngineView, RemovalOutcome};
 use crate::session::search::Cursor;
@@ -101,6 +102,9 @@ pub enum Command {
     /// Check an API key with the provider at once (a connection is opened and closed), then
     /// keep it in the key store unless the provider refused it (answered with `KeyChecked`).
     CheckKey { key: String },
+    /// Read the login item back (`on: None`) or turn start at login on or off, then read it
+    /// back (answered with `Autostart`).
+    Autostart { item: LoginItem, on: Option<bool> },
 }
 
 /// Where a recording's audio comes from.
@@ -424,6 +428,8 @@ pub enum Update {
         code: Option<String>,
         stored: bool,
     },
+    /// The login item as the system has it now, or why it could not be read or changed.
+    Autostart(Result<AutostartState, AutostartError>),
 }
 
 /// Wakes the window after an update. The context is known only once the first frame runs;

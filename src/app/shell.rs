@@ -25,6 +25,11 @@
 //!   nothing repaints.
 //! - Started `--hidden` with a tray icon, the window stays hidden until the user opens it
 //!   (eframe would show it after its first painted frame).
+//! - What the dictation hotkey's presses and releases mean is decided here, by
+//!   [`hotkey::Gestures`] over the instants the OS reported (tap, hold, repeat; Tap or hold,
+//!   Toggle, Push to talk), from whether a recording runs however it was started. The
+//!   paste-last shortcut and the menu's "Paste last transcription" are one action. While
+//!   Settings records a shortcut, both global grabs are let go and registered again after.
 
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -39,7 +44,6 @@ use super::sounds::{self, Cue, Sounds};
 use super::tray::{Tray, TrayError, recent_labels};
 use super::ui::indicator::{self, IndicatorAction, IndicatorModel};
 use super::ui::{Page, PersykUi};
-use crate::settings::HotkeyMode;
 
 /// What the shell needs from a tray icon: the real one, or a test double.
 pub trait TrayPort {
@@ -47,6 +51,8 @@ pub trait TrayPort {
     fn sync(&mut self, state: TrayState, recording: bool, can_copy: bool);
     /// Shows the "Recent" labels (newest first); called when they change.
     fn set_recent(&mut self, _labels: &[String]) {}
+    /// Enables "Paste last transcription" when there is a transcript to paste.
+    fn set_can_paste_last(&mut self, _can_paste: bool) {}
     /// Opens the icon's menu (where the platform can).
     fn show_menu(&self) {}
 }
@@ -57,6 +63,9 @@ impl TrayPort for Tray {
     }
     fn set_recent(&mut self, labels: &[String]) {
         Tray::set_recent(self, labels);
+    }
+    fn set_can_paste_last(&mut self, can_paste: bool) {
+        Tray::set_can_paste_last(self, can_paste);
     }
     fn show_menu(&self) {
         Tray::show_menu(self);
@@ -98,6 +107,10 @@ pub struct Shell {
     options: ShellOptions,
     hotkeys: hotkey::Hotkeys,
     hotkey_generation: Option<u64>,
+    /// What the dictation key's presses and releases mean (tap, hold, repeat).
+    gestures: hotkey::Gestures,
+    /// The grabs are let go while Settings records a shortcut.
+    grabs_paused: bool,
     /// The start/stop cue player, and the tray state the last cue was chosen from.
     sounds: Option<Sounds>,
     cue_state: TrayState,
@@ -177,6 +190,8 @@ impl Shell {
             options,
             hotkeys: hotkey::Hotkeys::new(),
             hotkey_generation: None,
+            gestures: hotkey::Gestures::new(),
+            grabs_paused: false,
             sounds: if options.play_sounds {
                 Sounds::spawn(sounds::play_on_default_output)
             } else {
@@ -197,21 +212,38 @@ impl Shell {
         shell
     }
 
-    /// Registers the saved hotkey once per settings generation (at start and after each
+    /// Registers the saved hotkeys once per settings generation (at start and after each
     /// Save): an unchanged combination stays registered, a changed one replaces the old,
-    /// and a failure is said on the Settings page.
+    /// and a failure is said on the Settings page, beside the shortcut it concerns.
     fn sync_hotkey(&mut self) {
+        // While Settings records a shortcut the grabs are let go (a grabbed combination
+        // never reaches the window), and registered again once it is done.
+        let recording = self.ui.is_recording_shortcut();
+        if recording != self.grabs_paused {
+            self.grabs_paused = recording;
+            self.hotkeys.release_slot(hotkey::Slot::Dictation);
+            self.hotkeys.release_slot(hotkey::Slot::PasteLast);
+            self.hotkey_generation = None;
+        }
+        if self.grabs_paused {
+            return;
+        }
         let generation = self.ui.settings_generation();
         if self.hotkey_generation == Some(generation) {
             return;
         }
         self.hotkey_generation = Some(generation);
+        // A release that the old registration never forwarded must not leave the key
+        // "held" (every later press would read as a repeat).
+        self.gestures = hotkey::Gestures::new();
         self.ui.hotkey_note = None;
+        self.ui.paste_hotkey_note = None;
         if self.options.no_hotkey {
             return;
         }
         let post = self.post.clone();
-        let on_event: hotkey::OnHotkey = Arc::new(move |pressed| post(ShellEvent::Hotkey(pressed)));
+        let on_event: hotkey::OnHotkey =
+            Arc::new(move |pressed, at| post(ShellEvent::Hotkey { pressed, at }));
         let result = hotkey::parse(&self.ui.settings().hotkey)
             .and_then(|keys| self.hotkeys.set(keys, on_event));
         if let Err(e) = result {
@@ -220,6 +252,24 @@ impl Shell {
             self.ui.hotkey_note = Some(format!(
                 "The global hotkey is not active: {e}. The menu-bar icon and the Start button \
                  still work."
+            ));
+        }
+        let post = self.post.clone();
+        let on_paste: hotkey::OnHotkey = Arc::new(move |pressed, _| {
+            if pressed {
+                post(ShellEvent::PasteLastHotkey);
+            }
+        });
+        let result = hotkey::parse_paste_last(&self.ui.settings().hotkey).and_then(|keys| {
+            self.hotkeys
+                .set_slot(hotkey::Slot::PasteLast, keys, on_paste)
+        });
+        if let Err(e) = result {
+            eprintln!("persyk: the paste-last shortcut: {e}");
+            self.hotkeys.release_slot(hotkey::Slot::PasteLast);
+            self.ui.paste_hotkey_note = Some(format!(
+                "The paste-last shortcut is not active: {e}. The menu-bar menu's \
+                 \"Paste last transcription\" still works."
             ));
         }
     }
@@ -335,17 +385,28 @@ impl Shell {
                 }
             }
             ShellEvent::Menu(MenuAction::CopyLast) => self.ui.copy_last(),
+            ShellEvent::Menu(MenuAction::PasteLast) | ShellEvent::PasteLastHotkey => {
+                self.ui.paste_last()
+            }
             ShellEvent::Menu(MenuAction::Recent(i)) => self.ui.copy_recent(i),
             ShellEvent::Menu(MenuAction::Open) => self.show(ctx, None),
             ShellEvent::Menu(MenuAction::Search) => self.show(ctx, Some(Page::Search)),
             ShellEvent::Menu(MenuAction::Settings) => self.show(ctx, Some(Page::Settings)),
             ShellEvent::Menu(MenuAction::Quit) => self.quit(ctx),
-            ShellEvent::Hotkey(pressed) => match self.ui.settings().hotkey.mode {
-                HotkeyMode::Toggle if pressed => self.ui.toggle(),
-                HotkeyMode::Toggle => {}
-                HotkeyMode::PushToTalk if pressed => self.ui.start(),
-                HotkeyMode::PushToTalk => self.ui.stop(),
-            },
+            ShellEvent::Hotkey { pressed, at } => {
+                let mode = self.ui.settings().hotkey.mode;
+                let recording = self.ui.is_recording();
+                let intent = if pressed {
+                    self.gestures.press(mode, recording, at)
+                } else {
+                    self.gestures.release(mode, recording, at)
+                };
+                match intent {
+                    hotkey::Intent::Start => self.ui.start(),
+                    hotkey::Intent::Stop => self.ui.stop(),
+                    hotkey::Intent::Nothing => {}
+                }
+            }
         }
     }
 }
@@ -418,6 +479,7 @@ impl Shell {
                 self.ui.is_recording(),
                 self.ui.last_transcript().is_some(),
             );
+            tray.set_can_paste_last(self.ui.paste_last_text().is_some());
             let labels = recent_labels(self.ui.recent().iter().map(|r| r.text.as_str()));
             if self.recent_shown.as_ref() != Some(&labels) {
                 tray.set_recent(&labels);

@@ -7,6 +7,8 @@
 //! - "Recent" holds the last [`RECENT_LEN`] transcriptions (first words as labels); its items
 //!   are made once and only relabelled, added or removed as the list changes, so a click maps
 //!   to a slot ([`MenuAction::Recent`]) and the window copies that slot's full text.
+//! - "Paste last transcription" is enabled only while there is a transcript to paste (the
+//!   newest of "Recent"); disabled, its label says there is none yet.
 //! - Where no tray host exists (a Linux desktop without a status-notifier host), creation
 //!   reports [`TrayError::NoHost`] and the app keeps its window instead.
 
@@ -30,6 +32,11 @@ pub fn recent_labels<'a>(texts: impl IntoIterator<Item = &'a str>) -> Vec<String
         .map(|t| super::effects::first_words(t, RECENT_LABEL_WORDS))
         .collect()
 }
+
+/// The menu entry that pastes the newest transcript into the focused app.
+pub const PASTE_LAST: &str = "Paste last transcription";
+/// The same entry, disabled, while there is no transcript.
+pub const PASTE_LAST_NONE: &str = "Paste last transcription (none yet)";
 
 /// Why there is no tray icon.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -73,6 +80,8 @@ pub struct Tray {
     state: TrayState,
     toggle: MenuItem,
     copy_last: MenuItem,
+    /// "Paste last transcription": enabled only when there is one.
+    paste_last: MenuItem,
     recording: bool,
     /// "Recent", its slots and the "nothing yet" line shown while it is empty.
     recent: Submenu,
@@ -98,6 +107,7 @@ impl Tray {
         }
         let toggle = MenuItem::new("Start dictation", true, None);
         let copy_last = MenuItem::new("Copy last transcription", false, None);
+        let paste_last = MenuItem::new(PASTE_LAST_NONE, false, None);
         let recent = Submenu::new("Recent", true);
         let recent_empty = MenuItem::new("No transcriptions yet", false, None);
         recent
@@ -114,6 +124,7 @@ impl Tray {
         menu.append_items(&[
             &toggle,
             &copy_last,
+            &paste_last,
             &recent,
             &PredefinedMenuItem::separator(),
             &open,
@@ -126,6 +137,7 @@ impl Tray {
         let mut actions: HashMap<MenuId, MenuAction> = [
             (toggle.id().clone(), MenuAction::Toggle),
             (copy_last.id().clone(), MenuAction::CopyLast),
+            (paste_last.id().clone(), MenuAction::PasteLast),
             (open.id().clone(), MenuAction::Open),
             (search.id().clone(), MenuAction::Search),
             (settings.id().clone(), MenuAction::Settings),
@@ -180,6 +192,7 @@ impl Tray {
             state: TrayState::Idle,
             toggle,
             copy_last,
+            paste_last,
             recording: false,
             recent,
             recent_items,
@@ -220,6 +233,19 @@ impl Tray {
 }
 
 impl Tray {
+    /// Enables "Paste last transcription" when there is a transcript; while there is none
+    /// the entry is disabled and says so.
+    pub fn set_can_paste_last(&mut self, can_paste: bool) {
+        if self.paste_last.is_enabled() != can_paste {
+            self.paste_last.set_enabled(can_paste);
+            self.paste_last.set_text(if can_paste {
+                PASTE_LAST
+            } else {
+                PASTE_LAST_NONE
+            });
+        }
+    }
+
     /// Shows `labels` (newest first, at most [`RECENT_LEN`]) under "Recent".
     pub fn set_recent(&mut self, labels: &[String]) {
         if labels == self.recent_shown.as_slice() {

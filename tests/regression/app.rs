@@ -1419,8 +1419,8 @@ fn issue24_12_the_theme_can_be_set_to_light_or_dark() {
     use eframe::egui::Theme;
     use persyk::settings::ThemeChoice;
     let f = fixture(None, Some("sk-test"), 1.0, |_| {});
-    // Tall enough for the Appearance section, the last one, to be on screen.
-    let mut app = UiApp::new(f, 640.0, 1800.0);
+    // Tall enough for the whole Settings page: the clicks land where the radios are drawn.
+    let mut app = UiApp::new(f, 640.0, 2400.0);
     app.harness.state_mut().show_page(Page::Settings);
     app.harness.step();
     app.harness

@@ -140,23 +140,23 @@ pub(super) fn paste_outcome(ui: &mut egui::Ui, paste: Option<&Result<(), PasteEr
             ui.label("Pasted into the active app");
         }
         Some(Err(e)) => {
-            let why = match e {
-                PasteError::NotTrusted => NEEDS_ACCESS.to_owned(),
-                PasteError::Unavailable(why) => (*why).to_owned(),
-                PasteError::Failed(why) => {
-                    format!("The paste keystroke could not be sent ({why}).")
-                }
-            };
-            ui.colored_label(
-                ui.visuals().warn_fg_color,
-                format!(
-                    "Not pasted ({}): {why} The text is on the clipboard.",
-                    e.code()
-                ),
-            );
+            ui.colored_label(ui.visuals().warn_fg_color, not_pasted_sentence(e));
         }
         None => {}
     }
+}
+
+/// "Not pasted (code): why. The text is on the clipboard." for a paste that failed.
+pub(super) fn not_pasted_sentence(e: &PasteError) -> String {
+    let why = match e {
+        PasteError::NotTrusted => NEEDS_ACCESS.to_owned(),
+        PasteError::Unavailable(why) => (*why).to_owned(),
+        PasteError::Failed(why) => format!("The paste keystroke could not be sent ({why})."),
+    };
+    format!(
+        "Not pasted ({}): {why} The text is on the clipboard.",
+        e.code()
+    )
 }
 
 #[cfg(test)]

@@ -312,6 +312,38 @@ struct ModelsView {
     switch_when_installed: Option<String>,
 }
 
+/// Settings › Startup: the login item and what the system last said about it.
+struct AutostartView {
+    /// Persyk's login item (`None`: there is none here; `unavailable` says why).
+    item: Option<super::autostart::LoginItem>,
+    unavailable: String,
+    /// The system's answer (`None`: not read yet).
+    state: Option<Result<super::autostart::AutostartState, super::autostart::AutostartError>>,
+    /// Read back since the Settings page was last shown.
+    asked: bool,
+    /// A read or change is running (the checkbox waits for it).
+    busy: bool,
+}
+
+impl AutostartView {
+    fn new(item: Result<super::autostart::LoginItem, super::autostart::AutostartError>) -> Self {
+        let (item, unavailable) = match item {
+            Ok(item) => (Some(item), String::new()),
+            Err(e) => {
+                eprintln!("persyk: start at login: {e}");
+                (None, e.sentence().to_owned())
+            }
+        };
+        AutostartView {
+            item,
+            unavailable,
+            state: None,
+            asked: false,
+            busy: false,
+        }
+    }
+}
+
 /// The whole window's state.
 pub struct PersykUi {
     backend: BackendHandle,
@@ -343,6 +375,14 @@ pub struct PersykUi {
     tray_note: Option<String>,
     /// Shown in Settings when the hotkey could not be registered.
     pub hotkey_note: Option<String>,
+    /// Shown in Settings when the paste-last shortcut could not be registered.
+    pub paste_hotkey_note: Option<String>,
+    /// The "Paste last transcription" delivery running off the UI thread, by its id.
+    paste_last_delivering: Option<u64>,
+    /// Settings › Startup (start at login).
+    autostart: AutostartView,
+    /// Settings › Shortcut: the key recorder.
+    recorder: settings::Recorder,
     pending: Vec<Action>,
     /// Stop as soon as the starting recording arrives.
     stop_on_start: bool,
@@ -428,6 +468,10 @@ impl PersykUi {
             microphone_note: None,
             tray_note: None,
             hotkey_note: None,
+            paste_hotkey_note: None,
+            paste_last_delivering: None,
+            autostart: AutostartView::new(super::autostart::LoginItem::system()),
+            recorder: settings::Recorder::default(),
             pending: Vec::new(),
             stop_on_start: false,
             devices: None,
@@ -486,6 +530,10 @@ impl PersykUi {
     }
 
     pub fn show_page(&mut self, page: Page) {
+        if page == Page::Settings && self.page != Page::Settings {
+            // The login item is the system's: read it back each time Settings shows.
+            self.autostart.asked = false;
+        }
         if page == Page::Search && self.page != Page::Search {
             self.search.edited_at = None;
             self.search.focus_query = true;
@@ -549,6 +597,53 @@ impl PersykUi {
         if let Some(t) = self.last_transcript.clone() {
             self.copy(&t);
         }
+    }
+
+    /// Whether Settings is recording a shortcut: the shell lets go of its global grabs
+    /// meanwhile, so the combination in use can be pressed into the recorder. A window that
+    /// loses the keyboard stops the recorder (see `process`).
+    pub fn is_recording_shortcut(&self) -> bool {
+        self.recorder.target.is_some() && self.page == Page::Settings
+    }
+
+    /// What "Paste last transcription" pastes: the newest transcription (of this run, else
+    /// the newest in the history), its surviving words only — never an `[audio]` marker.
+    pub fn paste_last_text(&self) -> Option<&str> {
+        self.recent
+            .first()
+            .map(|r| r.text.as_str())
+            .filter(|t| !t.trim().is_empty())
+    }
+
+    /// Pastes the newest transcription into the focused app through the after-dictation
+    /// path (copy, paste keystroke, the previous clipboard put back when "After dictation"
+    /// says so); Persyk's own focused window gets a copy only. The outcome is the notice.
+    pub fn paste_last(&mut self) {
+        let Some(text) = self.paste_last_text().map(str::to_owned) else {
+            self.notice = Some(("There is no transcription to paste yet.".into(), false));
+            return;
+        };
+        let after = crate::settings::AfterDictationSettings {
+            action: if self.window_focused {
+                crate::settings::AfterAction::Copy
+            } else {
+                crate::settings::AfterAction::Paste
+            },
+            restore_clipboard: self.settings.after_dictation.restore_clipboard,
+        };
+        match self.effects.deliver_transcript(&text, &after, &self.waker) {
+            Delivered::Now(delivery) => self.paste_last_done(delivery),
+            Delivered::Later(id) => self.paste_last_delivering = Some(id),
+        }
+    }
+
+    fn paste_last_done(&mut self, delivery: Delivery) {
+        self.notice = Some(match (&delivery.copied, &delivery.pasted) {
+            (Err(reason), _) => (format!("Copying failed: {reason}"), true),
+            (Ok(()), None) => ("Copied the last transcription".into(), false),
+            (Ok(()), Some(Ok(()))) => ("Pasted the last transcription".into(), false),
+            (Ok(()), Some(Err(e))) => (after_dictation::not_pasted_sentence(e), true),
+        });
     }
 
     /// The newest transcriptions, newest first (the menu-bar menu's "Recent").
@@ -615,6 +710,12 @@ impl PersykUi {
         self.list_models();
     }
 
+    /// The login item Settings › Startup reads and changes (tests point it at a temporary
+    /// autostart folder).
+    pub fn set_login_item(&mut self, item: super::autostart::LoginItem) {
+        self.autostart = AutostartView::new(Ok(item));
+    }
+
     pub fn set_tray_note(&mut self, note: Option<String>) {
         self.tray_note = note;
     }
@@ -662,11 +763,22 @@ impl PersykUi {
     /// Applies every waiting update; runs effects of finished recordings. Cheap when idle.
     pub fn process(&mut self, ctx: &egui::Context) {
         self.waker.attach(ctx);
-        self.window_focused = ctx.input(|i| i.viewport().focused == Some(true));
+        let focused = ctx.input(|i| i.viewport().focused);
+        self.window_focused = focused == Some(true);
+        if focused == Some(false) {
+            // The window lost the keyboard (or was hidden): a waiting key recorder would
+            // keep the global grabs released with nobody to press the keys.
+            self.recorder.target = None;
+        }
         while let Some(update) = self.backend.try_recv() {
             self.apply(update);
         }
         while let Some((id, delivery)) = self.effects.delivered() {
+            if self.paste_last_delivering == Some(id) {
+                self.paste_last_delivering = None;
+                self.paste_last_done(delivery);
+                continue;
+            }
             if let Dictation::Done(done) = &mut self.dictation
                 && done.delivering == Some(id)
             {
@@ -1030,6 +1142,10 @@ impl PersykUi {
                     }
                 }
                 self.key_check = Some(KeyCheck::Done { code, stored });
+            }
+            Update::Autostart(result) => {
+                self.autostart.busy = false;
+                self.autostart.state = Some(result);
             }
             Update::ModelDeleted { name } => {
                 self.models.notes.insert(name, ("Deleted".into(), false));

@@ -1,13 +1,22 @@
 //! The Settings page: the editable form, recognition and model downloads, first run.
 //!
 //! The form is a column of sections (`widgets::section`): Recognition, Microphone, Shortcut,
-//! History, After dictation, Appearance — one method each (`*_ui`), so a new control is a row in its
+//! Startup, History, After dictation, Appearance — one method each (`*_ui`), so a new control is a row in its
 //! section's method. The sections scroll; the Save bar stays at the bottom of the window.
+//!
+//! Shortcut holds the key recorder: each shortcut shown the Mac way (`⌥Space`, the modifier
+//! symbols painted: egui's fonts have none) with "Record shortcut", which takes the next
+//! key pressed with its modifiers and refuses a typing key without one. Startup's checkbox
+//! shows the login item as the system has it (read back through the backend each time the
+//! page shows and after each change; `app::autostart`), never a remembered flag.
 
 use super::onboarding::download_state_ui;
 use super::style::{self, Icon, space};
 use super::widgets::{self, fmt_mib};
 use super::*;
+use crate::app::autostart::AutostartState;
+use crate::app::hotkey::HotkeyError;
+use global_hotkey::hotkey::{Code, Modifiers};
 
 /// The Settings page's editable copy.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -29,7 +38,10 @@ pub struct SettingsForm {
     pub additional: String,
     pub pre_roll_ms: u32,
     pub hotkey: String,
-    pub push_to_talk: bool,
+    /// Auto (tap or hold), toggle or push to talk.
+    pub hotkey_mode: HotkeyMode,
+    /// The "Paste last transcription" shortcut (empty: none).
+    pub paste_last: String,
     /// Recognition on this device (Whisper) instead of OpenAI.
     pub local: bool,
     /// The catalog model (when `use_model_file` is off).
@@ -83,7 +95,8 @@ impl SettingsForm {
                 .keys
                 .clone()
                 .unwrap_or_else(|| crate::settings::DEFAULT_HOTKEY.to_owned()),
-            push_to_talk: s.hotkey.mode == HotkeyMode::PushToTalk,
+            hotkey_mode: s.hotkey.mode,
+            paste_last: s.hotkey.paste_last.clone().unwrap_or_default(),
             local: s.recognition.engine == RecognitionEngine::Local,
             local_model: match &s.recognition.local_model {
                 Some(m) if !m.contains('/') => m.trim().to_owned(),
@@ -139,11 +152,8 @@ impl SettingsForm {
             .map(PathBuf::from)
             .collect();
         s.hotkey.keys = Some(self.hotkey.trim().to_owned());
-        s.hotkey.mode = if self.push_to_talk {
-            HotkeyMode::PushToTalk
-        } else {
-            HotkeyMode::Toggle
-        };
+        s.hotkey.mode = self.hotkey_mode;
+        s.hotkey.paste_last = opt(&self.paste_last);
         s.recognition.engine = if self.local {
             RecognitionEngine::Local
         } else {
@@ -234,6 +244,7 @@ impl PersykUi {
             self.microphone_ui(ui)
         });
         widgets::section(ui, "Shortcut", |ui| self.shortcut_ui(ui));
+        widgets::section(ui, "Startup", |ui| self.startup_ui(ui));
         widgets::section(ui, "History", |ui| self.history_folders_ui(ui));
         widgets::section(ui, "After dictation", |ui| {
             self.after_dictation_settings_ui(ui)
@@ -444,8 +455,11 @@ impl PersykUi {
         ));
     }
 
-    /// Shortcut: the global hotkey and how it behaves.
+    /// Shortcut: the global hotkey and how it behaves, and the paste-last shortcut. Each
+    /// shortcut is shown the Mac way with its recorder; the text field under it takes a
+    /// combination by name.
     fn shortcut_ui(&mut self, ui: &mut egui::Ui) {
+        self.recorder_ui(ui, ShortcutTarget::Dictation);
         let f = &mut self.form;
         field(ui, "Global hotkey", |ui| {
             ui.add(
@@ -456,11 +470,7 @@ impl PersykUi {
         });
         // Beside the field, and gone once it is fixed: what is typed is checked as typed;
         // what the system refused is checked at each registration (the shell's note).
-        let typed = crate::settings::HotkeySettings {
-            keys: Some(f.hotkey.trim().to_owned()),
-            mode: HotkeyMode::Toggle,
-        };
-        if let Err(e) = hotkey::parse(&typed) {
+        if let Err(e) = hotkey::parse_keys(&f.hotkey) {
             widgets::row(ui, "", |ui, _| {
                 ui.colored_label(
                     ui.visuals().error_fg_color,
@@ -475,10 +485,165 @@ impl PersykUi {
         }
         widgets::row(ui, "Hotkey mode", |ui, _| {
             ui.horizontal_wrapped(|ui| {
-                ui.radio_value(&mut f.push_to_talk, false, "Toggle");
-                ui.radio_value(&mut f.push_to_talk, true, "Push to talk");
+                let m = &mut f.hotkey_mode;
+                ui.radio_value(m, HotkeyMode::Auto, "Tap or hold");
+                ui.radio_value(m, HotkeyMode::Toggle, "Toggle");
+                ui.radio_value(m, HotkeyMode::PushToTalk, "Push to talk");
             });
         });
+        ui.label(style::caption(match f.hotkey_mode {
+            HotkeyMode::Auto => AUTO_MODE_HELP,
+            HotkeyMode::Toggle => "Press once to start dictating, again to stop.",
+            HotkeyMode::PushToTalk => "Dictation runs while the keys are held.",
+        }));
+        self.recorder_ui(ui, ShortcutTarget::PasteLast);
+        let f = &mut self.form;
+        field(ui, "Paste last transcription", |ui| {
+            ui.add(
+                egui::TextEdit::singleline(&mut f.paste_last)
+                    .desired_width(f32::INFINITY)
+                    .hint_text("empty: no shortcut"),
+            )
+        });
+        if let Some(problem) = paste_last_problem(f) {
+            widgets::row(ui, "", |ui, _| {
+                ui.colored_label(ui.visuals().error_fg_color, problem.sentence());
+                super::onboarding::details_ui(ui, problem.code());
+            });
+        } else if let Some(note) = &self.paste_hotkey_note {
+            widgets::row(ui, "", |ui, _| {
+                ui.colored_label(ui.visuals().warn_fg_color, note);
+            });
+        }
+    }
+
+    /// One shortcut the Mac way (`⌥Space`) with "Record shortcut": while recording, the next
+    /// key pressed with its modifiers becomes the shortcut (Esc cancels); a typing key
+    /// without a modifier is refused and said. Whether the system accepts the combination is
+    /// said once it is registered (the shell's note under the field).
+    fn recorder_ui(&mut self, ui: &mut egui::Ui, target: ShortcutTarget) {
+        let (row, record) = match target {
+            ShortcutTarget::Dictation => ("Shortcut", RECORD_SHORTCUT),
+            ShortcutTarget::PasteLast => ("Paste shortcut", RECORD_PASTE_SHORTCUT),
+        };
+        let text = match target {
+            ShortcutTarget::Dictation => &self.form.hotkey,
+            ShortcutTarget::PasteLast => &self.form.paste_last,
+        };
+        let current = hotkey::parse_keys(text);
+        let recording = self.recorder.target == Some(target);
+        let mut start = false;
+        let mut cancel = false;
+        let mut captured = None;
+        widgets::row(ui, row, |ui, _| {
+            ui.horizontal_wrapped(|ui| {
+                if recording {
+                    ui.label(RichText::new("Press the keys… (Esc cancels)").strong());
+                    captured = ui.input_mut(take_key_press);
+                    cancel = ui.button("Cancel recording").clicked();
+                    ui.ctx().request_repaint();
+                } else {
+                    match &current {
+                        Ok(Some(keys)) => {
+                            keys_label_ui(ui, keys);
+                        }
+                        Ok(None) => {
+                            ui.label(RichText::new("None").strong());
+                        }
+                        Err(_) => {
+                            ui.label(RichText::new("Not a combination").strong());
+                        }
+                    }
+                    start = ui.button(record).clicked();
+                }
+            });
+        });
+        if let Some((t, e)) = &self.recorder.refused
+            && *t == target
+        {
+            widgets::row(ui, "", |ui, _| {
+                ui.colored_label(ui.visuals().error_fg_color, refused_sentence(e));
+                super::onboarding::details_ui(ui, e.code());
+            });
+        }
+        if start {
+            self.recorder = Recorder {
+                target: Some(target),
+                refused: None,
+            };
+            ui.ctx().memory_mut(|m| m.stop_text_input());
+        }
+        if cancel {
+            self.recorder.target = None;
+        }
+        match captured {
+            Some((egui::Key::Escape, m)) if m.is_none() => self.recorder.target = None,
+            Some((key, modifiers)) => {
+                self.recorder.target = None;
+                let result = key_code(key)
+                    .ok_or(HotkeyError::Invalid)
+                    .and_then(|code| hotkey::recorded(hotkey_modifiers(modifiers), code));
+                match result {
+                    Ok((_, text)) => {
+                        self.recorder.refused = None;
+                        match target {
+                            ShortcutTarget::Dictation => self.form.hotkey = text,
+                            ShortcutTarget::PasteLast => self.form.paste_last = text,
+                        }
+                    }
+                    Err(e) => self.recorder.refused = Some((target, e)),
+                }
+            }
+            None => {}
+        }
+    }
+
+    /// Startup: whether the system starts Persyk at login, as the system has it (read back
+    /// each time the page shows and after each change; never a remembered flag).
+    fn startup_ui(&mut self, ui: &mut egui::Ui) {
+        if !self.autostart.asked {
+            self.autostart.asked = true;
+            if let Some(item) = self.autostart.item.clone() {
+                self.autostart.busy = true;
+                self.send(Command::Autostart { item, on: None });
+            }
+        }
+        let a = &self.autostart;
+        let state = a.state.as_ref().and_then(|r| r.as_ref().ok());
+        let mut on = state.is_some_and(|s| s.is_on());
+        let usable = a.item.is_some() && !a.busy && !matches!(a.state, Some(Err(_)) | None);
+        let mut clicked = false;
+        widgets::row(ui, "Login", |ui, _| {
+            clicked = ui
+                .add_enabled(usable, egui::Checkbox::new(&mut on, START_AT_LOGIN))
+                .clicked();
+        });
+        match (&a.item, &a.state) {
+            (None, _) => {
+                ui.colored_label(ui.visuals().warn_fg_color, a.unavailable.as_str());
+            }
+            (Some(_), Some(Err(e))) => {
+                ui.colored_label(ui.visuals().warn_fg_color, e.sentence());
+                super::onboarding::details_ui(ui, e.code());
+            }
+            (Some(_), Some(Ok(AutostartState::Elsewhere { exec }))) => {
+                ui.colored_label(
+                    ui.visuals().warn_fg_color,
+                    format!(
+                        "At login the system starts another program: {exec}. Turning this on \
+                         replaces it with this Persyk."
+                    ),
+                );
+            }
+            (Some(_), Some(Ok(AutostartState::NeedsApproval))) => {
+                ui.colored_label(ui.visuals().warn_fg_color, NEEDS_LOGIN_APPROVAL);
+            }
+            _ => {}
+        }
+        if clicked && let Some(item) = self.autostart.item.clone() {
+            self.autostart.busy = true;
+            self.send(Command::Autostart { item, on: Some(on) });
+        }
     }
 
     /// History: where sessions are written and which folders search also reads.
@@ -673,8 +838,8 @@ impl PersykUi {
             self.form_error = Some(e.to_string());
             return;
         }
-        if hotkey::parse(&settings.hotkey).is_err() {
-            // Said beside the hotkey field (`shortcut_ui`), until it is fixed.
+        if hotkey::parse(&settings.hotkey).is_err() || paste_last_problem(&self.form).is_some() {
+            // Said beside the shortcut's field (`shortcut_ui`), until it is fixed.
             self.form_error = None;
             return;
         }
@@ -714,6 +879,337 @@ impl PersykUi {
         {
             self.save_settings();
         }
+    }
+}
+
+/// The key recorder's buttons.
+pub const RECORD_SHORTCUT: &str = "Record shortcut";
+pub const RECORD_PASTE_SHORTCUT: &str = "Record paste shortcut";
+
+/// Which shortcut the recorder sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ShortcutTarget {
+    Dictation,
+    PasteLast,
+}
+
+/// The key recorder (Settings › Shortcut): which shortcut is being recorded, and why the
+/// last combination pressed was refused.
+#[derive(Debug, Default)]
+pub(super) struct Recorder {
+    pub(super) target: Option<ShortcutTarget>,
+    pub(super) refused: Option<(ShortcutTarget, HotkeyError)>,
+}
+
+fn refused_sentence(e: &HotkeyError) -> &'static str {
+    match e {
+        HotkeyError::NeedsModifier => MODIFIER_NEEDED,
+        _ => "Persyk cannot use that key for a shortcut: choose another.",
+    }
+}
+
+/// Why a typing key alone is refused (the modifiers named as this platform's keyboard does).
+#[cfg(target_os = "macos")]
+const MODIFIER_NEEDED: &str = "That key types text: hold Control, Option or Command with it \
+     (F-keys work alone). Press Record shortcut to try again.";
+#[cfg(not(target_os = "macos"))]
+const MODIFIER_NEEDED: &str = "That key types text: hold Ctrl or Alt with it (F-keys work \
+     alone). Press Record shortcut to try again.";
+
+/// A combination the Mac way (`⌥Space`, `⌃⇧D`): egui's fonts have no ⌃ ⌥ ⇧ ⌘, so the
+/// modifiers are painted as strokes, then the key's name is written; the accessible label
+/// is the same text ([`hotkey::display`]).
+fn keys_label_ui(ui: &mut egui::Ui, keys: &global_hotkey::hotkey::HotKey) -> egui::Response {
+    let font = egui::FontId::proportional(style::HEADING_SIZE);
+    let color = ui.visuals().strong_text_color();
+    let galley = ui
+        .painter()
+        .layout_no_wrap(hotkey::key_name(keys.key), font, color);
+    let mods: Vec<Modifiers> = [
+        Modifiers::CONTROL,
+        Modifiers::ALT,
+        Modifiers::SHIFT,
+        Modifiers::META,
+    ]
+    .into_iter()
+    .filter(|m| keys.mods.contains(*m))
+    .collect();
+    let glyph = galley.size().y * 0.62;
+    let step = glyph + 3.0;
+    let size = egui::vec2(mods.len() as f32 * step + galley.size().x, galley.size().y);
+    let (rect, response) = ui.allocate_exact_size(size, egui::Sense::hover());
+    let label = hotkey::display(keys);
+    response.widget_info(|| egui::WidgetInfo::labeled(egui::Role::Label, true, label.as_str()));
+    let painter = ui.painter_at(rect.expand(1.0));
+    let stroke = egui::Stroke::new(1.4, color);
+    for (i, m) in mods.iter().enumerate() {
+        let min = egui::pos2(rect.left() + i as f32 * step, rect.center().y - glyph / 2.0);
+        paint_modifier(
+            &painter,
+            egui::Rect::from_min_size(min, egui::vec2(glyph, glyph)),
+            *m,
+            stroke,
+        );
+    }
+    painter.galley(
+        egui::pos2(rect.left() + mods.len() as f32 * step, rect.top()),
+        galley,
+        color,
+    );
+    response
+}
+
+/// One modifier's symbol as strokes in the square `r`: ⌃ a caret, ⌥ the option switch,
+/// ⇧ an outlined arrow, ⌘ the looped square.
+fn paint_modifier(painter: &egui::Painter, r: egui::Rect, m: Modifiers, stroke: egui::Stroke) {
+    let at = |x: f32, y: f32| egui::pos2(r.left() + x * r.width(), r.top() + y * r.height());
+    if m == Modifiers::CONTROL {
+        painter.line(vec![at(0.1, 0.6), at(0.5, 0.2), at(0.9, 0.6)], stroke);
+    } else if m == Modifiers::ALT {
+        painter.line(
+            vec![at(0.0, 0.2), at(0.35, 0.2), at(0.7, 0.85), at(1.0, 0.85)],
+            stroke,
+        );
+        painter.line_segment([at(0.6, 0.2), at(1.0, 0.2)], stroke);
+    } else if m == Modifiers::SHIFT {
+        let arrow = vec![
+            at(0.5, 0.0),
+            at(1.0, 0.5),
+            at(0.75, 0.5),
+            at(0.75, 1.0),
+            at(0.25, 1.0),
+            at(0.25, 0.5),
+            at(0.0, 0.5),
+        ];
+        painter.add(egui::Shape::closed_line(arrow, stroke));
+    } else {
+        // ⌘: a square whose corners run out into loops.
+        let radius = 0.17 * r.width();
+        for (x, y) in [(0.25, 0.25), (0.75, 0.25), (0.25, 0.75), (0.75, 0.75)] {
+            painter.circle_stroke(at(x, y), radius, stroke);
+        }
+        let square = vec![at(0.25, 0.42), at(0.25, 0.58)];
+        painter.line(square, stroke);
+        for (a, b) in [
+            ((0.42, 0.25), (0.58, 0.25)),
+            ((0.42, 0.75), (0.58, 0.75)),
+            ((0.75, 0.42), (0.75, 0.58)),
+        ] {
+            painter.line_segment([at(a.0, a.1), at(b.0, b.1)], stroke);
+        }
+    }
+}
+
+/// The first key pressed this frame, with its modifiers, taken out of the input so nothing
+/// else on the page acts on it.
+fn take_key_press(input: &mut egui::InputState) -> Option<(egui::Key, egui::Modifiers)> {
+    let mut found = None;
+    input.events.retain(|e| match e {
+        egui::Event::Key {
+            key,
+            pressed: true,
+            repeat: false,
+            modifiers,
+            ..
+        } if found.is_none() => {
+            found = Some((*key, *modifiers));
+            false
+        }
+        _ => true,
+    });
+    found
+}
+
+/// egui's modifiers as the hotkey library's (⌘ is the Command key on macOS; egui reports
+/// no Super key elsewhere).
+fn hotkey_modifiers(m: egui::Modifiers) -> Modifiers {
+    let mut out = Modifiers::empty();
+    for (held, modifier) in [
+        (m.ctrl, Modifiers::CONTROL),
+        (m.alt, Modifiers::ALT),
+        (m.shift, Modifiers::SHIFT),
+        (m.mac_cmd, Modifiers::META),
+    ] {
+        if held {
+            out |= modifier;
+        }
+    }
+    out
+}
+
+/// The key's physical position as the hotkey library names it (US layout positions, as the
+/// system's hotkeys are); `None` for keys a shortcut cannot use.
+fn key_code(key: egui::Key) -> Option<Code> {
+    use egui::Key as K;
+    let letters = [
+        Code::KeyA,
+        Code::KeyB,
+        Code::KeyC,
+        Code::KeyD,
+        Code::KeyE,
+        Code::KeyF,
+        Code::KeyG,
+        Code::KeyH,
+        Code::KeyI,
+        Code::KeyJ,
+        Code::KeyK,
+        Code::KeyL,
+        Code::KeyM,
+        Code::KeyN,
+        Code::KeyO,
+        Code::KeyP,
+        Code::KeyQ,
+        Code::KeyR,
+        Code::KeyS,
+        Code::KeyT,
+        Code::KeyU,
+        Code::KeyV,
+        Code::KeyW,
+        Code::KeyX,
+        Code::KeyY,
+        Code::KeyZ,
+    ];
+    let digits = [
+        Code::Digit0,
+        Code::Digit1,
+        Code::Digit2,
+        Code::Digit3,
+        Code::Digit4,
+        Code::Digit5,
+        Code::Digit6,
+        Code::Digit7,
+        Code::Digit8,
+        Code::Digit9,
+    ];
+    let functions = [
+        Code::F1,
+        Code::F2,
+        Code::F3,
+        Code::F4,
+        Code::F5,
+        Code::F6,
+        Code::F7,
+        Code::F8,
+        Code::F9,
+        Code::F10,
+        Code::F11,
+        Code::F12,
+        Code::F13,
+        Code::F14,
+        Code::F15,
+        Code::F16,
+        Code::F17,
+        Code::F18,
+        Code::F19,
+        Code::F20,
+        Code::F21,
+        Code::F22,
+        Code::F23,
+        Code::F24,
+    ];
+    let name = key.name();
+    if let [c] = name.as_bytes()
+        && c.is_ascii_uppercase()
+    {
+        return letters.get(usize::from(c - b'A')).copied();
+    }
+    if let Some(n) = name.strip_prefix('F').and_then(|n| n.parse::<usize>().ok()) {
+        return functions.get(n.checked_sub(1)?).copied();
+    }
+    Some(match key {
+        K::Num0
+        | K::Num1
+        | K::Num2
+        | K::Num3
+        | K::Num4
+        | K::Num5
+        | K::Num6
+        | K::Num7
+        | K::Num8
+        | K::Num9 => {
+            let n = name.bytes().last()?.checked_sub(b'0')?;
+            return digits.get(usize::from(n)).copied();
+        }
+        K::ArrowDown => Code::ArrowDown,
+        K::ArrowLeft => Code::ArrowLeft,
+        K::ArrowRight => Code::ArrowRight,
+        K::ArrowUp => Code::ArrowUp,
+        K::Escape => Code::Escape,
+        K::Tab => Code::Tab,
+        K::Backspace => Code::Backspace,
+        K::Enter => Code::Enter,
+        K::Space => Code::Space,
+        K::Insert => Code::Insert,
+        K::Delete => Code::Delete,
+        K::Home => Code::Home,
+        K::End => Code::End,
+        K::PageUp => Code::PageUp,
+        K::PageDown => Code::PageDown,
+        K::Comma => Code::Comma,
+        K::Backslash => Code::Backslash,
+        K::Slash => Code::Slash,
+        K::OpenBracket => Code::BracketLeft,
+        K::CloseBracket => Code::BracketRight,
+        K::Backtick => Code::Backquote,
+        K::Minus => Code::Minus,
+        K::Period => Code::Period,
+        K::Equals => Code::Equal,
+        K::Semicolon => Code::Semicolon,
+        K::Quote => Code::Quote,
+        _ => return None,
+    })
+}
+
+/// What "Tap or hold" means, under the mode choice.
+pub const AUTO_MODE_HELP: &str = "Tap the hotkey to start dictating hands-free and tap again \
+     to stop; or hold it while you speak and let go to stop.";
+
+/// The Startup checkbox's label.
+pub const START_AT_LOGIN: &str = "Start Persyk at login";
+
+/// What Settings says when macOS waits for the user to allow the login item.
+pub const NEEDS_LOGIN_APPROVAL: &str = "macOS asks you to allow Persyk to start at login: \
+     turn it on in System Settings › General › Login Items.";
+
+/// Why the typed paste-last shortcut cannot be used (`None`: it can, or it is empty).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PasteLastProblem {
+    Invalid,
+    SameAsHotkey,
+}
+
+impl PasteLastProblem {
+    fn sentence(self) -> &'static str {
+        match self {
+            PasteLastProblem::Invalid => {
+                "Not a key combination Persyk understands: try Ctrl+Alt+V."
+            }
+            PasteLastProblem::SameAsHotkey => {
+                "This is already the dictation hotkey: choose another combination."
+            }
+        }
+    }
+
+    fn code(self) -> &'static str {
+        match self {
+            PasteLastProblem::Invalid => "hotkey.invalid",
+            PasteLastProblem::SameAsHotkey => "hotkey.taken",
+        }
+    }
+}
+
+fn paste_last_problem(form: &SettingsForm) -> Option<PasteLastProblem> {
+    match hotkey::parse_keys(&form.paste_last) {
+        Err(_) => Some(PasteLastProblem::Invalid),
+        Ok(Some(paste))
+            if hotkey::parse_keys(&form.hotkey)
+                .ok()
+                .flatten()
+                .is_some_and(|dictation| dictation.id() == paste.id()) =>
+        {
+            Some(PasteLastProblem::SameAsHotkey)
+        }
+        Ok(_) => None,
     }
 }
 
