@@ -463,3 +463,120 @@ fn issue25_01_the_indicator_asks_the_window_manager_for_no_input_focus() {
     let _ = persyk.kill();
     let _ = persyk.wait();
 }
+
+/// Issue #24 items 9 and 10: the indicator's ✕ cancels (nothing kept in the window's
+/// transcript, the indicator says so with Undo for a few seconds, then the session is
+/// deleted); its Undo keeps the recording.
+#[test]
+fn issue24_09_the_indicators_cancel_offers_undo_then_deletes_the_recording() {
+    let sessions = |app: &App| {
+        std::fs::read_dir(app._fixture.0.path().join("sessions"))
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.path().join("session.jsonl").is_file())
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    // ✕, then nothing: gone after the Undo time, and so is the indicator.
+    let mut app = app(|_| {});
+    (app.post)(ShellEvent::TrayClick);
+    app.wait_until("the recording to stream", |a| a.streaming());
+    app.harness.step();
+    app.harness
+        .get_by_role_and_label(Role::Button, "Cancel recording")
+        .click();
+    app.wait_until("the cancel to end the recording", |a| !a.recording());
+    app.wait_until("the indicator's Undo", |a| {
+        a.harness
+            .query_all_by_role_and_label(Role::Button, "Undo")
+            .count()
+            == 2
+    });
+    // The Dictation page offers it too; the indicator's is the second.
+    assert!(app.indicator(), "the indicator offers the Undo");
+    assert_eq!(sessions(&app), 1);
+    app.wait_until("the indicator to go", |a| !a.indicator());
+    app.wait_until("the session to be deleted", |a| sessions(a) == 0);
+
+    // ✕, then the indicator's Undo: kept, and saved as a stop saves it.
+    let mut app2 = self::app(|_| {});
+    (app2.post)(ShellEvent::TrayClick);
+    app2.wait_until("the recording to stream", |a| a.streaming());
+    app2.harness.step();
+    app2.harness
+        .get_by_role_and_label(Role::Button, "Cancel recording")
+        .click();
+    app2.wait_until("the indicator's Undo", |a| {
+        a.harness
+            .query_all_by_role_and_label(Role::Button, "Undo")
+            .count()
+            == 2
+    });
+    app2.harness
+        .query_all_by_role_and_label(Role::Button, "Undo")
+        .nth(1)
+        .expect("the indicator's Undo")
+        .click();
+    app2.wait_until("the recording delivered", |a| {
+        a.harness
+            .query_all_by_label_contains("Saved:")
+            .next()
+            .is_some()
+    });
+    let until = Instant::now() + persyk::app::ui::UNDO_FOR + Duration::from_secs(1);
+    app2.wait_until("the Undo time to pass", move |_| Instant::now() > until);
+    assert_eq!(sessions(&app2), 1);
+}
+
+/// Issue #24 item 9 on a real X server: while the indicator shows, Esc cancels the recording
+/// from any app (grabbed globally only then): the Tk field keeps focus and gets nothing, the
+/// indicator offers Undo, and the session is deleted after the Undo time. Once the indicator
+/// is gone, Esc is the field's again.
+#[cfg(target_os = "linux")]
+#[test]
+fn issue24_09_esc_cancels_from_the_focused_app_while_the_indicator_shows() {
+    let _one_at_a_time = real_app_turn();
+    let Some(desktop) = Desktop::start(xapp::RECORDINGS) else {
+        return;
+    };
+    let entry = desktop.tk_entry();
+    let focus = desktop.focus();
+    assert!(!focus.is_empty(), "the Tk field has no focus");
+    let mut persyk = desktop.launch(true, &["app", "--hidden"]);
+    desktop.wait_tray();
+    let root = desktop.sessions();
+    let count = || {
+        std::fs::read_dir(&root)
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.path().join("session.jsonl").is_file())
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    let indicator = || !desktop.windows(INDICATOR_TITLE).is_empty();
+    assert!(desktop.xdotool(&["key", "alt+space"]).status.success());
+    wait_for(&desktop, &focus, true, "the indicator", indicator);
+    wait_keeping_focus(&desktop, &focus, "the session", || count() == 1);
+    // Recording for a moment, then Esc in the other app.
+    std::thread::sleep(Duration::from_millis(800));
+    assert!(desktop.xdotool(&["key", "Escape"]).status.success());
+    // Cancelled (kept for the Undo time, then deleted) and the indicator gone after it.
+    wait_keeping_focus(
+        &desktop,
+        &focus,
+        "the cancelled session to be deleted",
+        || count() == 0,
+    );
+    wait_keeping_focus(&desktop, &focus, "the indicator to close", || !indicator());
+    assert_eq!(entry.text(), "", "something reached the focused field");
+    // Esc is not grabbed any more: it reaches the field (a Tk entry ignores it, so type a
+    // letter after it to see the keyboard is the field's).
+    assert!(desktop.xdotool(&["key", "Escape", "x"]).status.success());
+    wait_keeping_focus(&desktop, &focus, "the field to get keys again", || {
+        entry.text() == "x"
+    });
+    let _ = persyk.kill();
+    let _ = persyk.wait();
+}

@@ -363,6 +363,8 @@ struct Active {
     task: tokio::task::JoinHandle<Finished>,
     /// Set while the recording's words are being cleaned up (Esc delivers them as spoken).
     cleanup_cancel: Arc<Mutex<Option<crate::cleanup::Canceller>>>,
+    /// The user cancelled the recording: no clean-up runs for it.
+    cancelled: Arc<AtomicBool>,
 }
 
 struct Backend {
@@ -540,6 +542,12 @@ impl Backend {
                         .send(Update::CleanupRemoved { location, result })
                         .await;
                 });
+            }
+            Command::CancelRecording => {
+                if let Some(a) = &self.active {
+                    a.cancelled.store(true, Ordering::SeqCst);
+                    let _ = a.stop.send(true);
+                }
             }
             Command::CancelCleanup => {
                 if let Some(a) = &self.active
@@ -861,6 +869,8 @@ impl Backend {
         let session = handle.dir().to_path_buf();
         let cleanup = self.cleanup_plan().await;
         let cleanup_cancel = Arc::new(Mutex::new(None));
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let cancelled_in_task = cancelled.clone();
         let (stop, stop_rx) = watch::channel(false);
         let (view_tx, view_rx) = oneshot::channel();
         let (removals, removals_rx) = mpsc::channel(16);
@@ -884,7 +894,10 @@ impl Backend {
                     .await;
             let sources = spoken_sources(&result);
             let mut finished = finished_from(dir, result);
-            if finished.error.is_none() && !sources.is_empty() {
+            if finished.error.is_none()
+                && !sources.is_empty()
+                && !cancelled_in_task.load(Ordering::SeqCst)
+            {
                 finished.cleanup =
                     clean_up(cleanup, handle, sources, cancel_slot, notify, &mut finished).await;
             }
@@ -896,6 +909,7 @@ impl Backend {
             removals,
             task,
             cleanup_cancel,
+            cancelled,
         });
         // The engine shows itself right after `recording.started` is durable; if the pipeline
         // failed before that, its end (with the code) arrives as `Ended`.

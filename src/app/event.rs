@@ -41,6 +41,8 @@ pub enum ShellEvent {
     },
     /// The "Paste last transcription" shortcut was pressed.
     PasteLastHotkey,
+    /// Esc while the recording indicator shows (grabbed globally only then).
+    EscapeHotkey,
 }
 
 impl ShellEvent {

@@ -83,6 +83,14 @@ pub enum Slot {
     Dictation = 0,
     /// Paste the last transcription into the focused app (presses only).
     PasteLast = 1,
+    /// Esc, grabbed only while the recording indicator shows: cancel the recording (or,
+    /// during a clean-up, deliver the words as spoken).
+    Cancel = 2,
+}
+
+/// The combination of [`Slot::Cancel`]: Esc alone.
+pub fn cancel_key() -> HotKey {
+    HotKey::new(None, global_hotkey::hotkey::Code::Escape)
 }
 
 // -------------------------------------------------------------------------------------------
@@ -303,7 +311,7 @@ pub type OnHotkey = Arc<dyn Fn(bool, Instant) + Send + Sync>;
 type Route = Option<(u32, OnHotkey)>;
 
 /// Each slot's registration id and callback: what the process-wide handler routes to.
-static ROUTES: Mutex<[Route; 2]> = Mutex::new([None, None]);
+static ROUTES: Mutex<[Route; 3]> = Mutex::new([None, None, None]);
 static HANDLER: Once = Once::new();
 
 fn set_route(slot: Slot, route: Route) {
@@ -332,7 +340,7 @@ fn install_handler() {
 /// The app's global hotkeys: at most one combination per [`Slot`].
 pub struct Hotkeys {
     manager: Option<GlobalHotKeyManager>,
-    current: [Option<HotKey>; 2],
+    current: [Option<HotKey>; 3],
 }
 
 impl Default for Hotkeys {
@@ -346,7 +354,7 @@ impl Hotkeys {
     pub fn new() -> Hotkeys {
         Hotkeys {
             manager: None,
-            current: [None, None],
+            current: [None, None, None],
         }
     }
 

@@ -82,6 +82,9 @@ pub enum Command {
         api_key: Option<String>,
         cleanup_key: Option<String>,
     },
+    /// Stop the recording as a cancel (Esc, the indicator's ✕): it is saved like a stop, but
+    /// no clean-up runs for it; the window keeps it for an Undo before deleting it.
+    CancelRecording,
     /// Stop waiting for the clean-up of the recording just stopped: its words are delivered
     /// as spoken (Esc or "Use my words" during "Cleaning up…").
     CancelCleanup,

@@ -91,7 +91,8 @@ const HIDE_PASSES: u8 = 2;
 #[derive(Default)]
 struct IndicatorShared {
     model: Option<IndicatorModel>,
-    stop: bool,
+    /// What was clicked on it, for the next pass of the shell.
+    action: Option<IndicatorAction>,
     /// The indicator's window was made one that never takes focus (a non-activating panel
     /// on macOS, a "No Input" window on X11); done from its own callback, which runs once
     /// the window exists (the main window may be hidden and get no passes).
@@ -111,6 +112,8 @@ pub struct Shell {
     gestures: hotkey::Gestures,
     /// The grabs are let go while Settings records a shortcut.
     grabs_paused: bool,
+    /// Esc is grabbed (only while the recording indicator shows).
+    escape_grabbed: bool,
     /// The start/stop cue player, and the tray state the last cue was chosen from.
     sounds: Option<Sounds>,
     cue_state: TrayState,
@@ -192,6 +195,7 @@ impl Shell {
             hotkey_generation: None,
             gestures: hotkey::Gestures::new(),
             grabs_paused: false,
+            escape_grabbed: false,
             sounds: if options.play_sounds {
                 Sounds::spawn(sounds::play_on_default_output)
             } else {
@@ -223,6 +227,8 @@ impl Shell {
             self.grabs_paused = recording;
             self.hotkeys.release_slot(hotkey::Slot::Dictation);
             self.hotkeys.release_slot(hotkey::Slot::PasteLast);
+            self.hotkeys.release_slot(hotkey::Slot::Cancel);
+            self.escape_grabbed = false;
             self.hotkey_generation = None;
         }
         if self.grabs_paused {
@@ -385,6 +391,7 @@ impl Shell {
                 }
             }
             ShellEvent::Menu(MenuAction::CopyLast) => self.ui.copy_last(),
+            ShellEvent::EscapeHotkey => self.ui.escape(),
             ShellEvent::Menu(MenuAction::PasteLast) | ShellEvent::PasteLastHotkey => {
                 self.ui.paste_last()
             }
@@ -490,6 +497,8 @@ impl Shell {
             // The tray icon follows the engine's state even while the window is hidden.
             ctx.request_repaint_after(Duration::from_millis(250));
         }
+        let shown = self.indicator_model().is_some();
+        self.sync_escape(shown);
         // Hidden, eframe runs no ui (so no viewport could open) unless asked once; once the
         // indicator's window shows, eframe keeps running the ui for it.
         if !self.indicator_open
@@ -530,6 +539,37 @@ impl Shell {
         self.indicator_ui(ui.ctx());
     }
 
+    /// Grabs Esc globally while the indicator shows a recording (Esc then cancels it from
+    /// any app, as the indicator's ✕ does) and lets it go as soon as it does not: Esc is
+    /// every other app's key the rest of the time.
+    fn sync_escape(&mut self, shown: bool) {
+        let want = shown
+            && !self.options.no_hotkey
+            && !self.grabs_paused
+            && self.ui.escape_means_something();
+        if want == self.escape_grabbed {
+            return;
+        }
+        self.escape_grabbed = want;
+        if want {
+            let post = self.post.clone();
+            let on_escape: hotkey::OnHotkey = Arc::new(move |pressed, _| {
+                if pressed {
+                    post(ShellEvent::EscapeHotkey);
+                }
+            });
+            if let Err(e) =
+                self.hotkeys
+                    .set_slot(hotkey::Slot::Cancel, Some(hotkey::cancel_key()), on_escape)
+            {
+                // Another app holds Esc: the indicator's ✕ and the window's Esc still work.
+                eprintln!("persyk: Esc to cancel: {e}");
+            }
+        } else {
+            self.hotkeys.release_slot(hotkey::Slot::Cancel);
+        }
+    }
+
     /// Asks for the indicator's viewport while there is something to show. Deferred, not
     /// immediate: eframe creates its window with the event loop in hand, also after a pass
     /// of a hidden main window (an immediate viewport cannot open there), and repaints it
@@ -559,8 +599,8 @@ impl Shell {
             let Some(view) = lock().model.as_ref().map(IndicatorModel::view) else {
                 return;
             };
-            if indicator::indicator_ui(ui, &view) == Some(IndicatorAction::Stop) {
-                lock().stop = true;
+            if let Some(action) = indicator::indicator_ui(ui, &view) {
+                lock().action = Some(action);
                 ui.ctx().request_repaint_of(egui::ViewportId::ROOT);
             }
             // The clock and the meter move; this repaints the indicator's window only.
@@ -575,17 +615,19 @@ impl Shell {
         self.indicator_stop();
     }
 
-    /// Applies a click on the indicator's Stop.
+    /// Applies a click on the indicator: Stop, ✕ (cancel) or Undo.
     fn indicator_stop(&mut self) {
-        let stop = std::mem::take(
-            &mut self
-                .indicator
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .stop,
-        );
-        if stop {
-            self.ui.stop();
+        let action = self
+            .indicator
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .action
+            .take();
+        match action {
+            Some(IndicatorAction::Stop) => self.ui.stop(),
+            Some(IndicatorAction::Cancel) => self.ui.cancel(),
+            Some(IndicatorAction::Undo) => self.ui.undo_cancel(),
+            None => {}
         }
     }
 }

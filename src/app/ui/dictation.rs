@@ -57,6 +57,17 @@ impl PersykUi {
                 });
             }
             ui.add_space(space::XS);
+            if let Some(c) = &self.cancelled {
+                let left = c.until.saturating_duration_since(Instant::now()).as_secs() + 1;
+                ui.label(RichText::new("Recording cancelled").strong());
+                ui.label(style::caption(format!(
+                    "Nothing was copied. It is deleted in {left} s unless you undo."
+                )));
+                if ui.button("Undo").clicked() {
+                    actions.push(Action::UndoCancel);
+                }
+                ui.add_space(space::S);
+            }
             match &self.dictation {
                 Dictation::Idle => {
                     ui.label(RichText::new("Start dictation").strong());

@@ -44,6 +44,8 @@ pub enum IndicatorState {
     Finishing,
     /// The engine halted; the recording is ending (the reason is the engine's).
     Halted(String),
+    /// Cancelled: saved, and deleted when the Undo time is over.
+    Cancelled,
 }
 
 impl IndicatorState {
@@ -55,6 +57,7 @@ impl IndicatorState {
             IndicatorState::Transcribing => "Transcribing".into(),
             IndicatorState::Finishing => "Finishing…".into(),
             IndicatorState::Halted(reason) => crate::app::model::halt_sentence(reason),
+            IndicatorState::Cancelled => "Recording cancelled".into(),
         }
     }
 }
@@ -101,6 +104,9 @@ pub struct IndicatorView {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IndicatorAction {
     Stop,
+    /// ✕: cancel the recording (kept for an Undo).
+    Cancel,
+    Undo,
 }
 
 /// The indicator's viewport.
@@ -157,6 +163,18 @@ pub fn indicator_ui(ui: &mut egui::Ui, view: &IndicatorView) -> Option<Indicator
                     ui.allocate_exact_size(egui::vec2(10.0, 10.0), egui::Sense::hover());
                 ui.painter().circle_filled(rect.center(), 5.0, dot);
                 ui.colored_label(state, view.state.label());
+                if view.state == IndicatorState::Cancelled {
+                    ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
+                        if ui
+                            .button("Undo")
+                            .on_hover_text("Keep the recording and copy it as usual")
+                            .clicked()
+                        {
+                            action = Some(IndicatorAction::Undo);
+                        }
+                    });
+                    return;
+                }
                 ui.label(RichText::new(dictation::fmt_elapsed(view.elapsed)).monospace());
                 ui.add(
                     egui::ProgressBar::new(level_fill(view.level))
@@ -164,6 +182,7 @@ pub fn indicator_ui(ui: &mut egui::Ui, view: &IndicatorView) -> Option<Indicator
                         .desired_height(8.0),
                 )
                 .on_hover_text("Input level");
+                // Right to left: Stop stays the rightmost control, ✕ beside it.
                 ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
                     if ui
                         .add_enabled(view.can_stop, egui::Button::new("Stop"))
@@ -171,6 +190,12 @@ pub fn indicator_ui(ui: &mut egui::Ui, view: &IndicatorView) -> Option<Indicator
                         .clicked()
                     {
                         action = Some(IndicatorAction::Stop);
+                    }
+                    if view.can_stop
+                        && style::icon_only_button(ui, style::Icon::Close, "Cancel recording")
+                            .clicked()
+                    {
+                        action = Some(IndicatorAction::Cancel);
                     }
                 });
             });
@@ -210,7 +235,15 @@ impl PersykUi {
                     level: Some(l.live.level.clone()),
                 })
             }
-            Dictation::Idle | Dictation::Done(_) | Dictation::Failed(_) => None,
+            // A cancelled recording waits for its Undo where the user is looking.
+            Dictation::Idle | Dictation::Done(_) | Dictation::Failed(_) => {
+                self.cancelled.as_ref().map(|_| IndicatorModel {
+                    state: IndicatorState::Cancelled,
+                    started: None,
+                    level: None,
+                    can_stop: false,
+                })
+            }
         }
     }
 }

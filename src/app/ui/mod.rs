@@ -141,7 +141,20 @@ struct LiveRec {
     online: bool,
     /// Saved, and a model is cleaning up the words (Esc delivers them as spoken).
     cleaning: bool,
+    /// Stopped as a cancel: nothing is delivered; Undo keeps it for a while.
+    cancelled: bool,
 }
+
+/// A cancelled recording, saved and kept until `until` for an Undo, then deleted.
+struct CancelledRec {
+    finished: Finished,
+    view: Option<EngineView>,
+    online: bool,
+    until: Instant,
+}
+
+/// How long a cancelled recording waits for an Undo before it is deleted.
+pub const UNDO_FOR: Duration = Duration::from_secs(5);
 
 struct DoneRec {
     finished: Finished,
@@ -216,6 +229,8 @@ enum Action {
     Stop,
     /// Deliver the words as spoken now, without waiting for the clean-up.
     CancelCleanup,
+    /// Keep the recording just cancelled and deliver it.
+    UndoCancel,
     Copy(String),
     Remove(String),
     OpenMicrophoneSettings,
@@ -386,6 +401,10 @@ pub struct PersykUi {
     pending: Vec<Action>,
     /// Stop as soon as the starting recording arrives.
     stop_on_start: bool,
+    /// ... and as a cancel.
+    cancel_on_start: bool,
+    /// The recording just cancelled, while its Undo lasts.
+    cancelled: Option<CancelledRec>,
     /// Input devices for the Settings page (asked for once, when the page first shows).
     devices: Option<Vec<String>>,
     devices_asked: bool,
@@ -474,6 +493,8 @@ impl PersykUi {
             recorder: settings::Recorder::default(),
             pending: Vec::new(),
             stop_on_start: false,
+            cancel_on_start: false,
+            cancelled: None,
             devices: None,
             devices_asked: false,
             quitting: false,
@@ -575,6 +596,66 @@ impl PersykUi {
         }
     }
 
+    /// Cancels the running recording (Esc, the indicator's ✕): it is saved as a stop saves
+    /// it, nothing is copied or pasted, and it is deleted after [`UNDO_FOR`] unless Undo.
+    pub fn cancel(&mut self) {
+        match &mut self.dictation {
+            Dictation::Live(l) if !l.stopping => {
+                l.stopping = true;
+                l.cancelled = true;
+                self.send(Command::CancelRecording);
+            }
+            Dictation::Starting => {
+                self.stop_on_start = true;
+                self.cancel_on_start = true;
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether Esc does something now: cancel a recording, or skip a running clean-up.
+    pub fn escape_means_something(&self) -> bool {
+        matches!(&self.dictation, Dictation::Live(l) if !l.stopping || l.cleaning)
+    }
+
+    /// Esc (in the window, or grabbed globally while the indicator shows): cancels the
+    /// recording, or during a clean-up delivers the words as spoken.
+    pub fn escape(&mut self) {
+        match &self.dictation {
+            Dictation::Live(l) if l.cleaning => self.send(Command::CancelCleanup),
+            Dictation::Live(l) if !l.stopping => self.cancel(),
+            _ => {}
+        }
+    }
+
+    /// Undo of a cancel: the recording is kept and delivered as a stop would have.
+    pub fn undo_cancel(&mut self) {
+        if let Some(c) = self.cancelled.take() {
+            self.deliver(c.finished, c.view, c.online);
+        }
+    }
+
+    /// Whether a cancelled recording is waiting for an Undo.
+    pub fn undo_pending(&self) -> bool {
+        self.cancelled.is_some()
+    }
+
+    /// Deletes a cancelled recording once its Undo time is over (through the store's
+    /// whole-session deletion, as Discard does); until then, wakes the window to count down.
+    fn expire_cancelled(&mut self, ctx: &egui::Context) {
+        let Some(c) = &self.cancelled else { return };
+        let left = c.until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            if let Some(c) = self.cancelled.take() {
+                self.send(Command::Discard {
+                    session: c.finished.session,
+                });
+            }
+        } else {
+            ctx.request_repaint_after(left.min(Duration::from_millis(250)));
+        }
+    }
+
     pub fn toggle(&mut self) {
         if self.is_recording() {
             self.stop();
@@ -583,12 +664,12 @@ impl PersykUi {
         }
     }
 
-    /// The last surviving transcription (what "Copy last transcription" copies).
     /// Whether the Settings API key field is empty (a kept key leaves it).
     pub fn settings_form_key_is_empty(&self) -> bool {
         self.form.api_key.is_empty()
     }
 
+    /// The last surviving transcription (what "Copy last transcription" copies).
     pub fn last_transcript(&self) -> Option<&str> {
         self.last_transcript.as_deref()
     }
@@ -773,6 +854,7 @@ impl PersykUi {
         while let Some(update) = self.backend.try_recv() {
             self.apply(update);
         }
+        self.expire_cancelled(ctx);
         while let Some((id, delivery)) = self.effects.delivered() {
             if self.paste_last_delivering == Some(id) {
                 self.paste_last_delivering = None;
@@ -835,15 +917,20 @@ impl PersykUi {
                     started: Instant::now(),
                     stopping: false,
                     cleaning: false,
+                    cancelled: false,
                     online: self.settings.recognition.engine == RecognitionEngine::Openai,
                 });
-                if std::mem::take(&mut self.stop_on_start) {
+                if std::mem::take(&mut self.cancel_on_start) {
+                    self.stop_on_start = false;
+                    self.cancel();
+                } else if std::mem::take(&mut self.stop_on_start) {
                     self.stop();
                 }
             }
             Update::StartFailed { code } => {
                 self.waiting_permission = false;
                 self.stop_on_start = false;
+                self.cancel_on_start = false;
                 self.dictation = Dictation::Failed(code);
             }
             Update::CleanedAgain {
@@ -1154,10 +1241,27 @@ impl PersykUi {
     }
 
     fn finish(&mut self, finished: Finished) {
-        let (view, online) = match &self.dictation {
-            Dictation::Live(l) => (Some(l.live.view.borrow().clone()), l.online),
-            _ => (None, false),
+        let (view, online, cancelled) = match &self.dictation {
+            Dictation::Live(l) => (Some(l.live.view.borrow().clone()), l.online, l.cancelled),
+            _ => (None, false, false),
         };
+        if cancelled && finished.error.is_none() && !finished.removed {
+            // Kept for an Undo, then deleted (`expire_cancelled`); nothing is delivered.
+            self.cancelled = Some(CancelledRec {
+                finished,
+                view,
+                online,
+                until: Instant::now() + UNDO_FOR,
+            });
+            self.dictation = Dictation::Idle;
+            self.notice = Some(("Recording cancelled.".into(), false));
+            return;
+        }
+        self.deliver(finished, view, online);
+    }
+
+    /// Delivers a finished recording: copied (and pasted), remembered as the last one.
+    fn deliver(&mut self, finished: Finished, view: Option<EngineView>, online: bool) {
         let mut done = DoneRec {
             finished,
             view,
@@ -1223,13 +1327,15 @@ impl PersykUi {
             return;
         }
         self.history_keys(ui.ctx());
-        // Esc while a model cleans up: the words go out as spoken, now.
-        if matches!(&self.dictation, Dictation::Live(l) if l.cleaning)
+        // Esc while recording cancels it (kept for an Undo); while a model cleans up, the
+        // words go out as spoken. Not while the user types in a field (it has its own Esc).
+        if self.escape_means_something()
+            && !ui.ctx().egui_wants_keyboard_input()
             && ui
                 .ctx()
                 .input_mut(|i| i.consume_key(egui::Modifiers::NONE, egui::Key::Escape))
         {
-            self.send(Command::CancelCleanup);
+            self.escape();
         }
         style::page(ui.style()).show(ui, |ui| {
             ui.set_min_size(ui.available_size());
@@ -1266,6 +1372,7 @@ impl PersykUi {
             Action::Start => self.start(),
             Action::Stop => self.stop(),
             Action::CancelCleanup => self.send(Command::CancelCleanup),
+            Action::UndoCancel => self.undo_cancel(),
             Action::Copy(text) => self.copy(&text),
             Action::OpenMicrophoneSettings => {
                 if let Err(reason) = self

@@ -240,6 +240,8 @@ pub enum Icon {
     Retry,
     Check,
     Back,
+    /// ✕ (cancel).
+    Close,
 }
 
 /// `icon` as a button atom of the text's height, painted in the button's text colour.
@@ -366,6 +368,11 @@ pub fn paint_icon(painter: &egui::Painter, icon: Icon, rect: Rect, color: Color3
                 vec![at(0.3, -0.7), at(-0.4, 0.0), at(0.3, 0.7)],
                 Stroke::new(stroke.width * 1.2, color),
             ));
+        }
+        Icon::Close => {
+            let s = Stroke::new(stroke.width * 1.2, color);
+            painter.line_segment([at(-0.55, -0.55), at(0.55, 0.55)], s);
+            painter.line_segment([at(0.55, -0.55), at(-0.55, 0.55)], s);
         }
     }
 }
