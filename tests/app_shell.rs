@@ -461,3 +461,49 @@ fn issue14_04_recent_lists_the_last_five_transcriptions_and_a_click_copies() {
     app.step();
     assert_eq!(app.copies.lock().unwrap().len(), copies);
 }
+
+/// Issue #27 item 7: the menu's "Clean-up" submenu switches the mode for the next
+/// dictations, saved at once; a model mode without a server opens Settings and says why.
+#[test]
+fn issue27_the_menu_switches_the_clean_up_mode() {
+    use persyk::cleanup::settings::CleanupMode;
+    // A server is set up: Tidy from the menu is saved.
+    let mut app = shell(
+        fixture(None, Some("sk-test"), 5.0, |s| {
+            s.cleanup.base_url = "http://127.0.0.1:11434/v1".into();
+            s.cleanup.model = "llama3.2".into();
+        }),
+        true,
+    );
+    app.step();
+    (app.post)(ShellEvent::Menu(MenuAction::Cleanup(CleanupMode::Tidy)));
+    app.wait_until("Tidy saved", |a| {
+        a.harness.state().view().settings().cleanup.mode == CleanupMode::Tidy
+    });
+    let config = app.fixture_rest.0.path().join("settings.json");
+    let saved = persyk::settings::Settings::load(&config).expect("settings");
+    assert_eq!(saved.cleanup.mode, CleanupMode::Tidy);
+    (app.post)(ShellEvent::Menu(MenuAction::Cleanup(CleanupMode::AsSpoken)));
+    app.wait_until("As spoken saved", |a| {
+        a.harness.state().view().settings().cleanup.mode == CleanupMode::AsSpoken
+    });
+
+    // No server: Settings opens and says what is missing; nothing is saved.
+    let mut app = shell(fixture(None, Some("sk-test"), 5.0, |_| {}), true);
+    app.step();
+    (app.post)(ShellEvent::Menu(MenuAction::Cleanup(CleanupMode::Polish)));
+    app.wait_until("Settings", |a| {
+        a.harness.state().view().page() == Page::Settings
+    });
+    app.step();
+    assert!(
+        app.harness
+            .query_all_by_label_contains("Polish needs a model server")
+            .next()
+            .is_some()
+    );
+    assert_eq!(
+        app.harness.state().view().settings().cleanup.mode,
+        CleanupMode::AsSpoken
+    );
+}

@@ -18,6 +18,8 @@ pub enum MenuAction {
     PasteLast,
     /// A "Recent" entry, by its place (0: the newest).
     Recent(usize),
+    /// "Clean-up" submenu: the mode for the next dictations.
+    Cleanup(crate::cleanup::settings::CleanupMode),
     Open,
     Search,
     Settings,

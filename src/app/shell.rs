@@ -53,6 +53,8 @@ pub trait TrayPort {
     fn set_recent(&mut self, _labels: &[String]) {}
     /// Enables "Paste last transcription" when there is a transcript to paste.
     fn set_can_paste_last(&mut self, _can_paste: bool) {}
+    /// Checks the clean-up mode in use in the "Clean-up" submenu.
+    fn set_cleanup_mode(&mut self, _mode: crate::cleanup::settings::CleanupMode) {}
     /// Opens the icon's menu (where the platform can).
     fn show_menu(&self) {}
 }
@@ -66,6 +68,9 @@ impl TrayPort for Tray {
     }
     fn set_can_paste_last(&mut self, can_paste: bool) {
         Tray::set_can_paste_last(self, can_paste);
+    }
+    fn set_cleanup_mode(&mut self, mode: crate::cleanup::settings::CleanupMode) {
+        Tray::set_cleanup_mode(self, mode);
     }
     fn show_menu(&self) {
         Tray::show_menu(self);
@@ -399,6 +404,12 @@ impl Shell {
             ShellEvent::Menu(MenuAction::Open) => self.show(ctx, None),
             ShellEvent::Menu(MenuAction::Search) => self.show(ctx, Some(Page::Search)),
             ShellEvent::Menu(MenuAction::Settings) => self.show(ctx, Some(Page::Settings)),
+            ShellEvent::Menu(MenuAction::Cleanup(mode)) => {
+                // A mode that still needs its server opens Settings › Clean-up.
+                if !self.ui.set_cleanup_mode(mode) {
+                    self.show(ctx, Some(Page::Settings));
+                }
+            }
             ShellEvent::Menu(MenuAction::Quit) => self.quit(ctx),
             ShellEvent::Hotkey { pressed, at } => {
                 let mode = self.ui.settings().hotkey.mode;
@@ -487,6 +498,7 @@ impl Shell {
                 self.ui.last_transcript().is_some(),
             );
             tray.set_can_paste_last(self.ui.paste_last_text().is_some());
+            tray.set_cleanup_mode(self.ui.settings().cleanup.mode);
             let labels = recent_labels(self.ui.recent().iter().map(|r| r.text.as_str()));
             if self.recent_shown.as_ref() != Some(&labels) {
                 tray.set_recent(&labels);

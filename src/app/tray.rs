@@ -15,7 +15,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use tray_icon::menu::{Menu, MenuEvent, MenuId, MenuItem, PredefinedMenuItem, Submenu};
+use tray_icon::menu::{
+    CheckMenuItem, Menu, MenuEvent, MenuId, MenuItem, PredefinedMenuItem, Submenu,
+};
+
+use crate::cleanup::settings::CleanupMode;
 use tray_icon::{Icon, MouseButton, MouseButtonState, TrayIcon, TrayIconBuilder, TrayIconEvent};
 
 use super::event::{MenuAction, ShellEvent, TrayState};
@@ -89,6 +93,9 @@ pub struct Tray {
     recent_empty: MenuItem,
     /// The labels shown (`None`: the submenu holds the "nothing yet" line).
     recent_shown: Vec<String>,
+    /// "Clean-up" and its checkable entries, one per mode.
+    _cleanup: Submenu,
+    cleanup_items: Vec<(CleanupMode, CheckMenuItem)>,
 }
 
 impl Tray {
@@ -116,6 +123,14 @@ impl Tray {
         let recent_items: Vec<MenuItem> = (0..RECENT_LEN)
             .map(|_| MenuItem::new("", true, None))
             .collect();
+        let cleanup = Submenu::new("Clean-up", true);
+        let cleanup_items: Vec<(CleanupMode, CheckMenuItem)> = CleanupMode::ALL
+            .iter()
+            .map(|m| (*m, CheckMenuItem::new(m.label(), true, false, None)))
+            .collect();
+        for (_, item) in &cleanup_items {
+            cleanup.append(item).map_err(|_| TrayError::Failed)?;
+        }
         let open = MenuItem::new("Open Persyk", true, None);
         let search = MenuItem::new("Search history…", true, None);
         let settings = MenuItem::new("Settings…", true, None);
@@ -126,6 +141,7 @@ impl Tray {
             &copy_last,
             &paste_last,
             &recent,
+            &cleanup,
             &PredefinedMenuItem::separator(),
             &open,
             &search,
@@ -147,6 +163,9 @@ impl Tray {
         .collect();
         for (i, item) in recent_items.iter().enumerate() {
             actions.insert(item.id().clone(), MenuAction::Recent(i));
+        }
+        for (mode, item) in &cleanup_items {
+            actions.insert(item.id().clone(), MenuAction::Cleanup(*mode));
         }
         {
             let post = post.clone();
@@ -198,6 +217,8 @@ impl Tray {
             recent_items,
             recent_empty,
             recent_shown: Vec::new(),
+            _cleanup: cleanup,
+            cleanup_items,
         })
     }
 
@@ -247,6 +268,17 @@ impl Tray {
     }
 
     /// Shows `labels` (newest first, at most [`RECENT_LEN`]) under "Recent".
+    /// Checks `mode` (and only it) in the "Clean-up" submenu; a click toggles a check item
+    /// by itself, so this runs on every sync, not only on a change.
+    pub fn set_cleanup_mode(&mut self, mode: CleanupMode) {
+        for (m, item) in &self.cleanup_items {
+            let want = *m == mode;
+            if item.is_checked() != want {
+                item.set_checked(want);
+            }
+        }
+    }
+
     pub fn set_recent(&mut self, labels: &[String]) {
         if labels == self.recent_shown.as_slice() {
             return;

@@ -48,6 +48,22 @@ impl CleanupForm {
         }
     }
 
+    /// Whether a chosen mode has what it needs (a server and a model; a language for
+    /// Translate, an instruction for My instruction): until then changes wait, instead of
+    /// a save refused at every keystroke (the Save button still says what is missing).
+    pub(super) fn is_complete(&self) -> bool {
+        let filled = |s: &str| !s.trim().is_empty();
+        match self.mode {
+            CleanupMode::AsSpoken => true,
+            mode => {
+                filled(&self.base_url)
+                    && filled(&self.model)
+                    && (mode != CleanupMode::Translate || filled(&self.language))
+                    && (mode != CleanupMode::Custom || filled(&self.instruction))
+            }
+        }
+    }
+
     pub(super) fn to_settings(&self, base: &CleanupSettings) -> CleanupSettings {
         CleanupSettings {
             mode: self.mode,
@@ -322,6 +338,21 @@ mod tests {
         );
         form.replacements.push((" ".into(), "x".into()));
         assert_eq!(form.to_settings(&s), s);
+    }
+
+    #[test]
+    fn a_model_mode_waits_for_its_server_model_and_language() {
+        let mut f = CleanupForm::default();
+        assert!(f.is_complete());
+        f.mode = CleanupMode::Translate;
+        assert!(!f.is_complete());
+        f.base_url = "http://127.0.0.1:11434/v1".into();
+        f.model = "m".into();
+        assert!(!f.is_complete());
+        f.language = "German".into();
+        assert!(f.is_complete());
+        f.mode = CleanupMode::Custom;
+        assert!(!f.is_complete());
     }
 
     #[test]

@@ -613,6 +613,26 @@ impl PersykUi {
         }
     }
 
+    /// The clean-up mode for the next dictations (the menu's "Clean-up" submenu): saved at
+    /// once when it has what it needs. A model mode without a server is set in the form and
+    /// Settings › Clean-up asks for the server; returns false then.
+    pub fn set_cleanup_mode(&mut self, mode: crate::cleanup::settings::CleanupMode) -> bool {
+        self.form.cleanup.mode = mode;
+        if self.form.cleanup.is_complete() {
+            self.save_settings();
+            true
+        } else {
+            self.notice = Some((
+                format!(
+                    "{} needs a model server: add one in Settings › Clean-up.",
+                    mode.label()
+                ),
+                true,
+            ));
+            false
+        }
+    }
+
     /// Whether Esc does something now: cancel a recording, or skip a running clean-up.
     pub fn escape_means_something(&self) -> bool {
         matches!(&self.dictation, Dictation::Live(l) if !l.stopping || l.cleaning)

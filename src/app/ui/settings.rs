@@ -870,6 +870,7 @@ impl PersykUi {
     fn autosave(&mut self, ctx: &egui::Context) {
         if ctx.egui_wants_keyboard_input()
             || (self.form.use_model_file && self.form.model_path.trim().is_empty())
+            || !self.form.cleanup.is_complete()
         {
             return;
         }
