@@ -580,3 +580,34 @@ fn issue24_09_esc_cancels_from_the_focused_app_while_the_indicator_shows() {
     let _ = persyk.kill();
     let _ = persyk.wait();
 }
+
+/// Issue #27 item 7: with a clean-up mode set, the indicator says which one the words will
+/// go through ("Recording · Tidy"); without one, only the state.
+#[test]
+fn issue27_the_indicator_shows_the_clean_up_mode() {
+    let mut app = app(|s| {
+        s.cleanup.mode = persyk::cleanup::settings::CleanupMode::Tidy;
+        s.cleanup.base_url = "http://127.0.0.1:9/v1".into();
+        s.cleanup.model = "m".into();
+    });
+    (app.post)(ShellEvent::TrayClick);
+    app.wait_until("the recording to stream", |a| a.streaming());
+    app.harness.step();
+    assert!(app.harness.query_by_label("Recording · Tidy").is_some());
+    app.harness
+        .get_by_role_and_label(Role::Button, "Stop")
+        .click();
+    app.wait_until("the recording to end", |a| !a.recording());
+
+    let mut plain = self::app(|_| {});
+    (plain.post)(ShellEvent::TrayClick);
+    plain.wait_until("the recording to stream", |a| a.streaming());
+    plain.harness.step();
+    assert!(
+        plain
+            .harness
+            .query_all_by_label_contains("·")
+            .next()
+            .is_none()
+    );
+}

@@ -72,6 +72,8 @@ pub struct IndicatorModel {
     /// The recording's input level (an `f32` RMS in the bits), when there is one.
     pub level: Option<Arc<AtomicU32>>,
     pub can_stop: bool,
+    /// The clean-up mode the words will go through ("Tidy"), when one is set.
+    pub cleanup: Option<&'static str>,
 }
 
 impl IndicatorModel {
@@ -85,6 +87,7 @@ impl IndicatorModel {
                 .as_ref()
                 .map_or(0.0, |l| f32::from_bits(l.load(Ordering::Relaxed))),
             can_stop: self.can_stop,
+            cleanup: self.cleanup,
         }
     }
 }
@@ -98,6 +101,8 @@ pub struct IndicatorView {
     pub level: f32,
     /// Stop is offered (not while the recording already finishes).
     pub can_stop: bool,
+    /// The clean-up mode, shown beside the state ("Recording · Tidy").
+    pub cleanup: Option<&'static str>,
 }
 
 /// What a click on the indicator asks for.
@@ -162,7 +167,15 @@ pub fn indicator_ui(ui: &mut egui::Ui, view: &IndicatorView) -> Option<Indicator
                 let (rect, _) =
                     ui.allocate_exact_size(egui::vec2(10.0, 10.0), egui::Sense::hover());
                 ui.painter().circle_filled(rect.center(), 5.0, dot);
-                ui.colored_label(state, view.state.label());
+                match view.cleanup {
+                    Some(mode) if view.state != IndicatorState::Cancelled => {
+                        ui.colored_label(state, format!("{} · {mode}", view.state.label()))
+                            .on_hover_text(format!("Your words will be cleaned up: {mode}"));
+                    }
+                    _ => {
+                        ui.colored_label(state, view.state.label());
+                    }
+                }
                 if view.state == IndicatorState::Cancelled {
                     ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
                         if ui
@@ -204,6 +217,12 @@ pub fn indicator_ui(ui: &mut egui::Ui, view: &IndicatorView) -> Option<Indicator
 }
 
 impl PersykUi {
+    /// The clean-up mode's name when a model mode is set (replacements alone are not shown).
+    fn cleanup_label(&self) -> Option<&'static str> {
+        let mode = self.settings.cleanup.mode;
+        mode.uses_model().then(|| mode.label())
+    }
+
     /// What the indicator shows; `None` while no recording runs (the indicator is gone).
     /// The `feedback.indicator` setting is the shell's to apply.
     pub fn indicator(&self) -> Option<IndicatorModel> {
@@ -217,6 +236,7 @@ impl PersykUi {
                 started: None,
                 level: None,
                 can_stop: true,
+                cleanup: self.cleanup_label(),
             }),
             Dictation::Live(l) => {
                 let state = match (&l.live.view.borrow().state, l.stopping) {
@@ -233,6 +253,7 @@ impl PersykUi {
                     state,
                     started: Some(l.started),
                     level: Some(l.live.level.clone()),
+                    cleanup: self.cleanup_label(),
                 })
             }
             // A cancelled recording waits for its Undo where the user is looking.
@@ -242,6 +263,7 @@ impl PersykUi {
                     started: None,
                     level: None,
                     can_stop: false,
+                    cleanup: None,
                 })
             }
         }
