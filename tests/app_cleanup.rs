@@ -106,6 +106,9 @@ fn issue27_a_tidy_dictation_copies_the_clean_up_and_keeps_both_texts() {
     });
     app.click("Open");
     app.wait_label("Read-only: the session as it was");
+    // When and how long (issue #24 item 8): the day, the time and the recorded length.
+    assert!(app.has_label("Today, "));
+    assert!(app.has_label(" recorded"));
     assert!(app.has_label(SPOKEN));
     assert!(app.has_label("Cleaned up (tidy):"));
     // What changed: the words it dropped and the clean-up's, in one line.

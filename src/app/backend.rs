@@ -1713,6 +1713,7 @@ fn opened_message(entry: &Entry) -> OpenedMessage {
         id: entry.id.clone(),
         role,
         text,
+        timestamp: entry.timestamp.clone(),
         cleanup,
     }
 }

@@ -221,6 +221,8 @@ pub struct OpenedMessage {
     /// "user", "assistant", "tool", "cleanup" (a `persyk.cleanup`) or "note".
     pub role: &'static str,
     pub text: String,
+    /// The entry's `timestamp` (ISO), as written.
+    pub timestamp: String,
     /// For a clean-up: where it came from and whether it was delivered.
     pub cleanup: Option<CleanupMeta>,
 }

@@ -176,6 +176,24 @@ impl PersykUi {
                 recording,
                 clean_up_set,
             };
+            // When it was recorded and for how long, from the row it was opened from.
+            if let Some(row) = self
+                .search
+                .opened_from
+                .as_ref()
+                .filter(|r| r.location == opened.location)
+            {
+                let t = RowTime::of(row);
+                let today = local_date(OffsetDateTime::now_utc());
+                let mut line = t.day_label(today);
+                if let Some(time) = &t.time {
+                    line.push_str(&format!(", {time}"));
+                }
+                if let Some(d) = &t.duration {
+                    line.push_str(&format!(" · {d} recorded"));
+                }
+                ui.label(RichText::new(line).strong());
+            }
             opened_session(ui, opened, pages, rows, state, &mut actions);
             self.pending.extend(actions);
             return;
@@ -411,6 +429,17 @@ pub(super) fn day_label(day: Date, today: Date) -> String {
     label
 }
 
+/// An entry's time of day where the user is: `14:05:09` (`None`: not a readable time).
+pub(super) fn clock(iso: &str) -> Option<String> {
+    let t = to_local(OffsetDateTime::parse(iso, &Rfc3339).ok()?);
+    Some(format!(
+        "{:02}:{:02}:{:02}",
+        t.hour(),
+        t.minute(),
+        t.second()
+    ))
+}
+
 /// `65_000` → `1:05`; an hour or more: `1:02:03`.
 pub(super) fn format_duration(duration_ms: u64) -> String {
     let s = duration_ms / 1000;
@@ -615,6 +644,9 @@ pub(super) fn opened_session(
             return;
         };
         ui.horizontal_wrapped(|ui| {
+            if let Some(t) = clock(&m.timestamp) {
+                ui.label(RichText::new(t).small().weak().monospace());
+            }
             if let Some(c) = &m.cleanup {
                 ui.label(RichText::new(format!("{}:", c.caption())).weak());
             } else if m.role != "user" {
@@ -693,6 +725,15 @@ mod tests {
             day_label(date(2026, Month::December, 2), today),
             "Wednesday, 2 December"
         );
+    }
+
+    #[test]
+    fn an_entry_time_reads_as_a_clock() {
+        let t = clock("2026-12-02T16:05:09.123Z").expect("a time");
+        assert_eq!(t.len(), 8);
+        // Minutes move with half-hour zones; seconds never do.
+        assert!(t.ends_with(":09"), "{t}");
+        assert_eq!(clock("not a time"), None);
     }
 
     #[test]

@@ -187,6 +187,8 @@ struct SearchState {
     waiting: bool,
     results: Option<SearchResults>,
     opened: Option<OpenedSession>,
+    /// The result row it was opened from (its date and recorded length head the page).
+    opened_from: Option<ResultRow>,
     /// Measured row heights of the opened session's virtualized list.
     opened_rows: RowHeights,
     /// Measured row heights of the results list (virtualized too).
@@ -1437,6 +1439,7 @@ impl PersykUi {
             }
             Action::Open(row) => {
                 self.search.opening = true;
+                self.search.opened_from = Some(row.clone());
                 self.send(Command::Open {
                     location: row.location,
                     leaf: row.leaf,
