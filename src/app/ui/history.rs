@@ -490,6 +490,20 @@ fn local_offset_at(_t: OffsetDateTime) -> UtcOffset {
     UtcOffset::UTC
 }
 
+/// Whether a row's excerpt says what its label already says (a session without a name is
+/// labelled by its first words, which are also the excerpt when nothing else matched).
+fn excerpt_repeats_label(row: &ResultRow) -> bool {
+    let Some(excerpt) = &row.excerpt else {
+        return false;
+    };
+    let trim = |s: &str| {
+        s.trim_matches(|c: char| c == '…' || c.is_whitespace())
+            .to_owned()
+    };
+    let (l, e) = (trim(&row.label), trim(excerpt));
+    !l.is_empty() && (l == e || l.starts_with(&e) || e.starts_with(&l))
+}
+
 pub(super) fn result_row(
     ui: &mut egui::Ui,
     row: &ResultRow,
@@ -505,7 +519,19 @@ pub(super) fn result_row(
             ui.label(RichText::new(d).weak())
                 .on_hover_text("Length of the recording");
         }
-        ui.label(RichText::new(&row.label).strong());
+        // A label that is the text itself (no session name) is shown once: the longer of
+        // the two, highlighted.
+        if excerpt_repeats_label(row) {
+            let excerpt = row.excerpt.as_deref().unwrap_or_default();
+            let text = if excerpt.len() >= row.label.len() {
+                excerpt
+            } else {
+                &row.label
+            };
+            ui.label(highlighted(text, query, ui.visuals()));
+        } else {
+            ui.label(RichText::new(&row.label).strong());
+        }
         if row.duplicate_of.is_some() {
             ui.label(RichText::new("duplicate id").color(ui.visuals().warn_fg_color))
                 .on_hover_text("Another folder holds a session with the same id");
@@ -518,7 +544,7 @@ pub(super) fn result_row(
                 .on_hover_text(format!("Details: {code}"));
         }
     });
-    if let Some(excerpt) = &row.excerpt {
+    if let Some(excerpt) = row.excerpt.as_ref().filter(|_| !excerpt_repeats_label(row)) {
         ui.label(highlighted(excerpt, query, ui.visuals()));
     }
     ui.horizontal(|ui| {
@@ -725,6 +751,35 @@ mod tests {
             day_label(date(2026, Month::December, 2), today),
             "Wednesday, 2 December"
         );
+    }
+
+    #[test]
+    fn a_label_that_is_the_excerpt_is_shown_once() {
+        let row = |label: &str, excerpt: Option<&str>| ResultRow {
+            location: std::path::PathBuf::from("/s"),
+            session_id: None,
+            leaf: None,
+            label: label.to_owned(),
+            created: None,
+            duration_ms: None,
+            excerpt: excerpt.map(str::to_owned),
+            duplicate_of: None,
+            diagnostic: None,
+            needs_recovery: false,
+        };
+        assert!(excerpt_repeats_label(&row(
+            "Hello there…",
+            Some("Hello there, friend")
+        )));
+        assert!(excerpt_repeats_label(&row(
+            "Hello there",
+            Some("Hello there")
+        )));
+        assert!(!excerpt_repeats_label(&row(
+            "Meeting notes",
+            Some("…the Needle here…")
+        )));
+        assert!(!excerpt_repeats_label(&row("Meeting notes", None)));
     }
 
     #[test]
