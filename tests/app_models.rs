@@ -212,7 +212,9 @@ fn a_model_file_that_is_not_a_model_is_not_saved() {
         .type_text(&file.display().to_string());
     app.harness.step();
     app.click("Save settings");
-    app.wait_label("Not saved: local.model-invalid");
+    // A sentence, the code in the details line (issue #24 item 4).
+    app.wait_label("Not saved: The on-device model file is damaged or is not a Whisper model.");
+    assert!(app.has_label("Details: local.model-invalid"));
     // Choosing "On this device" applied at once (issue 24, item 11); the file never did.
     let saved = Settings::load(&app.config).unwrap();
     assert_eq!(

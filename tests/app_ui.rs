@@ -541,7 +541,8 @@ fn search_shows_root_problems() {
     app.click("Save settings");
     app.wait_label("Settings saved");
     app.click("Search");
-    app.wait_label("Root problem:");
+    app.wait_label("History folder: The session root ");
+    assert!(app.has_label("Details: discover.root-missing"));
     app.shutdown();
 }
 

@@ -239,7 +239,8 @@ impl PersykUi {
             return;
         };
         for d in &results.root_diagnostics {
-            ui.colored_label(ui.visuals().warn_fg_color, format!("Root problem: {d}"));
+            let color = ui.visuals().warn_fg_color;
+            super::onboarding::coded_sentence_ui(ui, "History folder: ", d, color);
         }
         if let Some(code) = results.error {
             ui.colored_label(

@@ -384,6 +384,8 @@ pub struct PersykUi {
     settings: Settings,
     form: SettingsForm,
     form_error: Option<String>,
+    /// A problem with the settings file found at start ("code: message"), until a save.
+    settings_note: Option<String>,
     form_saved: bool,
     settings_generation: u64,
     /// Shown on the dictation page when the microphone cannot be used (macOS permission).
@@ -484,6 +486,7 @@ impl PersykUi {
             settings,
             form,
             form_error: None,
+            settings_note: None,
             form_saved: false,
             settings_generation: 0,
             microphone_note: None,
@@ -794,7 +797,7 @@ impl PersykUi {
 
     /// A problem with the settings file, shown on the Settings page.
     pub fn set_settings_note(&mut self, note: String) {
-        self.form_error = Some(note);
+        self.settings_note = Some(note);
     }
 
     /// Where the API key is kept; the Settings page says it (and warns when the key does
@@ -1168,11 +1171,13 @@ impl PersykUi {
                 }
                 self.form_saved = true;
                 self.form_error = None;
+                self.settings_note = None;
                 self.settings_generation += 1;
             }
             Update::SettingsFailed { code } => {
                 self.saving.pop_front();
-                self.form_error = Some(format!("Not saved: {code}"));
+                // Said as "Not saved: <sentence>", the code in the details line.
+                self.form_error = Some(format!("{code}: {}", problem(&code).sentence));
             }
             Update::Models(rows) => {
                 // Rows listed for another store (one replaced since it was asked) are not

@@ -364,6 +364,46 @@ pub(super) fn download_state_ui(
 }
 
 /// The details line under a sentence: the stable code, small and weak (also in the log).
+/// A "code: message" text (an error's Display) as the window says it: `prefix` and the
+/// message as a sentence, then the code in the details line. Text without a leading code is
+/// shown as it is.
+pub(super) fn coded_sentence_ui(ui: &mut egui::Ui, prefix: &str, text: &str, color: Color32) {
+    match split_code(text) {
+        Some((code, message)) => {
+            ui.colored_label(color, format!("{prefix}{}", as_sentence(message)));
+            details_ui(ui, code);
+        }
+        None => {
+            ui.colored_label(color, format!("{prefix}{text}"));
+        }
+    }
+}
+
+/// `("settings.bad-language", "the language must be …")` from `"settings.bad-language: the
+/// language must be …"`; `None` when the text does not start with a code.
+pub(super) fn split_code(text: &str) -> Option<(&str, &str)> {
+    let (code, message) = text.split_once(": ")?;
+    let is_code = code.contains('.')
+        && code
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '-');
+    is_code.then_some((code, message))
+}
+
+/// The first letter capitalized and a full stop at the end.
+fn as_sentence(message: &str) -> String {
+    let m = message.trim();
+    let mut chars = m.chars();
+    let mut s: String = match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    };
+    if !s.ends_with(['.', '!', '?', ')']) {
+        s.push('.');
+    }
+    s
+}
+
 pub(super) fn details_ui(ui: &mut egui::Ui, code: &str) {
     ui.label(style::caption(format!("Details: {code}")).weak());
 }

@@ -10,7 +10,7 @@
 //! shows the login item as the system has it (read back through the backend each time the
 //! page shows and after each change; `app::autostart`), never a remembered flag.
 
-use super::onboarding::download_state_ui;
+use super::onboarding::{coded_sentence_ui, download_state_ui};
 use super::style::{self, Icon, space};
 use super::widgets::{self, fmt_mib};
 use super::*;
@@ -204,7 +204,13 @@ impl PersykUi {
                 }
             });
             if let Some(e) = &self.form_error {
-                ui.colored_label(ui.visuals().error_fg_color, e);
+                // A refused save: the reason as a sentence, its code in the details line.
+                let color = ui.visuals().error_fg_color;
+                ui.vertical(|ui| coded_sentence_ui(ui, "Not saved: ", e, color));
+            }
+            if let Some(note) = &self.settings_note {
+                let color = ui.visuals().warn_fg_color;
+                ui.vertical(|ui| coded_sentence_ui(ui, "", note, color));
             }
             ui.separator();
             ui.with_layout(egui::Layout::top_down(egui::Align::Min), |ui| {
