@@ -5,7 +5,9 @@
 //!
 //! ```text
 //! cargo run --example screenshots -- PAGE THEME
-//!   PAGE:  dictation | transcript | search | settings
+//!   PAGE:  dictation | transcript | search | settings | welcome | problem
+//!          (welcome: the first run, no key and no history; problem: a start refused with
+//!          its fix beside the sentence)
 //!   THEME: light | dark
 //! ```
 
@@ -96,7 +98,15 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (page, theme) = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
         [page, theme @ ("light" | "dark")]
-            if ["dictation", "transcript", "search", "settings"].contains(&page) =>
+            if [
+                "dictation",
+                "transcript",
+                "search",
+                "settings",
+                "welcome",
+                "problem",
+            ]
+            .contains(&page) =>
         {
             (
                 page.to_owned(),
@@ -108,7 +118,9 @@ fn main() {
             )
         }
         _ => {
-            eprintln!("usage: screenshots dictation|transcript|search|settings light|dark");
+            eprintln!(
+                "usage: screenshots dictation|transcript|search|settings|welcome|problem light|dark"
+            );
             std::process::exit(2);
         }
     };
@@ -117,12 +129,15 @@ fn main() {
         std::env::temp_dir().join(format!("persyk-screenshots-{}", std::process::id()));
     let root = dir.join("Persyk");
     std::fs::create_dir_all(&root).expect("sessions folder");
-    for (created, name, texts) in SESSIONS {
-        write_session(&root, name, created, texts);
+    // The first run has no history (the welcome stays until a dictation has worked).
+    if page != "welcome" {
+        for (created, name, texts) in SESSIONS {
+            write_session(&root, name, created, texts);
+        }
     }
     let mut settings = Settings::default();
     settings.sessions.directory = Some(root.clone());
-    let mut ui = stand_ins::ui_with(settings);
+    let mut ui = stand_ins::ui_with_key(settings, page != "welcome");
 
     // Kept alive while the window runs: the live transcript's source.
     let mut live_source = None;
@@ -157,6 +172,9 @@ fn main() {
             });
         }
         "search" => ui.show_page(Page::Search),
+        "problem" => ui.apply(Update::StartFailed {
+            code: "capture.silent-input".into(),
+        }),
         "settings" => ui.show_page(Page::Settings),
         _ => {}
     }

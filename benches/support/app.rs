@@ -48,7 +48,14 @@ impl Effects for NoEffects {
 
 /// A window over the real backend with `settings` and these stand-ins (no settings file, no
 /// faster-than-real-time replay), one waker shared by both.
+#[allow(dead_code)]
 pub fn ui_with(settings: Settings) -> PersykUi {
+    ui_with_key(settings, true)
+}
+
+/// [`ui_with`], saying whether a key is stored (`false`: the first run's welcome).
+#[allow(dead_code)]
+pub fn ui_with_key(settings: Settings, key_stored: bool) -> PersykUi {
     let waker = Waker::new();
     let backend = BackendHandle::spawn(
         BackendConfig {
@@ -62,5 +69,5 @@ pub fn ui_with(settings: Settings) -> PersykUi {
         waker.clone(),
     )
     .expect("backend");
-    PersykUi::new(backend, Box::new(NoEffects), waker, settings, true)
+    PersykUi::new(backend, Box::new(NoEffects), waker, settings, key_stored)
 }
