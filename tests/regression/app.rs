@@ -1557,13 +1557,19 @@ fn issue24_07_failed_starts_leave_nothing_and_any_session_can_be_deleted() {
     app.wait_label("Delete this session?");
     app.click("Keep");
     assert!(kept.is_dir(), "Keep must not delete");
+    // An opened session has its own Delete… with the same confirmation.
+    app.click("Open");
+    app.wait_label("Read-only: the session as it was");
     app.click("Delete…");
     app.wait_label("Delete this session?");
     app.click("Delete session");
-    app.wait_until("the row to leave the list", |h| {
-        h.query_all_by_role_and_label(Role::Button, "Delete…")
-            .count()
-            == 0
+    app.wait_until("the opened session to close and its row to leave", |h| {
+        h.query_all_by_label_contains("Read-only: the session as it was")
+            .next()
+            .is_none()
+            && h.query_all_by_role_and_label(Role::Button, "Delete…")
+                .count()
+                == 0
     });
     assert!(!kept.exists());
     app.shutdown();

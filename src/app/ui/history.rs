@@ -620,6 +620,15 @@ pub(super) fn opened_session(
         if cleaned && ui.button("Copy all as spoken").clicked() {
             actions.push(Action::CopyAllAsSpoken);
         }
+        // The same confirmation as a row's Delete… (never the session being recorded: the
+        // store refuses it, and the button waits until the recording ends).
+        if ui
+            .add_enabled(!recording, egui::Button::new("Delete…"))
+            .on_hover_text("Delete this session, after a confirmation")
+            .clicked()
+        {
+            actions.push(Action::AskDelete(opened.location.clone()));
+        }
         if total > 0
             && clean_up_set
             && ui
