@@ -119,7 +119,9 @@ fn load_average() -> String {
 
 /// Persyk's options, with `PERSYK_BENCH_THREADS` instead of the default thread count when
 /// set (on a machine shared with other work, two whisper.cpp threads that wait for each other
-/// spin; one thread measures the work without that).
+/// spin; one thread measures the work without that), and `PERSYK_BENCH_VOCABULARY` (comma
+/// separated) as "Words Persyk should know" (issue #26 item 8: what a vocabulary does to
+/// clips that do not contain its words).
 fn options() -> LocalOptions {
     let mut options = options_for(None, true);
     if let Some(n) = std::env::var("PERSYK_BENCH_THREADS")
@@ -127,6 +129,9 @@ fn options() -> LocalOptions {
         .and_then(|v| v.parse::<usize>().ok())
     {
         options.threads = n.max(1);
+    }
+    if let Ok(words) = std::env::var("PERSYK_BENCH_VOCABULARY") {
+        options.vocabulary = words.split(',').map(|w| w.trim().to_owned()).collect();
     }
     options
 }

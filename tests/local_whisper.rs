@@ -20,6 +20,7 @@ fn options() -> LocalOptions {
     LocalOptions {
         threads: 2,
         language: Some("en".into()),
+        vocabulary: Vec::new(),
     }
 }
 
@@ -80,4 +81,43 @@ fn the_word_error_rate_helper_counts_edits() {
     assert_eq!(wer("a b c d", "a b c d"), 0.0);
     assert_eq!(wer("a b c d", "a x c"), 0.5);
     assert_eq!(wer("Ask, not!", "ask not"), 0.0);
+}
+
+/// Issue #26 item 8: "Words Persyk should know" reach on-device recognition (Whisper's
+/// prompt). A name tiny.en spells by ear without it ("Shivon Kao Kzik") comes out right with
+/// it; the vocabulary's bound keeps a long list from taking the window's context.
+#[test]
+fn issue26_08_a_vocabulary_word_is_recognized_on_the_device() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let said = "Please send the quarterly report to Siobhan Kowalczyk before Thursday.";
+    let samples = support::espeak_as_recorded(dir.path(), "name", said);
+    let model = model();
+    let without = model
+        .recognizer(options())
+        .expect("state")
+        .recognize(&samples)
+        .expect("recognized")
+        .text;
+    assert!(!without.contains("Siobhan Kowalczyk"), "{without}");
+    let mut with_words = options();
+    with_words.vocabulary = vec!["Kubernetes".into(), "Siobhan Kowalczyk".into()];
+    let with = model
+        .recognizer(with_words)
+        .expect("state")
+        .recognize(&samples)
+        .expect("recognized")
+        .text;
+    assert!(with.contains("Siobhan Kowalczyk"), "{with}");
+    assert!(with.contains("quarterly report"), "{with}");
+
+    // A list far over the bound still recognizes (cut at a whole word, never refused).
+    let mut many = options();
+    many.vocabulary = (0..300).map(|i| format!("Term{i}")).collect();
+    let text = model
+        .recognizer(many)
+        .expect("state")
+        .recognize(&samples)
+        .expect("recognized")
+        .text;
+    assert!(text.contains("quarterly"), "{text}");
 }

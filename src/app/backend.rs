@@ -953,7 +953,12 @@ impl Backend {
                 m
             }
         };
-        let options = crate::local::options_for(threads, !model.is_multilingual());
+        let mut options = crate::local::options_for(threads, !model.is_multilingual());
+        // "Words Persyk should know" reach the device when asked (Whisper's prompt).
+        options.vocabulary = self
+            .settings
+            .recognition
+            .local_vocabulary_words(&self.settings.provider.keywords);
         let setup = tokio::task::spawn_blocking(move || {
             whisper::setup(&model, options, crate::local::dictation::DRAIN_DEADLINE)
         })
@@ -972,12 +977,17 @@ impl Backend {
         let threads = self.settings.recognition.local_threads().ok()?;
         let path = crate::local::model_path(&choice).ok()?;
         let kept = self.local_model.clone().filter(|m| m.path() == path);
+        let vocabulary = self
+            .settings
+            .recognition
+            .local_vocabulary_words(&self.settings.provider.keywords);
         Some(Box::new(move || {
             let model = match kept {
                 Some(m) => m,
                 None => LocalModel::load(&path).ok()?,
             };
-            let options = crate::local::options_for(threads, !model.is_multilingual());
+            let mut options = crate::local::options_for(threads, !model.is_multilingual());
+            options.vocabulary = vocabulary;
             whisper::setup(&model, options, crate::local::dictation::DRAIN_DEADLINE).ok()
         }))
     }

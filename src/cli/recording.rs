@@ -67,12 +67,17 @@ pub fn setup(
         EXIT_CANNOT_RUN
     };
     let path = model_file(model_flag).map_err(fail)?;
-    let threads = configured()
+    let settings = configured();
+    let threads = settings
         .recognition
         .local_threads()
         .map_err(|e| fail(e.to_string()))?;
     let model = LocalModel::load(&path).map_err(|e| fail(e.to_string()))?;
-    let options = persyk::local::options_for(threads, !model.is_multilingual());
+    let mut options = persyk::local::options_for(threads, !model.is_multilingual());
+    // "Words Persyk should know" (`provider.keywords`) reach the device when asked.
+    options.vocabulary = settings
+        .recognition
+        .local_vocabulary_words(&settings.provider.keywords);
     let mut setup =
         whisper::setup(&model, options, drain_deadline).map_err(|e| fail(e.to_string()))?;
     // The test seam of debug builds: every utterance fails (a gap, exit 1).
@@ -92,11 +97,16 @@ pub fn fallback(
     drain_deadline: std::time::Duration,
 ) -> Option<pipeline::Fallback> {
     let path = model_file(model_flag).ok()?;
-    let threads = configured().recognition.local_threads().ok()?;
+    let settings = configured();
+    let threads = settings.recognition.local_threads().ok()?;
+    let vocabulary = settings
+        .recognition
+        .local_vocabulary_words(&settings.provider.keywords);
     Some(Box::new(move || {
         use persyk::local::whisper::{self, LocalModel};
         let model = LocalModel::load(&path).ok()?;
-        let options = persyk::local::options_for(threads, !model.is_multilingual());
+        let mut options = persyk::local::options_for(threads, !model.is_multilingual());
+        options.vocabulary = vocabulary;
         whisper::setup(&model, options, drain_deadline).ok()
     }))
 }

@@ -154,6 +154,34 @@ pub struct LocalOptions {
     pub threads: usize,
     /// A language hint (`"en"`); `None` lets a multilingual model detect it.
     pub language: Option<String>,
+    /// "Words Persyk should know": names and terms the model is told before each window
+    /// (Whisper's prompt), at most [`MAX_VOCABULARY_TOKENS`] tokens of them.
+    pub vocabulary: Vec<String>,
+}
+
+/// The most prompt tokens the vocabulary takes (whisper.cpp allows half its 448-token text
+/// context for a prompt; the rest is left to the window's own words).
+pub const MAX_VOCABULARY_TOKENS: usize = 100;
+
+impl LocalOptions {
+    /// The pieces of the vocabulary prompt, in order ("Persyk", ", Zoë Kravitz", …): the
+    /// prompt is their concatenation, cut at a piece boundary when it would pass
+    /// [`MAX_VOCABULARY_TOKENS`]. Empty words and words with a NUL are left out.
+    pub fn vocabulary_pieces(&self) -> Vec<String> {
+        self.vocabulary
+            .iter()
+            .map(|w| w.trim())
+            .filter(|w| !w.is_empty() && !w.contains('\0'))
+            .enumerate()
+            .map(|(i, w)| {
+                if i == 0 {
+                    w.to_owned()
+                } else {
+                    format!(", {w}")
+                }
+            })
+            .collect()
+    }
 }
 
 /// The most threads recognition uses by default.
@@ -166,6 +194,7 @@ impl Default for LocalOptions {
                 .map_or(1, |n| n.get())
                 .clamp(1, MAX_DEFAULT_THREADS),
             language: None,
+            vocabulary: Vec::new(),
         }
     }
 }
@@ -453,6 +482,21 @@ mod tests {
             .count();
         assert!((crossings as i64 - 440).abs() <= 2, "{crossings}");
         assert!(to_whisper_rate(&[]).expect("empty").is_empty());
+    }
+
+    #[test]
+    fn the_vocabulary_is_comma_separated_pieces_without_blanks() {
+        let o = LocalOptions {
+            vocabulary: vec![
+                " Persyk ".into(),
+                "".into(),
+                "Zoë Kravitz".into(),
+                "a\0b".into(),
+            ],
+            ..LocalOptions::default()
+        };
+        assert_eq!(o.vocabulary_pieces(), ["Persyk", ", Zoë Kravitz"]);
+        assert!(LocalOptions::default().vocabulary_pieces().is_empty());
     }
 
     #[test]

@@ -84,10 +84,23 @@ impl LocalModel {
             .context
             .create_state()
             .map_err(|_| LocalError::InferenceFailed)?;
+        // The vocabulary as prompt tokens, once (whisper.cpp puts them before each window),
+        // whole words up to the bound; a word the tokenizer refuses is left out.
+        let mut prompt_tokens = Vec::new();
+        for piece in options.vocabulary_pieces() {
+            let Ok(tokens) = self.context.tokenize(&piece, 512) else {
+                continue;
+            };
+            if prompt_tokens.len() + tokens.len() > crate::local::MAX_VOCABULARY_TOKENS {
+                break;
+            }
+            prompt_tokens.extend(tokens);
+        }
         Ok(Recognizer {
             _model: self.clone(),
             state,
             options,
+            prompt_tokens,
         })
     }
 }
@@ -98,6 +111,8 @@ pub struct Recognizer {
     _model: LocalModel,
     state: whisper_rs::WhisperState,
     options: LocalOptions,
+    /// [`LocalOptions::vocabulary`] tokenized (empty: no prompt).
+    prompt_tokens: Vec<whisper_rs::WhisperTokenId>,
 }
 
 impl std::fmt::Debug for Recognizer {
@@ -147,6 +162,9 @@ impl Recognizer {
         }
         let language = self.options.language.clone();
         let mut params = params(self.options.threads, language.as_deref());
+        if !self.prompt_tokens.is_empty() {
+            params.set_tokens(&self.prompt_tokens);
+        }
         let abort = how.abort.clone();
         if let Some(flag) = &abort {
             // SAFETY: `aborted` only reads the `AtomicBool` behind the pointer, and `flag`
