@@ -68,6 +68,34 @@ pub fn is_loopback_host(host: &str) -> bool {
     }
 }
 
+/// The TLS set-up of Persyk's HTTP clients (model downloads, clean-up servers): rustls with
+/// the ring provider and the platform's root certificates. `None` for an `https` client when
+/// the platform has no trusted roots (nothing could be verified); a plain-HTTP client loads
+/// none.
+pub fn tls_config(https: bool) -> Option<ureq::tls::TlsConfig> {
+    use std::sync::Arc;
+    use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
+    let roots: Vec<Certificate<'static>> = if https {
+        rustls_native_certs::load_native_certs()
+            .certs
+            .iter()
+            .map(|c| Certificate::from_der(c.as_ref()).to_owned())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if https && roots.is_empty() {
+        return None;
+    }
+    Some(
+        TlsConfig::builder()
+            .provider(TlsProvider::Rustls)
+            .unversioned_rustls_crypto_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .root_certs(RootCerts::Specific(Arc::new(roots)))
+            .build(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,6 @@
 //!   output and no log line. Errors carry codes and HTTP statuses, never reply text.
 
 use std::io::Read;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -286,24 +285,7 @@ pub fn max_tokens_for(input: &str) -> u32 {
 }
 
 fn agent(https: bool, timeouts: Timeouts) -> Result<ureq::Agent, ClientError> {
-    use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
-    let roots: Vec<Certificate<'static>> = if https {
-        rustls_native_certs::load_native_certs()
-            .certs
-            .iter()
-            .map(|c| Certificate::from_der(c.as_ref()).to_owned())
-            .collect()
-    } else {
-        Vec::new()
-    };
-    if https && roots.is_empty() {
-        return Err(ClientError::Tls);
-    }
-    let tls = TlsConfig::builder()
-        .provider(TlsProvider::Rustls)
-        .unversioned_rustls_crypto_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .root_certs(RootCerts::Specific(Arc::new(roots)))
-        .build();
+    let tls = crate::endpoint::tls_config(https).ok_or(ClientError::Tls)?;
     let config = ureq::Agent::config_builder()
         .tls_config(tls)
         .https_only(https)

@@ -47,7 +47,6 @@ use std::fs::{self, File, OpenOptions, Permissions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -1007,20 +1006,7 @@ fn hex(bytes: &[u8]) -> String {
 
 /// An HTTP agent on rustls with the ring provider and the platform's root certificates.
 fn agent(https: bool) -> Result<ureq::Agent, ModelError> {
-    use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
-    let roots: Vec<Certificate<'static>> = rustls_native_certs::load_native_certs()
-        .certs
-        .iter()
-        .map(|c| Certificate::from_der(c.as_ref()).to_owned())
-        .collect();
-    if https && roots.is_empty() {
-        return Err(ModelError::Tls);
-    }
-    let tls = TlsConfig::builder()
-        .provider(TlsProvider::Rustls)
-        .unversioned_rustls_crypto_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .root_certs(RootCerts::Specific(Arc::new(roots)))
-        .build();
+    let tls = crate::endpoint::tls_config(https).ok_or(ModelError::Tls)?;
     let config = ureq::Agent::config_builder()
         .tls_config(tls)
         .https_only(https)

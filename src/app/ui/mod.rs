@@ -638,6 +638,23 @@ impl PersykUi {
         }
     }
 
+    /// Opens `location` again at its default leaf when it is the session shown (a write to
+    /// it — a clean-up or its removal — moved its tip).
+    fn reopen_if_shown(&mut self, location: PathBuf) {
+        if self
+            .search
+            .opened
+            .as_ref()
+            .is_some_and(|o| o.location == location)
+        {
+            self.search.opening = true;
+            self.send(Command::Open {
+                location,
+                leaf: None,
+            });
+        }
+    }
+
     /// Whether Esc does something now: cancel a recording, or skip a running clean-up.
     pub fn escape_means_something(&self) -> bool {
         matches!(&self.dictation, Dictation::Live(l) if !l.stopping || l.cleaning)
@@ -983,36 +1000,14 @@ impl PersykUi {
                         ));
                     }
                 }
-                if self
-                    .search
-                    .opened
-                    .as_ref()
-                    .is_some_and(|o| o.location == location)
-                {
-                    self.search.opening = true;
-                    self.send(Command::Open {
-                        location,
-                        leaf: None,
-                    });
-                }
+                self.reopen_if_shown(location);
             }
             Update::CleanupRemoved { location, result } => match result {
                 Ok(()) => {
                     self.notice =
                         Some(("The clean-up was removed; your words stay.".into(), false));
                     // Shown again at the new tip, where the removal is.
-                    if self
-                        .search
-                        .opened
-                        .as_ref()
-                        .is_some_and(|o| o.location == location)
-                    {
-                        self.search.opening = true;
-                        self.send(Command::Open {
-                            location,
-                            leaf: None,
-                        });
-                    }
+                    self.reopen_if_shown(location);
                 }
                 Err(code) => {
                     eprintln!("persyk: the clean-up was not removed: {code}");
