@@ -47,6 +47,13 @@
 //!    audio, and WER against one whole-file call on the same samples. **Baseline:** that
 //!    call's own time.
 //!
+//! 8. **Reduced encoder windows** (`PERSYK_BENCH_PART=short`): tails of 1, 2, 3, 5, 8 and
+//!    12 s cut at three places from every corpus clip, each decoded the way the live engine
+//!    decodes what the user waits for (a reduced window checked by `local::check::doubt`,
+//!    the full window again when in doubt) and with the full window alone: p50 / p95 time per
+//!    decode, how many reduced windows stood, the doubts by kind, and the words that differ
+//!    from the full window's text. **Baseline:** the full window's time.
+//!
 //! `PERSYK_BENCH_THREADS=N` sets the whisper.cpp threads (default: Persyk's, the cores up
 //! to 8); the process CPU spent between the stop and the text is printed beside the wall
 //! time, a figure a busy machine distorts less.
@@ -293,6 +300,11 @@ fn main() {
     let part = std::env::var("PERSYK_BENCH_PART").unwrap_or_default();
     if part == "tails" {
         tails(&model, &path, runs);
+        println!("load average at the end: {}", load_average());
+        return;
+    }
+    if part == "short" {
+        short_windows(&model);
         println!("load average at the end: {}", load_average());
         return;
     }
@@ -680,4 +692,141 @@ fn tails(model: &LocalModel, path: &Path, runs: usize) {
             "(ref)",
         );
     }
+}
+
+/// Where the segmenter, run over `samples` as the live engine runs it, last heard a voice.
+fn voiced_end(samples: &[i16]) -> Option<u64> {
+    use persyk::audio::segment::{EndReason, SegmentEvent, Segmenter, SegmenterConfig};
+    let config = SegmenterConfig::for_rate(RATE as u32);
+    let hangover = RATE as u64 * u64::from(config.hangover_ms) / 1000;
+    let mut segmenter = Segmenter::new(config);
+    let mut events = Vec::new();
+    segmenter.push(samples, &mut events);
+    let open = segmenter
+        .open_utterance()
+        .map(|o| o.last_voiced_end.min(samples.len() as u64));
+    let closed = events.iter().rev().find_map(|e| match e {
+        SegmentEvent::Ended(u) => Some(match u.reason {
+            EndReason::Pause => u.end_sample.saturating_sub(hangover),
+            _ => u.end_sample,
+        }),
+        SegmentEvent::Started { .. } => None,
+    });
+    open.or(closed).filter(|&v| v > 0)
+}
+
+/// Part 8 (`PERSYK_BENCH_PART=short`): what the user waits for after a stop, decoded with a
+/// reduced encoder window checked by `local::check::doubt` (the full window again when in
+/// doubt) beside the full window alone, on tails of 1–12 s cut from every corpus clip at
+/// three places: time per decode (p50 / p95), how many reduced windows stood, and the words
+/// that differ from the full window's text.
+fn short_windows(model: &LocalModel) {
+    use persyk::local::dictation::{Decode, ShortWindow};
+    let clips = corpus::clips(Set::All);
+    if clips.is_empty() {
+        println!("short: no corpus (scripts/fetch-corpus)");
+        return;
+    }
+    let mut recognizer = model.recognizer(options()).expect("recognizer");
+    println!(
+        "{:<7} {:>6} {:>22} {:>22} {:>14} {:>18}",
+        "tail s",
+        "tails",
+        "full window p50/p95 ms",
+        "checked short p50/p95",
+        "stood/doubted",
+        "words ≠ full"
+    );
+    let mut doubts: std::collections::BTreeMap<&str, usize> = Default::default();
+    let (mut all_full, mut all_short, mut all_diff, mut all_words) =
+        (Vec::new(), Vec::new(), 0.0, 0usize);
+    for seconds in [1.0f64, 2.0, 3.0, 5.0, 8.0, 12.0] {
+        let (mut full_t, mut short_t, mut diff, mut n_words, mut tails) =
+            (Vec::new(), Vec::new(), 0.0, 0usize, 0);
+        let before = recognizer.short_windows();
+        for clip in &clips {
+            let len = (seconds * RATE as f64) as usize;
+            for at in [0.0, 0.37, 0.71] {
+                let Some(room) = clip.samples.len().checked_sub(len) else {
+                    continue;
+                };
+                let start = (room as f64 * at) as usize;
+                let tail = &clip.samples[start..start + len];
+                let t = Instant::now();
+                let full = recognizer
+                    .decode(tail, &Decode::default())
+                    .expect("full window");
+                full_t.push(t.elapsed());
+                let doubted_before = recognizer.short_windows().doubted;
+                let t = Instant::now();
+                let short = recognizer
+                    .decode(
+                        tail,
+                        &Decode {
+                            abort: None,
+                            short_window: Some(ShortWindow {
+                                voiced_end: voiced_end(tail),
+                            }),
+                        },
+                    )
+                    .expect("short window");
+                short_t.push(t.elapsed());
+                if recognizer.short_windows().doubted > doubted_before
+                    && let Some(d) = recognizer.short_windows().last_doubt
+                {
+                    *doubts.entry(d.code()).or_default() += 1;
+                }
+                let text = |s: &[dictation::Segment]| {
+                    s.iter()
+                        .map(|s| s.text.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                };
+                let (f, h) = (text(&full), text(&short));
+                let n = words(&f).len();
+                diff += wer(&f, &h) * n as f64;
+                n_words += n;
+                tails += 1;
+            }
+        }
+        let after = recognizer.short_windows();
+        println!(
+            "{:<7} {:>6} {:>22} {:>22} {:>14} {:>18}",
+            seconds,
+            tails,
+            stats(&full_t),
+            stats(&short_t),
+            format!(
+                "{}/{}",
+                after.accepted - before.accepted,
+                after.doubted - before.doubted
+            ),
+            format!(
+                "{:.0} of {} ({:.3})",
+                diff,
+                n_words,
+                diff / n_words.max(1) as f64
+            ),
+        );
+        all_full.extend(full_t);
+        all_short.extend(short_t);
+        all_diff += diff;
+        all_words += n_words;
+    }
+    let total = recognizer.short_windows();
+    println!(
+        "{:<7} {:>6} {:>22} {:>22} {:>14} {:>18}",
+        "all",
+        all_full.len(),
+        stats(&all_full),
+        stats(&all_short),
+        format!("{}/{}", total.accepted, total.doubted),
+        format!(
+            "{:.0} of {} ({:.3})",
+            all_diff,
+            all_words,
+            all_diff / all_words.max(1) as f64
+        ),
+    );
+    println!("doubts: {doubts:?}");
 }

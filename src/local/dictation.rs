@@ -24,8 +24,13 @@
 //! an utterance makes the idle recognizer decode it ahead, to where the pause would end it
 //! (used only if the utterance does end there: the pause lasts or the stop comes); at the
 //! stop, the step window being decoded is abandoned (whisper.cpp's abort callback, checked
-//! after the encoder and each decoder step) and what is left is decoded once. Both only for
-//! a live source: a file is read faster than real time and gets neither.
+//! after the encoder and each decoder step) and what is left is decoded once. Those two —
+//! the window ahead of a pause and the rest after the stop — are what the user waits for, so
+//! they are decoded with a reduced encoder window first (the audio and 4 s of padding, not
+//! whisper.cpp's fixed 30 s), kept only if [`super::check::doubt`] finds nothing wrong with
+//! the result (no words in the padding, no loop, no more words than anyone says, text up to
+//! where the voice ended), else decoded again with the full window. All of this only for a
+//! live source: a file is read faster than real time and gets none of it.
 //!
 //! Invariants:
 //! - Every sample is either inside a committed window (recognized; its speech, if any, is a
@@ -132,6 +137,17 @@ pub trait Recognize: Send {
 pub struct Decode {
     /// Once set, the inference is abandoned (`local.aborted`).
     pub abort: Option<Arc<AtomicBool>>,
+    /// Try a reduced encoder window first (the user is waiting for the text); its result
+    /// stands only if nothing about it is doubtful ([`super::check::doubt`]).
+    pub short_window: Option<ShortWindow>,
+}
+
+/// What a reduced window's result is checked against.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ShortWindow {
+    /// The end of the last frame the segmenter heard as voice in the window (samples from
+    /// its start), if it heard one: the text must reach it.
+    pub voiced_end: Option<u64>,
 }
 
 /// One timed piece of a window's recognition; samples (24 kHz) from the window's start.
@@ -767,7 +783,7 @@ fn recognize_loop(
     // A window decoded ahead of a pause and its segments, until the pause closes it.
     let mut ahead: Option<(Window, Vec<Segment>)> = None;
     loop {
-        let (window, decoded, abort) = {
+        let (window, decoded, abort, short_window) = {
             let mut p = audio.lock();
             loop {
                 if p.closed {
@@ -778,7 +794,7 @@ fn recognize_loop(
                         // The stop came in the pause the window ends in: its result is final.
                         Ahead::Final => {
                             let (w, segments) = ahead.take().expect("checked");
-                            break (w, Some(segments), None);
+                            break (w, Some(segments), None, None);
                         }
                         // The voice came back: the utterance goes on.
                         Ahead::Stale => ahead = None,
@@ -797,7 +813,14 @@ fn recognize_loop(
                     if w.kind == Kind::Ahead {
                         p.tried_to = w.end_sample();
                     }
-                    break (w, None, abort);
+                    // The user waits for these (the stop came, or may come in this pause):
+                    // a reduced encoder window first, checked against where the voice was.
+                    let short_window =
+                        (live && matches!(w.kind, Kind::Last | Kind::Ahead)).then(|| ShortWindow {
+                            voiced_end: (p.last_voiced > w.start_sample)
+                                .then(|| p.last_voiced.min(w.end_sample()) - w.start_sample),
+                        });
+                    break (w, None, abort, short_window);
                 }
                 if p.finished && ahead.is_none() {
                     return;
@@ -817,7 +840,13 @@ fn recognize_loop(
                     w.transcribing = Some(PROVISIONAL_TEXT.to_owned());
                     shared.publish(&w);
                 }
-                let result = recognizer.decode(&window.pcm, &Decode { abort });
+                let result = recognizer.decode(
+                    &window.pcm,
+                    &Decode {
+                        abort,
+                        short_window,
+                    },
+                );
                 audio.lock().in_flight = None;
                 match result {
                     Err(LocalError::Aborted) => continue,

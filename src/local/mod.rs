@@ -20,6 +20,7 @@
 //! - Recognition never runs on the UI thread or a tokio worker: callers run it on a thread of
 //!   their own (inference blocks for as long as the utterance takes).
 
+pub mod check;
 pub mod dictation;
 pub mod ggml;
 pub mod models;

@@ -7,10 +7,11 @@
 //! give it a thread of its own. A window of audio (up to 30 s) is decoded on its own
 //! (`no_context`), greedy, with whisper.cpp's full encoder window, timestamps on and
 //! `single_segment` off, into timed [`Segment`]s that the engine commits and judges
-//! ([`super::judge`]). A reduced encoder window (`audio_ctx`) is not used: whisper.cpp lists it
-//! as an experimental speed-up that degrades output; on natural speech it lost words and
-//! looped, and even for the short rest after a stop (checked, with a 3 s floor) tiny.en
-//! repeated the phrase fifteen to twenty times. An inference can be abandoned through a
+//! ([`super::judge`]). A reduced encoder window (`audio_ctx`) is used only where the engine
+//! asks for one ([`Decode::short_window`]: the rest of a live recording after the stop) and
+//! only if its result passes [`check::doubt`]; otherwise the audio is decoded again with the
+//! full window (whisper.cpp lists `audio_ctx` as an experimental speed-up: with a second of
+//! padding tiny.en repeated phrases, see [`check`]). An inference can be abandoned through a
 //! flag (`local.aborted`, [`Decode::abort`]).
 
 use std::path::{Path, PathBuf};
@@ -21,8 +22,8 @@ use whisper_rs::{FullParams, SamplingStrategy, WhisperContext, WhisperContextPar
 
 use super::dictation::{Decode, Segment};
 use super::{
-    LocalError, LocalOptions, Recognition, Verdict, WHISPER_RATE_HZ, check_model_file, judge,
-    to_whisper_rate,
+    LocalError, LocalOptions, Recognition, Verdict, WHISPER_RATE_HZ, check, check_model_file,
+    judge, to_whisper_rate,
 };
 
 /// The whisper.cpp version this build carries (for provenance in the session).
@@ -101,6 +102,7 @@ impl LocalModel {
             state,
             options,
             prompt_tokens,
+            short_windows: ShortWindows::default(),
         })
     }
 }
@@ -113,6 +115,7 @@ pub struct Recognizer {
     options: LocalOptions,
     /// [`LocalOptions::vocabulary`] tokenized (empty: no prompt).
     prompt_tokens: Vec<whisper_rs::WhisperTokenId>,
+    short_windows: ShortWindows,
 }
 
 impl std::fmt::Debug for Recognizer {
@@ -152,7 +155,9 @@ impl Recognizer {
     }
 
     /// [`Recognizer::segments`] as `how` says: with a flag that abandons the inference
-    /// (`local.aborted`).
+    /// (`local.aborted`), and a reduced encoder window tried first
+    /// ([`Decode::short_window`]), its result kept only if [`check::doubt`] finds nothing
+    /// wrong with it, else the full window.
     pub fn decode(&mut self, pcm_24k: &[i16], how: &Decode) -> Result<Vec<Segment>, LocalError> {
         let mut audio = to_whisper_rate(pcm_24k)?;
         // whisper.cpp skips input shorter than 1 s; a short word is padded with silence.
@@ -160,8 +165,46 @@ impl Recognizer {
         if audio.len() < shortest {
             audio.resize(shortest, 0.0);
         }
+        let len = pcm_24k.len() as u64;
+        if let Some(short) = &how.short_window {
+            let frames = check::reduced_frames(len);
+            if frames < check::FULL_WINDOW_FRAMES {
+                let raw = self.run(&audio, how, Some(frames))?;
+                match check::doubt(&raw, len, short.voiced_end) {
+                    None => {
+                        self.short_windows.accepted += 1;
+                        return Ok(clamped(raw, len));
+                    }
+                    Some(doubt) => {
+                        self.short_windows.doubted += 1;
+                        self.short_windows.last_doubt = Some(doubt);
+                    }
+                }
+            }
+        }
+        let raw = self.run(&audio, how, None)?;
+        Ok(clamped(raw, len))
+    }
+
+    /// How the reduced windows asked for so far fared.
+    pub fn short_windows(&self) -> ShortWindows {
+        self.short_windows
+    }
+
+    /// One whisper.cpp inference over 16 kHz `audio`, with `frames` of encoder window
+    /// (`None`: the full 30 s): the segments with their raw timestamps, which may run past
+    /// the audio into the padding.
+    fn run(
+        &mut self,
+        audio: &[f32],
+        how: &Decode,
+        frames: Option<u64>,
+    ) -> Result<Vec<Segment>, LocalError> {
         let language = self.options.language.clone();
         let mut params = params(self.options.threads, language.as_deref());
+        if let Some(frames) = frames {
+            params.set_audio_ctx(i32::try_from(frames).unwrap_or(0));
+        }
         if !self.prompt_tokens.is_empty() {
             params.set_tokens(&self.prompt_tokens);
         }
@@ -177,14 +220,13 @@ impl Recognizer {
                 params.set_abort_callback_user_data(Arc::as_ptr(flag) as *mut std::ffi::c_void);
             }
         }
-        let result = self.state.full(params, &audio);
+        let result = self.state.full(params, audio);
         if abort.is_some_and(|f| f.load(Ordering::Relaxed)) {
             return Err(LocalError::Aborted);
         }
         result.map_err(|_| LocalError::InferenceFailed)?;
-        let len = pcm_24k.len() as u64;
         // Timestamps are in 10 ms steps: 240 samples at 24 kHz.
-        let at = |t: i64| (u64::try_from(t).unwrap_or(0) * 240).min(len);
+        let at = |t: i64| u64::try_from(t).unwrap_or(0) * 240;
         let mut out = Vec::new();
         for segment in self.state.as_iter() {
             let text = segment
@@ -199,6 +241,25 @@ impl Recognizer {
         }
         Ok(out)
     }
+}
+
+/// `segments` with their timestamps cut to the audio's `len` samples.
+fn clamped(mut segments: Vec<Segment>, len: u64) -> Vec<Segment> {
+    for s in &mut segments {
+        s.start_sample = s.start_sample.min(len);
+        s.end_sample = s.end_sample.min(len);
+    }
+    segments
+}
+
+/// How the reduced encoder windows of one recognizer fared: kept, or doubted and decoded
+/// again with the full window.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ShortWindows {
+    pub accepted: u64,
+    pub doubted: u64,
+    /// Why the last doubted one was.
+    pub last_doubt: Option<check::Doubt>,
 }
 
 /// whisper.cpp's abort callback: the flag behind `flag` is set.

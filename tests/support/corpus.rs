@@ -164,38 +164,10 @@ pub fn clips(set: Set) -> Vec<Clip> {
         .collect()
 }
 
-/// Loops in `text`: how many extra copies of a run of up to 8 words follow it directly ("we
-/// had a long we had a long" is one; "123 123 123 123" three), each loop counted at its
-/// shortest period. A multi-word run counts from its first repeat, a single word from its
-/// second ("five five" and "very, very" are speech, not loops).
-pub fn loops(text: &str) -> usize {
-    let w = words(text);
-    let mut count = 0;
-    let mut i = 0;
-    while i < w.len() {
-        let mut found = None;
-        for n in 1..=8 {
-            let copies = (1..)
-                .take_while(|&k| {
-                    i + (k + 1) * n <= w.len() && w[i..i + n] == w[i + k * n..i + (k + 1) * n]
-                })
-                .count();
-            // One repeat of a multi-word run, or two of a single word.
-            if (n >= 2 && copies >= 1) || copies >= 2 {
-                found = Some((n, copies));
-                break;
-            }
-        }
-        match found {
-            Some((n, copies)) => {
-                count += copies;
-                i += (copies + 1) * n;
-            }
-            None => i += 1,
-        }
-    }
-    count
-}
+/// Loops in `text` (extra copies of repeated word runs): the library's own count, the
+/// one that makes a reduced encoder window's decode doubtful.
+#[allow(unused_imports)] // not every test binary counts loops
+pub use persyk::local::check::loops;
 
 /// The baseline every on-device figure stands beside: one whole-file whisper.cpp call on
 /// 24 kHz `samples` with whisper.cpp's defaults (30 s windows), the given threads and
