@@ -32,6 +32,8 @@ pub mod model;
 pub mod paste;
 pub mod permission;
 mod platform;
+#[cfg(target_os = "linux")]
+pub use platform::portal;
 pub mod shell;
 pub mod sounds;
 pub mod tray;

@@ -148,6 +148,9 @@ pub struct Shell {
 impl Shell {
     /// Builds the shell inside eframe's creation closure (main thread, loop running).
     pub fn new(ctx: &egui::Context, ui: PersykUi, options: ShellOptions) -> Shell {
+        // X11 reports no theme: "the system's" is the desktop portal's preference.
+        #[cfg(target_os = "linux")]
+        super::platform::portal::follow(ctx);
         Shell::with_tray(ctx, ui, options, |post| {
             Tray::create(post).map(|t| Box::new(t) as Box<dyn TrayPort>)
         })

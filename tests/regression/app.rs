@@ -1641,3 +1641,98 @@ fn issue24_01_the_welcome_stays_until_a_dictation_has_worked() {
     again.shutdown();
     app.shutdown();
 }
+
+// ---------------------------------------------------------------------------------------------
+// The system theme on X11 (issue #24 item 12).
+
+/// The desktop portal's `Settings` interface on the test's own bus, answering
+/// `org.freedesktop.appearance` / `color-scheme` with the value in the cell.
+#[cfg(target_os = "linux")]
+struct FakePortal(Arc<std::sync::atomic::AtomicU32>);
+
+#[cfg(target_os = "linux")]
+#[zbus::interface(name = "org.freedesktop.portal.Settings")]
+impl FakePortal {
+    fn read_one(
+        &self,
+        namespace: &str,
+        key: &str,
+    ) -> zbus::fdo::Result<zbus::zvariant::OwnedValue> {
+        if (namespace, key) != ("org.freedesktop.appearance", "color-scheme") {
+            return Err(zbus::fdo::Error::Failed("unknown setting".into()));
+        }
+        Ok(zbus::zvariant::OwnedValue::from(
+            self.0.load(Ordering::SeqCst),
+        ))
+    }
+}
+
+/// Issue #24 item 12: winit reports no theme on X11, so "follow the system" was always
+/// light there. The app now reads the desktop portal's `color-scheme` (dark here) when it
+/// starts and follows its `SettingChanged` signal; other settings, "no preference" and
+/// values the specification does not define change nothing.
+#[cfg(target_os = "linux")]
+#[test]
+fn issue24_12_on_x11_the_system_theme_is_the_desktop_portals() {
+    use eframe::egui::{self, Theme};
+    if !in_dbus_child("app::issue24_12_on_x11_the_system_theme_is_the_desktop_portals") {
+        return;
+    }
+    const PATH: &str = "/org/freedesktop/portal/desktop";
+    let scheme = Arc::new(std::sync::atomic::AtomicU32::new(1));
+    let portal = zbus::blocking::connection::Builder::session()
+        .unwrap()
+        .serve_at(PATH, FakePortal(scheme.clone()))
+        .unwrap()
+        .name("org.freedesktop.portal.Desktop")
+        .unwrap()
+        .build()
+        .unwrap();
+    let ctx = egui::Context::default();
+    persyk::app::ui::style::install(&ctx);
+    assert_eq!(ctx.theme(), Theme::Light, "no system theme: the fallback");
+    // What the watcher applies, in order; applied to the context as the app does.
+    let (applied_tx, applied) = std::sync::mpsc::channel();
+    let client = zbus::blocking::Connection::session().unwrap();
+    {
+        let ctx = ctx.clone();
+        std::thread::spawn(move || {
+            persyk::app::portal::follow_on(&client, |theme| {
+                persyk::app::portal::apply(&ctx, theme);
+                let _ = applied_tx.send(theme);
+            })
+        });
+    }
+    let until = |what: &str, done: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !done() {
+            assert!(Instant::now() < deadline, "timed out: {what}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    until("dark at start", &|| ctx.theme() == Theme::Dark);
+    let emit = |namespace: &str, value: u32| {
+        portal
+            .emit_signal(
+                None::<&str>,
+                PATH,
+                "org.freedesktop.portal.Settings",
+                "SettingChanged",
+                &(namespace, "color-scheme", zbus::zvariant::Value::U32(value)),
+            )
+            .unwrap();
+    };
+    emit("org.freedesktop.appearance", 2);
+    until("light after the change", &|| ctx.theme() == Theme::Light);
+    emit("org.example.other", 1);
+    emit("org.freedesktop.appearance", 0);
+    emit("org.freedesktop.appearance", 7);
+    emit("org.freedesktop.appearance", 1);
+    until("dark again", &|| ctx.theme() == Theme::Dark);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        applied.try_iter().collect::<Vec<_>>(),
+        [Theme::Dark, Theme::Light, Theme::Dark],
+        "only the last signal changed anything"
+    );
+}

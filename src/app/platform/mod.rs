@@ -1,9 +1,12 @@
 //! Platform glue below the shell and the tray: window-level OS calls that belong to no
-//! service. macOS has most of it ([`macos`]); on Linux the X11 indicator hint ([`x11`]);
-//! elsewhere winit and the tray crate cover it.
+//! service. macOS has most of it ([`macos`]); on Linux the X11 indicator hint ([`x11`]) and
+//! the desktop's light or dark preference ([`portal`]); elsewhere winit and the tray crate
+//! cover it.
 
 #[cfg(target_os = "macos")]
 pub mod macos;
+#[cfg(target_os = "linux")]
+pub mod portal;
 #[cfg(target_os = "linux")]
 pub mod x11;
 
