@@ -178,7 +178,9 @@ mod tests {
     /// it must raise; and good ones that must pass.
     #[test]
     fn doubts_seen_on_real_speech() {
-        let table: &[(&[Segment], u64, Option<u64>, Option<Doubt>)] = &[
+        /// Segments, the audio's length, the voiced end, the doubt.
+        type Row<'a> = (&'a [Segment], u64, Option<u64>, Option<Doubt>);
+        let table: &[Row] = &[
             // "a woman." (1 s) came back looping into the padding.
             (
                 &[seg(
