@@ -521,8 +521,15 @@ impl Backend {
                 .unwrap_or(Err(crate::update::UpdateError::Unreachable)),
                 Err(e) => Err(e),
             };
-            if let Err(e) = &result {
-                eprintln!("persyk: update check: {}", e.code());
+            // The outcome in the log: a code, or the version of a verified release.
+            match &result {
+                Ok(crate::update::Checked::Available(r)) => {
+                    eprintln!("persyk: update check: Persyk {} is available", r.version);
+                }
+                Ok(crate::update::Checked::UpToDate { .. }) => {
+                    eprintln!("persyk: update check: up to date");
+                }
+                Err(e) => eprintln!("persyk: update check: {}", e.code()),
             }
             notify.send(Update::UpdateChecked { manual, result }).await;
         });

@@ -1,6 +1,7 @@
 //! The update check's test side: the signed feed fixtures of `fixtures/update/` (made by
 //! `fixtures/update/regenerate` with a committed TEST key) and a loopback HTTP server that
 //! serves them (std `TcpListener`, one thread per connection).
+#![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
