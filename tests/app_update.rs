@@ -29,9 +29,15 @@ const DMG: &str = "https://github.com/persyk/persyk/releases/download/v99.0.0/Pe
 
 /// The window with its update check pointed at `feed_url` (signed with the test key).
 fn app(feed_url: &str) -> UiApp {
+    app_with(feed_url, false, |_| {})
+}
+
+/// [`app`] with the daily check allowed (`daily`, first run at once) and settings `edit`ed.
+fn app_with(feed_url: &str, daily: bool, edit: impl FnOnce(&mut Settings)) -> UiApp {
     let updates = UpdateConfig {
         source: Source::new(feed_url, test_key()),
-        daily: false,
+        daily,
+        first_daily_check: std::time::Duration::ZERO,
     };
     let f = fixture_full(
         None,
@@ -39,7 +45,7 @@ fn app(feed_url: &str) -> UiApp {
         Arc::new(ToneMic { seconds: 1.0 }),
         None,
         updates,
-        |_| {},
+        edit,
     );
     UiApp::new(f, 720.0, 2400.0)
 }
@@ -107,6 +113,7 @@ fn the_menus_check_for_updates_shows_settings_with_the_answer() {
     let updates = UpdateConfig {
         source: Source::new(&server.url("persyk-update.json"), test_key()),
         daily: false,
+        first_daily_check: std::time::Duration::ZERO,
     };
     let f = fixture_full(
         None,
@@ -212,6 +219,40 @@ fn a_failed_daily_check_is_quiet() {
     app.harness.step();
     assert!(app.has_label(COULD_NOT_CHECK));
     assert!(!app.has_label("Details: update."));
+    app.shutdown();
+}
+
+#[test]
+fn the_daily_check_runs_by_itself_and_says_a_newer_release_on_the_dictation_page() {
+    let server = serving("newer.json");
+    let mut app = app_with(&server.url("persyk-update.json"), true, |_| {});
+    assert_eq!(app.harness.state().page(), Page::Dictation);
+    app.wait_label("Persyk 99.0.0 is available");
+    assert!(
+        app.harness
+            .query_by_role_and_label(Role::Link, "Download")
+            .is_some()
+    );
+    assert_eq!(server.requests.lock().unwrap().len(), 2);
+    app.shutdown();
+}
+
+#[test]
+fn the_daily_check_stays_off_when_the_setting_is_off() {
+    let server = serving("newer.json");
+    let mut app = app_with(&server.url("persyk-update.json"), true, |s| {
+        s.updates.daily = Some(false)
+    });
+    // The first daily check was due at once: give it time to (wrongly) run.
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(1500);
+    while std::time::Instant::now() < until {
+        app.harness.step();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(server.requests.lock().unwrap().is_empty());
+    assert_eq!(app.harness.state().update_sentence(), None);
+    // "Check now" still works.
+    assert_eq!(check_now(&mut app), "Persyk 99.0.0 is available");
     app.shutdown();
 }
 

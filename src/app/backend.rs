@@ -208,9 +208,11 @@ pub struct UpdateConfig {
     /// The feed and its key, or why there is none (`update.no-feed`, `update.off`, …): a
     /// check then answers that code at once, without touching the network.
     pub source: Result<crate::update::Source, crate::update::UpdateError>,
-    /// Whether this process may check by itself once a day (and [`FIRST_DAILY_CHECK`] after
+    /// Whether this process may check by itself once a day (and `first_daily_check` after
     /// start) while `updates.daily` is on. Off in tests and development runs unless asked.
     pub daily: bool,
+    /// When the first daily check runs after start ([`FIRST_DAILY_CHECK`]; tests shorten it).
+    pub first_daily_check: Duration,
 }
 
 impl UpdateConfig {
@@ -219,6 +221,7 @@ impl UpdateConfig {
         UpdateConfig {
             source: Err(crate::update::UpdateError::Off),
             daily: false,
+            first_daily_check: FIRST_DAILY_CHECK,
         }
     }
 }
@@ -468,7 +471,7 @@ impl Backend {
         mut commands: mpsc::Receiver<Command>,
         mut shutdown: watch::Receiver<Option<Instant>>,
     ) {
-        let daily = tokio::time::sleep(FIRST_DAILY_CHECK);
+        let daily = tokio::time::sleep(self.config.updates.first_daily_check);
         tokio::pin!(daily);
         loop {
             tokio::select! {

@@ -122,6 +122,7 @@ pub fn run(options: ShellOptions) -> Result<(), AppError> {
                 // A development run (and so every test run) checks by itself only when
                 // PERSYK_UPDATE_FEED names a feed.
                 daily: !settings::is_dev() || crate::update::Source::feed_url_in_env(),
+                first_daily_check: backend::FIRST_DAILY_CHECK,
             },
         },
         loaded.clone(),
