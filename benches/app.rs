@@ -50,6 +50,7 @@ fn new_ui_in(dir: PathBuf) -> PersykUi {
             microphone: Arc::new(NoMic),
             keys: Arc::new(BenchKeys),
             replay_factor: 0.0,
+            updates: persyk::app::backend::UpdateConfig::off(),
         },
         settings.clone(),
         Waker::new(),

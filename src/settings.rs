@@ -369,6 +369,29 @@ pub struct HotkeySettings {
     pub paste_last: Option<String>,
 }
 
+/// The `updates` section: the update check (`crate::update`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateSettings {
+    /// Check the release feed once a day while Persyk runs; `None` = on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daily: Option<bool>,
+    /// Keys of this section this version does not know, kept as they were.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+impl UpdateSettings {
+    /// Whether the daily check runs (on unless turned off).
+    pub fn daily_enabled(&self) -> bool {
+        self.daily.unwrap_or(true)
+    }
+
+    fn is_default(&self) -> bool {
+        *self == UpdateSettings::default()
+    }
+}
+
 /// The default global hotkey: ⌥Space (Alt+Space).
 pub const DEFAULT_HOTKEY: &str = "Alt+Space";
 
@@ -407,6 +430,9 @@ pub struct Settings {
         skip_serializing_if = "crate::cleanup::settings::CleanupSettings::is_default"
     )]
     pub cleanup: crate::cleanup::settings::CleanupSettings,
+    /// The daily update check (absent while on).
+    #[serde(default, skip_serializing_if = "UpdateSettings::is_default")]
+    pub updates: UpdateSettings,
     /// Keys this version does not know, kept as they were.
     #[serde(flatten)]
     pub other: Map<String, Value>,
@@ -847,6 +873,21 @@ mod tests {
         // What a default file says once saved: the mode, so it is kept from then on.
         let json = serde_json::to_value(Settings::default()).unwrap();
         assert_eq!(json["hotkey"], serde_json::json!({"mode": "auto"}));
+    }
+
+    #[test]
+    fn the_daily_update_check_is_on_by_default_and_turns_off() {
+        let s = Settings::default();
+        assert!(s.updates.daily_enabled());
+        assert!(!serde_json::to_string(&s).unwrap().contains("updates"));
+        let s: Settings =
+            serde_json::from_str(r#"{"updates": {"daily": false, "later": 1}}"#).unwrap();
+        assert!(!s.updates.daily_enabled());
+        let back = serde_json::to_value(&s).unwrap();
+        assert_eq!(
+            back["updates"],
+            serde_json::json!({"daily": false, "later": 1})
+        );
     }
 
     #[test]

@@ -198,7 +198,39 @@ pub struct BackendConfig {
     pub keys: Arc<dyn KeyStore>,
     /// Pace of "Transcribe again" (1.0 = real time; 0 = as fast as the engine takes it).
     pub replay_factor: f64,
+    /// Where "Check for Updates…" and the daily check look.
+    pub updates: UpdateConfig,
 }
+
+/// The update check's set-up (`crate::update`).
+#[derive(Debug, Clone)]
+pub struct UpdateConfig {
+    /// The feed and its key, or why there is none (`update.no-feed`, `update.off`, …): a
+    /// check then answers that code at once, without touching the network.
+    pub source: Result<crate::update::Source, crate::update::UpdateError>,
+    /// Whether this process may check by itself once a day (and `first_daily_check` after
+    /// start) while `updates.daily` is on. Off in tests and development runs unless asked.
+    pub daily: bool,
+    /// When the first daily check runs after start ([`FIRST_DAILY_CHECK`]; tests shorten it).
+    pub first_daily_check: Duration,
+}
+
+impl UpdateConfig {
+    /// No checks (tests, benches): a manual check says `update.off`.
+    pub fn off() -> UpdateConfig {
+        UpdateConfig {
+            source: Err(crate::update::UpdateError::Off),
+            daily: false,
+            first_daily_check: FIRST_DAILY_CHECK,
+        }
+    }
+}
+
+/// The daily check's first run after start: late enough not to compete with the start-up
+/// and a first dictation.
+pub const FIRST_DAILY_CHECK: Duration = Duration::from_secs(60);
+/// Between two daily checks.
+pub const DAILY_CHECK_EVERY: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Where a requested shutdown stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -439,8 +471,16 @@ impl Backend {
         mut commands: mpsc::Receiver<Command>,
         mut shutdown: watch::Receiver<Option<Instant>>,
     ) {
+        let daily = tokio::time::sleep(self.config.updates.first_daily_check);
+        tokio::pin!(daily);
         loop {
             tokio::select! {
+                () = &mut daily, if self.config.updates.daily => {
+                    daily.as_mut().reset(tokio::time::Instant::now() + DAILY_CHECK_EVERY);
+                    if self.settings.updates.daily_enabled() {
+                        self.check_updates(false);
+                    }
+                }
                 command = commands.recv() => match command {
                     Some(c) => self.handle(c).await,
                     None => break,
@@ -468,6 +508,34 @@ impl Backend {
                 let _ = self.updates.try_send(Update::Ended(Box::new(finished)));
             }
         }
+    }
+
+    /// Checks the release feed off the runtime's workers; the answer is an
+    /// `Update::UpdateChecked`. A failure is logged by its code only.
+    fn check_updates(&self, manual: bool) {
+        let notify = self.notifier();
+        let source = self.config.updates.source.clone();
+        tokio::spawn(async move {
+            let result = match source {
+                Ok(source) => tokio::task::spawn_blocking(move || {
+                    source.check(crate::update::CURRENT_VERSION)
+                })
+                .await
+                .unwrap_or(Err(crate::update::UpdateError::Unreachable)),
+                Err(e) => Err(e),
+            };
+            // The outcome in the log: a code, or the version of a verified release.
+            match &result {
+                Ok(crate::update::Checked::Available(r)) => {
+                    eprintln!("persyk: update check: Persyk {} is available", r.version);
+                }
+                Ok(crate::update::Checked::UpToDate { .. }) => {
+                    eprintln!("persyk: update check: up to date");
+                }
+                Err(e) => eprintln!("persyk: update check: {}", e.code()),
+            }
+            notify.send(Update::UpdateChecked { manual, result }).await;
+        });
     }
 
     fn store(&mut self) -> Result<Arc<Store>, String> {
@@ -741,6 +809,7 @@ impl Backend {
                     notify.send(update).await;
                 });
             }
+            Command::CheckUpdates => self.check_updates(true),
             Command::Autostart { item, on } => {
                 tokio::spawn(async move {
                     let result = tokio::task::spawn_blocking(move || match on {

@@ -23,6 +23,8 @@ pub enum MenuAction {
     Open,
     Search,
     Settings,
+    /// "Check for Updates…": check the release feed now and show the answer in Settings.
+    CheckUpdates,
     Quit,
 }
 

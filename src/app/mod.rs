@@ -119,6 +119,13 @@ pub fn run(options: ShellOptions) -> Result<(), AppError> {
             microphone: Arc::new(SystemMicrophone::default()),
             keys,
             replay_factor: 4.0,
+            updates: backend::UpdateConfig {
+                source: crate::update::Source::from_env(),
+                // A development run (and so every test run) checks by itself only when
+                // PERSYK_UPDATE_FEED names a feed.
+                daily: !settings::is_dev() || crate::update::Source::feed_url_in_env(),
+                first_daily_check: backend::FIRST_DAILY_CHECK,
+            },
         },
         loaded.clone(),
         waker.clone(),

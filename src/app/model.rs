@@ -108,6 +108,8 @@ pub enum Command {
     /// Read the login item back (`on: None`) or turn start at login on or off, then read it
     /// back (answered with `Autostart`).
     Autostart { item: LoginItem, on: Option<bool> },
+    /// Check the release feed now (answered with `UpdateChecked`, `manual: true`).
+    CheckUpdates,
 }
 
 /// Where a recording's audio comes from.
@@ -435,6 +437,12 @@ pub enum Update {
     },
     /// The login item as the system has it now, or why it could not be read or changed.
     Autostart(Result<AutostartState, AutostartError>),
+    /// What an update check found: asked for (`manual`, "Check for Updates…") or the daily
+    /// one. Only a verified feed's newer release is ever `Available`.
+    UpdateChecked {
+        manual: bool,
+        result: Result<crate::update::Checked, crate::update::UpdateError>,
+    },
 }
 
 /// Wakes the window after an update. The context is known only once the first frame runs;

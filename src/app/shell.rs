@@ -407,6 +407,10 @@ impl Shell {
             ShellEvent::Menu(MenuAction::Open) => self.show(ctx, None),
             ShellEvent::Menu(MenuAction::Search) => self.show(ctx, Some(Page::Search)),
             ShellEvent::Menu(MenuAction::Settings) => self.show(ctx, Some(Page::Settings)),
+            ShellEvent::Menu(MenuAction::CheckUpdates) => {
+                self.show(ctx, Some(Page::Settings));
+                self.ui.check_updates();
+            }
             ShellEvent::Menu(MenuAction::Cleanup(mode)) => {
                 // A mode that still needs its server opens Settings › Clean-up.
                 if !self.ui.set_cleanup_mode(mode) {

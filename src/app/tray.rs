@@ -37,6 +37,9 @@ pub fn recent_labels<'a>(texts: impl IntoIterator<Item = &'a str>) -> Vec<String
         .collect()
 }
 
+/// The menu entry that checks for a newer Persyk (the answer shows in Settings › Updates).
+pub const CHECK_UPDATES: &str = "Check for Updates…";
+
 /// The menu entry that pastes the newest transcript into the focused app.
 pub const PASTE_LAST: &str = "Paste last transcription";
 /// The same entry, disabled, while there is no transcript.
@@ -134,6 +137,7 @@ impl Tray {
         let open = MenuItem::new("Open Persyk", true, None);
         let search = MenuItem::new("Search history…", true, None);
         let settings = MenuItem::new("Settings…", true, None);
+        let check_updates = MenuItem::new(CHECK_UPDATES, true, None);
         let quit = MenuItem::new("Quit Persyk", true, None);
         let menu = Menu::new();
         menu.append_items(&[
@@ -146,6 +150,7 @@ impl Tray {
             &open,
             &search,
             &settings,
+            &check_updates,
             &PredefinedMenuItem::separator(),
             &quit,
         ])
@@ -157,6 +162,7 @@ impl Tray {
             (open.id().clone(), MenuAction::Open),
             (search.id().clone(), MenuAction::Search),
             (settings.id().clone(), MenuAction::Settings),
+            (check_updates.id().clone(), MenuAction::CheckUpdates),
             (quit.id().clone(), MenuAction::Quit),
         ]
         .into_iter()

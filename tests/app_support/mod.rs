@@ -77,6 +77,8 @@ pub struct Recorded {
     pub broken: Arc<std::sync::atomic::AtomicBool>,
     /// Notification failures to report (what a system without notifications answers).
     pub notify_failures: Arc<Mutex<Vec<String>>>,
+    /// URLs the window asked the system to open.
+    pub opened: Arc<Mutex<Vec<String>>>,
 }
 
 impl Effects for Recorded {
@@ -95,6 +97,10 @@ impl Effects for Recorded {
     }
     fn failures(&mut self) -> Option<String> {
         self.notify_failures.lock().unwrap().pop()
+    }
+    fn open_url(&mut self, url: &str) -> Result<(), String> {
+        self.opened.lock().unwrap().push(url.to_owned());
+        Ok(())
     }
 }
 
@@ -146,6 +152,25 @@ pub fn fixture_with(
     effects: Option<Box<dyn Effects>>,
     edit: impl FnOnce(&mut Settings),
 ) -> Fixture {
+    fixture_full(
+        fake_scenario,
+        key,
+        microphone,
+        effects,
+        persyk::app::backend::UpdateConfig::off(),
+        edit,
+    )
+}
+
+/// [`fixture_with`] with the update check set up as `updates` (tests/app_update.rs).
+pub fn fixture_full(
+    fake_scenario: Option<Scenario>,
+    key: Option<&str>,
+    microphone: Arc<dyn Microphone>,
+    effects: Option<Box<dyn Effects>>,
+    updates: persyk::app::backend::UpdateConfig,
+    edit: impl FnOnce(&mut Settings),
+) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("sessions");
     std::fs::create_dir_all(&root).unwrap();
@@ -177,6 +202,7 @@ pub fn fixture_with(
             microphone,
             keys: keys.clone(),
             replay_factor: 4.0,
+            updates,
         },
         settings.clone(),
         waker.clone(),

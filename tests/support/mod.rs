@@ -6,6 +6,7 @@ pub mod chat;
 pub mod corpus;
 pub mod events;
 pub mod pulse;
+pub mod update;
 
 use std::path::{Path, PathBuf};
 

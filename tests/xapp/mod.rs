@@ -190,6 +190,11 @@ impl Desktop {
     /// stop sounds off: there is no output device), the default hotkey Alt+Space, and the
     /// fake provider with server turns.
     pub fn launch(&self, indicator: bool, args: &[&str]) -> Child {
+        self.launch_with_env(indicator, args, &[])
+    }
+
+    /// [`Desktop::launch`] with more environment variables.
+    pub fn launch_with_env(&self, indicator: bool, args: &[&str], env: &[(&str, &str)]) -> Child {
         let home = self.dir.path().join("home");
         std::fs::create_dir_all(&home).unwrap();
         std::fs::create_dir_all(self.sessions()).unwrap();
@@ -218,6 +223,7 @@ impl Desktop {
             .env("PERSYK_CONFIG", &config)
             .env("OPENAI_API_KEY", "sk-test")
             .env("RUST_BACKTRACE", "1")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(self.dir.path().join("app.log")).unwrap())
@@ -261,6 +267,48 @@ impl Desktop {
         )
         .unwrap();
         let _: () = proxy.call("Activate", &(0i32, 0i32)).expect("Activate");
+    }
+
+    /// Clicks the entry labelled `label` in the tray icon `item`'s menu, as the panel does:
+    /// the dbusmenu `Event(id, "clicked")` of the entry found in `GetLayout`.
+    pub fn click_menu(&self, item: &str, label: &str) {
+        use std::collections::HashMap;
+        use zbus::zvariant::{OwnedObjectPath, OwnedValue, Structure, Value};
+        let conn = self.watcher.as_ref().expect("the bus connection");
+        let sni = zbus::blocking::Proxy::new(
+            conn,
+            item.to_owned(),
+            "/StatusNotifierItem",
+            "org.kde.StatusNotifierItem",
+        )
+        .unwrap();
+        let path: OwnedObjectPath = sni.get_property("Menu").expect("the item's menu path");
+        let menu =
+            zbus::blocking::Proxy::new(conn, item.to_owned(), path, "com.canonical.dbusmenu")
+                .unwrap();
+        type Node = (i32, HashMap<String, OwnedValue>, Vec<OwnedValue>);
+        let (_revision, root): (u32, Node) = menu
+            .call("GetLayout", &(0i32, -1i32, Vec::<String>::new()))
+            .expect("GetLayout");
+        fn find(node: &Node, label: &str) -> Option<i32> {
+            let here = node
+                .1
+                .get("label")
+                .and_then(|v| <&str>::try_from(&**v).ok())
+                .is_some_and(|l| l == label);
+            if here {
+                return Some(node.0);
+            }
+            node.2.iter().find_map(|child| {
+                let s = Structure::try_from(Value::try_from(child).ok()?).ok()?;
+                let child: Node = s.try_into().ok()?;
+                find(&child, label)
+            })
+        }
+        let id = find(&root, label).unwrap_or_else(|| panic!("no menu entry {label:?}"));
+        let _: () = menu
+            .call("Event", &(id, "clicked", Value::I32(0), 0u32))
+            .expect("Event");
     }
 
     /// Runs xdotool on this display.

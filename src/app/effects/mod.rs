@@ -93,7 +93,8 @@ pub trait Effects {
     fn failures(&mut self) -> Option<String> {
         None
     }
-    /// Opens a system URL (the System Settings pane for the microphone permission).
+    /// Opens a system URL (the System Settings pane for the microphone permission) or a web
+    /// link in the browser (a verified release's page or DMG).
     fn open_url(&mut self, _url: &str) -> Result<(), String> {
         Err("not supported here".into())
     }
@@ -386,9 +387,19 @@ fn open_url(url: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A web link (a verified release's page or DMG) through `xdg-open`; System Settings panes
+/// exist only on macOS.
 #[cfg(not(target_os = "macos"))]
-fn open_url(_url: &str) -> Result<(), String> {
-    Err("System Settings exist only on macOS".into())
+fn open_url(url: &str) -> Result<(), String> {
+    if !url.starts_with("https://") {
+        return Err("System Settings exist only on macOS".into());
+    }
+    let mut child = std::process::Command::new("xdg-open")
+        .arg(url)
+        .spawn()
+        .map_err(|_| "xdg-open could not be started".to_owned())?;
+    std::thread::spawn(move || child.wait());
+    Ok(())
 }
 
 fn clipboard_reason(e: &arboard::Error) -> String {

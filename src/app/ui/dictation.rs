@@ -7,6 +7,7 @@ use super::*;
 
 impl PersykUi {
     pub(super) fn dictation_page(&mut self, ui: &mut egui::Ui) {
+        self.update_banner_ui(ui);
         // While no recognizer is usable: why, with the button that fixes it (Start is off).
         let blocker = self.blocker().filter(|_| !self.is_recording());
         if let Some(b) = blocker {

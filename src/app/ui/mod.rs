@@ -53,6 +53,7 @@ pub mod indicator;
 mod onboarding;
 mod settings;
 pub mod style;
+pub mod updates;
 mod virtual_list;
 mod widgets;
 
@@ -276,6 +277,10 @@ enum Action {
     CheckKey,
     /// Leave Settings for the Dictation page (the welcome card, once ready).
     GoToDictation,
+    /// "Check now" (Settings › Updates).
+    CheckUpdates,
+    /// A verified release's "What's new" or "Download": opened in the browser.
+    OpenLink(String),
 }
 
 /// Why no recognizer can run now: the Dictation page says it in one sentence with the
@@ -306,6 +311,7 @@ enum KeyCheck {
 enum SettingsSection {
     Recognition,
     Microphone,
+    Updates,
 }
 
 /// The Settings page's view of the models folder.
@@ -400,6 +406,8 @@ pub struct PersykUi {
     paste_last_delivering: Option<u64>,
     /// Settings › Startup (start at login).
     autostart: AutostartView,
+    /// Settings › Updates: the last update check.
+    updates: updates::UpdateView,
     /// Settings › Shortcut: the key recorder.
     recorder: settings::Recorder,
     pending: Vec<Action>,
@@ -495,6 +503,7 @@ impl PersykUi {
             paste_hotkey_note: None,
             paste_last_delivering: None,
             autostart: AutostartView::new(super::autostart::LoginItem::system()),
+            updates: updates::UpdateView::default(),
             recorder: settings::Recorder::default(),
             pending: Vec::new(),
             stop_on_start: false,
@@ -943,6 +952,7 @@ impl PersykUi {
     /// Applies one backend update (tests and benches inject their own).
     pub fn apply(&mut self, update: Update) {
         match update {
+            Update::UpdateChecked { manual, result } => self.apply_update_checked(manual, result),
             Update::WaitingForPermission => {
                 self.waiting_permission = matches!(self.dictation, Dictation::Starting);
             }
@@ -1506,6 +1516,12 @@ impl PersykUi {
                 }
             }
             Action::GoToDictation => self.show_page(Page::Dictation),
+            Action::CheckUpdates => self.check_updates(),
+            Action::OpenLink(url) => {
+                if let Err(reason) = self.effects.open_url(&url) {
+                    self.notice = Some((format!("The link could not be opened ({reason})"), true));
+                }
+            }
         }
     }
 

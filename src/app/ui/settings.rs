@@ -1,7 +1,7 @@
 //! The Settings page: the editable form, recognition and model downloads, first run.
 //!
 //! The form is a column of sections (`widgets::section`): Recognition, Microphone, Shortcut,
-//! Startup, History, After dictation, Appearance — one method each (`*_ui`), so a new control is a row in its
+//! Startup, Updates, History, After dictation, Appearance — one method each (`*_ui`), so a new control is a row in its
 //! section's method. The sections scroll; the Save bar stays at the bottom of the window.
 //!
 //! Shortcut holds the key recorder: each shortcut shown the Mac way (`⌥Space`, the modifier
@@ -61,6 +61,8 @@ pub struct SettingsForm {
     pub theme: ThemeChoice,
     /// Replacements and a model's clean-up.
     pub cleanup: super::cleanup::CleanupForm,
+    /// "Check for updates daily".
+    pub updates_daily: bool,
 }
 
 impl SettingsForm {
@@ -119,6 +121,7 @@ impl SettingsForm {
             after: super::after_dictation::AfterDictationForm::from_settings(&s.after_dictation),
             theme: s.appearance.theme,
             cleanup: super::cleanup::CleanupForm::from_settings(&s.cleanup),
+            updates_daily: s.updates.daily_enabled(),
         }
     }
 
@@ -183,6 +186,11 @@ impl SettingsForm {
         s.after_dictation = self.after.to_settings();
         s.appearance.theme = self.theme;
         s.cleanup = self.cleanup.to_settings(&base.cleanup);
+        s.updates.daily = if self.updates_daily && base.updates.daily.is_none() {
+            None
+        } else {
+            Some(self.updates_daily)
+        };
         s
     }
 }
@@ -251,6 +259,12 @@ impl PersykUi {
         });
         widgets::section(ui, "Shortcut", |ui| self.shortcut_ui(ui));
         widgets::section(ui, "Startup", |ui| self.startup_ui(ui));
+        widgets::section(ui, "Updates", |ui| {
+            if scroll_to == Some(SettingsSection::Updates) {
+                ui.scroll_to_cursor(Some(egui::Align::Min));
+            }
+            self.updates_settings_ui(ui)
+        });
         widgets::section(ui, "History", |ui| self.history_folders_ui(ui));
         widgets::section(ui, "After dictation", |ui| {
             self.after_dictation_settings_ui(ui)
