@@ -722,7 +722,11 @@ fn voiced_end(samples: &[i16]) -> Option<u64> {
 /// that differ from the full window's text.
 fn short_windows(model: &LocalModel) {
     use persyk::local::dictation::{Decode, ShortWindow};
-    let clips = corpus::clips(Set::All);
+    let set = match std::env::var("PERSYK_BENCH_CORPUS").as_deref() {
+        Ok("ci") => Set::Ci,
+        _ => Set::All,
+    };
+    let clips = corpus::clips(set);
     if clips.is_empty() {
         println!("short: no corpus (scripts/fetch-corpus)");
         return;

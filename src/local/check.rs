@@ -8,9 +8,9 @@
 //! speed-ups: the standard models were trained on full windows, and on a short one they can
 //! lose track of the end — repeat a phrase, invent words in the padding, or stop early.
 //!
-//! So a reduced window's result is used only when nothing about it looks like that
-//! ([`doubt`]); any doubt and the same audio is decoded again with the full window, which
-//! costs time, never words. The padding matters: with a second of it tiny.en repeated
+//! So a reduced window is decoded once, greedily, with its tokens bounded ([`max_tokens`]),
+//! and its result is used only when nothing about it looks like that ([`doubt`]); any doubt
+//! and the same audio is decoded again with the full window, which costs time, never words. The padding matters: with a second of it tiny.en repeated
 //! phrases on live clips; with [`REDUCED_PAD_MS`] the model sees the silence it was trained
 //! to stop at.
 //!
@@ -42,6 +42,13 @@ pub fn reduced_frames(len: u64) -> u64 {
     (ms * FRAMES_PER_SECOND)
         .div_ceil(1000)
         .min(FULL_WINDOW_FRAMES)
+}
+
+/// The most tokens a reduced window's decode may write per segment for `seconds` of audio:
+/// about twice what fast speech needs (English runs near four tokens a second), so a
+/// decode that loses track of the end stops early and is doubted, instead of running on.
+pub fn max_tokens(seconds: usize) -> usize {
+    16 + 8 * seconds
 }
 
 /// What makes a reduced window's decode untrustworthy.

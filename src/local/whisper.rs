@@ -203,7 +203,12 @@ impl Recognizer {
         let language = self.options.language.clone();
         let mut params = params(self.options.threads, language.as_deref());
         if let Some(frames) = frames {
+            // A reduced window is one greedy pass with its tokens bounded by the audio's
+            // length: any doubt is answered by the full window, not by sampling again.
             params.set_audio_ctx(i32::try_from(frames).unwrap_or(0));
+            params.set_temperature_inc(0.0);
+            let seconds = audio.len().div_ceil(WHISPER_RATE_HZ as usize);
+            params.set_max_tokens(i32::try_from(check::max_tokens(seconds)).unwrap_or(i32::MAX));
         }
         if !self.prompt_tokens.is_empty() {
             params.set_tokens(&self.prompt_tokens);
