@@ -190,6 +190,12 @@ impl Desktop {
     /// stop sounds off: there is no output device), the default hotkey Alt+Space, and the
     /// fake provider with server turns.
     pub fn launch(&self, indicator: bool, args: &[&str]) -> Child {
+        self.launch_logged(indicator, args, "app.log")
+    }
+
+    /// [`Desktop::launch`] with stderr to `log` in the desktop's folder (a second app of one
+    /// desktop must not truncate the first one's log).
+    pub fn launch_logged(&self, indicator: bool, args: &[&str], log: &str) -> Child {
         let home = self.dir.path().join("home");
         std::fs::create_dir_all(&home).unwrap();
         std::fs::create_dir_all(self.sessions()).unwrap();
@@ -220,7 +226,7 @@ impl Desktop {
             .env("RUST_BACKTRACE", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(self.dir.path().join("app.log")).unwrap())
+            .stderr(std::fs::File::create(self.dir.path().join(log)).unwrap())
             .spawn()
             .expect("persyk app")
     }

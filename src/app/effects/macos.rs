@@ -15,12 +15,12 @@ use std::time::Duration;
 
 use objc2::rc::Retained;
 use objc2::runtime::{NSObject, NSObjectProtocol, ProtocolObject};
-use objc2::{ClassType, define_class, msg_send};
+use objc2::{AnyThread, DefinedClass, define_class, msg_send};
 use objc2_foundation::{NSBundle, NSError, NSString};
 use objc2_user_notifications::{
     UNAuthorizationOptions, UNAuthorizationStatus, UNMutableNotificationContent, UNNotification,
-    UNNotificationPresentationOptions, UNNotificationRequest, UNNotificationSettings,
-    UNUserNotificationCenter, UNUserNotificationCenterDelegate,
+    UNNotificationPresentationOptions, UNNotificationRequest, UNNotificationResponse,
+    UNNotificationSettings, UNUserNotificationCenter, UNUserNotificationCenterDelegate,
 };
 
 use super::{NotificationCenter, NotifyAuthorization};
@@ -34,10 +34,15 @@ const CENTER_ANSWER: Duration = Duration::from_secs(10);
 /// How long the user may take to answer the authorization prompt.
 const PROMPT_ANSWER: Duration = Duration::from_secs(120);
 
+/// What a click on a banner does.
+struct OnClick(Box<dyn Fn() + Send + Sync>);
+
 define_class!(
-    /// Lets banners show while Persyk is the frontmost app (macOS hides them otherwise).
+    /// Lets banners show while Persyk is the frontmost app (macOS hides them otherwise), and
+    /// shows the window when one is clicked.
     #[unsafe(super(NSObject))]
     #[name = "PersykNotificationDelegate"]
+    #[ivars = OnClick]
     struct NotificationDelegate;
 
     unsafe impl NSObjectProtocol for NotificationDelegate {}
@@ -54,17 +59,34 @@ define_class!(
                 | UNNotificationPresentationOptions::List
                 | UNNotificationPresentationOptions::Sound,));
         }
+
+        /// A click on a banner (its default action) activates Persyk, which has no window
+        /// in front: show it (issue #25 item 4).
+        #[unsafe(method(userNotificationCenter:didReceiveNotificationResponse:withCompletionHandler:))]
+        fn did_receive(
+            &self,
+            _center: &UNUserNotificationCenter,
+            response: &UNNotificationResponse,
+            handler: &block2::DynBlock<dyn Fn()>,
+        ) {
+            if super::response_shows_window(&response.actionIdentifier().to_string()) {
+                (self.ivars().0)();
+            }
+            handler.call(());
+        }
     }
 );
 
-/// Installs the delegate that presents banners while Persyk is frontmost (once, at start;
-/// only in `Persyk.app`). The center holds its delegate weakly, so it lives until exit.
-pub fn install_notification_delegate() {
+/// Installs the delegate that presents banners while Persyk is frontmost and calls
+/// `on_click` when one is clicked (once, at start; only in `Persyk.app`). The center holds
+/// its delegate weakly, so it lives until exit.
+pub fn install_notification_delegate(on_click: Box<dyn Fn() + Send + Sync>) {
     if !bundled() {
         return;
     }
-    let delegate: Retained<NotificationDelegate> =
-        unsafe { msg_send![NotificationDelegate::class(), new] };
+    let delegate = NotificationDelegate::alloc().set_ivars(OnClick(on_click));
+    // SAFETY: NSObject's `init` on a freshly allocated object.
+    let delegate: Retained<NotificationDelegate> = unsafe { msg_send![super(delegate), init] };
     let center = UNUserNotificationCenter::currentNotificationCenter();
     center.setDelegate(Some(ProtocolObject::from_ref(&*delegate)));
     std::mem::forget(delegate);

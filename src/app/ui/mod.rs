@@ -56,7 +56,7 @@ pub mod style;
 mod virtual_list;
 mod widgets;
 
-pub use settings::SettingsForm;
+pub use settings::{PRE_ROLL_CAPTION, SettingsForm};
 pub use widgets::{highlighted, match_ranges};
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -952,6 +952,11 @@ impl PersykUi {
                 live,
             } => {
                 self.waiting_permission = false;
+                // The microphone opened, so access is granted now: the startup note that
+                // it was off is out of date (issue #25 item 9).
+                if origin == AudioOrigin::Microphone {
+                    self.microphone_note = None;
+                }
                 self.transcript_rows = RowHeights::default();
                 self.dictation = Dictation::Live(LiveRec {
                     origin,

@@ -455,10 +455,7 @@ impl PersykUi {
         field(ui, "Pre-roll (ms)", |ui| {
             ui.add(egui::DragValue::new(&mut f.pre_roll_ms).range(0..=500))
         });
-        ui.label(style::caption(
-            "Pre-roll keeps the microphone open between recordings, so a recording starts \
-             with the half second before the click.",
-        ));
+        ui.label(style::caption(PRE_ROLL_CAPTION));
     }
 
     /// Shortcut: the global hotkey and how it behaves, and the paste-last shortcut. Each
@@ -890,6 +887,14 @@ impl PersykUi {
 }
 
 /// The key recorder's buttons.
+/// Under "Pre-roll": what it gives, and what an always-open microphone costs (issue #25
+/// item 9).
+pub const PRE_ROLL_CAPTION: &str = "Pre-roll keeps the microphone open between recordings, so \
+                                    a recording starts with the half second before the click. \
+                                    While it is on, macOS keeps the orange microphone dot lit, \
+                                    and a Bluetooth headset stays in call quality (its \
+                                    microphone mode, which makes what you hear sound worse).";
+
 pub const RECORD_SHORTCUT: &str = "Record shortcut";
 pub const RECORD_PASTE_SHORTCUT: &str = "Record paste shortcut";
 
