@@ -447,6 +447,9 @@ pub struct PersykUi {
     models: ModelsView,
     /// Whether pasting can work here (Settings → After dictation).
     paste_availability: PasteAvailability,
+    /// The user said Accessibility access is on ("I turned it on") and macOS still says no:
+    /// the section says to remove Persyk from the list and add it again (issue #25 item 7).
+    access_claimed: bool,
     /// Persyk's own window has keyboard focus (as of the last frame): a finished recording
     /// is then copied, not pasted — there is no other app to paste into.
     window_focused: bool,
@@ -510,6 +513,7 @@ impl PersykUi {
                 ..ModelsView::default()
             },
             paste_availability,
+            access_claimed: false,
             window_focused: false,
             recent: Vec::new(),
             dictation_worked: false,
