@@ -746,3 +746,31 @@ fn issue25_09_the_pre_roll_caption_says_what_an_open_microphone_costs() {
     }
     app.shutdown();
 }
+
+/// Issue #25 item 6: Settings says which dictation hotkey is in use, and when it is the
+/// default (⌃⌥D on a Mac, ⌥Space elsewhere), from the saved settings.
+#[test]
+fn issue25_06_settings_says_which_hotkey_is_in_use() {
+    use persyk::app::ui::hotkey_in_use;
+    use persyk::settings::{DEFAULT_HOTKEY, HotkeySettings};
+    let mut app = app_sized(None, Some("sk-test-app"), 5.0, 1400.0);
+    app.harness.state_mut().show_page(Page::Settings);
+    app.harness.step();
+    let default = format!("In use: {DEFAULT_HOTKEY}, Persyk's default.");
+    assert!(app.has_label(&default), "{default}");
+    app.shutdown();
+    let saved = |keys: Option<&str>| HotkeySettings {
+        keys: keys.map(str::to_owned),
+        ..HotkeySettings::default()
+    };
+    assert_eq!(
+        hotkey_in_use(&saved(Some("Ctrl+Shift+D"))).as_deref(),
+        Some("In use: Ctrl+Shift+D.")
+    );
+    assert!(
+        hotkey_in_use(&saved(Some("")))
+            .unwrap()
+            .starts_with("No global hotkey is in use")
+    );
+    assert_eq!(hotkey_in_use(&saved(Some("banana"))), None);
+}

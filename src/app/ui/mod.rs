@@ -56,7 +56,7 @@ pub mod style;
 mod virtual_list;
 mod widgets;
 
-pub use settings::{PRE_ROLL_CAPTION, SettingsForm};
+pub use settings::{PRE_ROLL_CAPTION, SettingsForm, hotkey_in_use};
 pub use widgets::{highlighted, match_ranges};
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};

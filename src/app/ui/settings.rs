@@ -485,6 +485,10 @@ impl PersykUi {
             widgets::row(ui, "", |ui, _| {
                 ui.colored_label(ui.visuals().warn_fg_color, note);
             });
+        } else if let Some(sentence) = hotkey_in_use(&self.settings.hotkey) {
+            widgets::row(ui, "", |ui, _| {
+                ui.label(style::caption(sentence));
+            });
         }
         widgets::row(ui, "Hotkey mode", |ui, _| {
             ui.horizontal_wrapped(|ui| {
@@ -894,6 +898,26 @@ pub const PRE_ROLL_CAPTION: &str = "Pre-roll keeps the microphone open between r
                                     While it is on, macOS keeps the orange microphone dot lit, \
                                     and a Bluetooth headset stays in call quality (its \
                                     microphone mode, which makes what you hear sound worse).";
+
+/// Which dictation hotkey the saved settings put in use (registration problems are said
+/// instead, by the shell's note), and whether it is Persyk's default; `None` for a
+/// combination that does not parse (said beside the field). In words, as stored
+/// ("Ctrl+Alt+D"): egui's fonts have no glyphs for ⌃ ⌥ ⇧ ⌘ (the recorder above paints them).
+pub fn hotkey_in_use(saved: &crate::settings::HotkeySettings) -> Option<String> {
+    let default = crate::settings::DEFAULT_HOTKEY;
+    match saved.keys.as_deref().map(str::trim) {
+        None => Some(format!("In use: {default}, Persyk's default.")),
+        Some("") => Some(
+            "No global hotkey is in use: the menu-bar icon and the Start button start \
+             dictation."
+                .to_owned(),
+        ),
+        Some(keys) => {
+            hotkey::parse_keys(keys).ok()??;
+            Some(format!("In use: {keys}."))
+        }
+    }
+}
 
 pub const RECORD_SHORTCUT: &str = "Record shortcut";
 pub const RECORD_PASTE_SHORTCUT: &str = "Record paste shortcut";
