@@ -12,8 +12,9 @@
 //! Module map: [`model`] (messages and view data), [`backend`] (the worker), [`ui`] (egui
 //! rendering of the view model; tested headless with egui_kittest), [`effects`] (clipboard,
 //! notifications), [`paste`] (the paste keystroke after a dictation), [`sounds`]
-//! (start/stop cues), [`tray`], [`hotkey`], [`permission`] (microphone access), [`shell`] (the
-//! eframe `App`), `macos` (AppKit pieces, macOS only).
+//! (start/stop cues), [`tray`], [`hotkey`], [`permission`] (microphone access), `instance`
+//! (one Persyk per user: a second launch shows the running one's window), [`shell`] (the
+//! eframe `App`), `platform` (window-level OS glue; AppKit pieces on macOS).
 //!
 //! Invariants:
 //! - The core modules (`session`, `realtime`, `capture`) never import this module.
