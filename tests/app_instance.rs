@@ -3,7 +3,8 @@
 //! shows its window when `persyk` is started again, and the second process exits 0; a
 //! `--hidden` second launch shows nothing; after the first one is killed, its socket is
 //! stale and the next launch is Persyk's instance again. The window carries Persyk's own
-//! icon (issue #25 item 9).
+//! icon (issue #25 item 9). A click on Persyk's notification shows the hidden window (a
+//! stand-in notification server on the private bus invokes the banner's default action).
 #![cfg(all(feature = "app", target_os = "linux"))]
 
 mod xapp;
@@ -114,4 +115,37 @@ fn issue25_04_a_second_persyk_shows_the_running_ones_window_and_exits_0() {
     );
     let _ = again.kill();
     let _ = again.wait();
+}
+
+/// Issue #25 item 4: clicking the "Transcription copied" banner activated nothing (on Linux
+/// the notification had no action, on macOS the delegate ignored the response). The
+/// notification now offers its default action, and invoking it shows the hidden window.
+#[test]
+fn issue25_04_a_click_on_the_notification_shows_the_hidden_window() {
+    let Some(desktop) = Desktop::start(xapp::RECORDINGS) else {
+        return;
+    };
+    desktop.serve_notifications();
+    let mut app = desktop.launch(true, &["app", "--hidden"]);
+    let item = desktop.wait_tray();
+    std::thread::sleep(Duration::from_millis(1500));
+    desktop.click_tray(&item);
+    wait(&desktop, "a recording", || {
+        !xapp::sessions(&desktop.sessions()).is_empty()
+    });
+    std::thread::sleep(Duration::from_millis(800));
+    desktop.click_tray(&item);
+    let (id, summary, actions) = desktop.wait_notification();
+    assert_eq!(summary, "Transcription copied");
+    assert!(actions.iter().any(|a| a == "default"), "{actions:?}");
+    assert!(
+        desktop.windows("Persyk").is_empty(),
+        "shown before the click"
+    );
+    desktop.click_notification(id);
+    wait(&desktop, "the window after the click", || {
+        !desktop.windows("Persyk").is_empty()
+    });
+    let _ = app.kill();
+    let _ = app.wait();
 }

@@ -230,12 +230,9 @@ pub fn run(options: ShellOptions) -> Result<(), AppError> {
             {
                 let reopen = post.clone();
                 platform::macos::handle_reopen(Box::new(move || reopen(event::ShellEvent::Reopen)));
-                let clicked = post.clone();
-                effects::macos::install_notification_delegate(Box::new(move || {
-                    clicked(event::ShellEvent::Reopen)
-                }));
+                effects::macos::install_notification_delegate();
             }
-            let _ = post;
+            effects::on_notification_click(Box::new(move || post(event::ShellEvent::Reopen)));
             Ok(Box::new(shell))
         }),
     )

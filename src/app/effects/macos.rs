@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use objc2::rc::Retained;
 use objc2::runtime::{NSObject, NSObjectProtocol, ProtocolObject};
-use objc2::{AnyThread, DefinedClass, define_class, msg_send};
+use objc2::{ClassType, define_class, msg_send};
 use objc2_foundation::{NSBundle, NSError, NSString};
 use objc2_user_notifications::{
     UNAuthorizationOptions, UNAuthorizationStatus, UNMutableNotificationContent, UNNotification,
@@ -34,15 +34,11 @@ const CENTER_ANSWER: Duration = Duration::from_secs(10);
 /// How long the user may take to answer the authorization prompt.
 const PROMPT_ANSWER: Duration = Duration::from_secs(120);
 
-/// What a click on a banner does.
-struct OnClick(Box<dyn Fn() + Send + Sync>);
-
 define_class!(
     /// Lets banners show while Persyk is the frontmost app (macOS hides them otherwise), and
     /// shows the window when one is clicked.
     #[unsafe(super(NSObject))]
     #[name = "PersykNotificationDelegate"]
-    #[ivars = OnClick]
     struct NotificationDelegate;
 
     unsafe impl NSObjectProtocol for NotificationDelegate {}
@@ -70,23 +66,22 @@ define_class!(
             handler: &block2::DynBlock<dyn Fn()>,
         ) {
             if super::response_shows_window(&response.actionIdentifier().to_string()) {
-                (self.ivars().0)();
+                super::notification_clicked();
             }
             handler.call(());
         }
     }
 );
 
-/// Installs the delegate that presents banners while Persyk is frontmost and calls
-/// `on_click` when one is clicked (once, at start; only in `Persyk.app`). The center holds
-/// its delegate weakly, so it lives until exit.
-pub fn install_notification_delegate(on_click: Box<dyn Fn() + Send + Sync>) {
+/// Installs the delegate that presents banners while Persyk is frontmost and reports a
+/// click on one ([`super::on_notification_click`]) (once, at start; only in `Persyk.app`).
+/// The center holds its delegate weakly, so it lives until exit.
+pub fn install_notification_delegate() {
     if !bundled() {
         return;
     }
-    let delegate = NotificationDelegate::alloc().set_ivars(OnClick(on_click));
-    // SAFETY: NSObject's `init` on a freshly allocated object.
-    let delegate: Retained<NotificationDelegate> = unsafe { msg_send![super(delegate), init] };
+    let delegate: Retained<NotificationDelegate> =
+        unsafe { msg_send![NotificationDelegate::class(), new] };
     let center = UNUserNotificationCenter::currentNotificationCenter();
     center.setDelegate(Some(ProtocolObject::from_ref(&*delegate)));
     std::mem::forget(delegate);

@@ -25,7 +25,7 @@ pub mod macos;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
 use super::model::Waker;
@@ -58,6 +58,27 @@ pub trait NotificationCenter {
 /// What the window says when notifications are off.
 pub const NOTIFICATIONS_OFF: &str = "notifications are off for Persyk; turn them on in System \
                                      Settings > Notifications > Persyk";
+
+/// What a click on one of Persyk's notifications does, set once by the app (show the
+/// window): on Linux the banner's default action, which notify-rust reports as
+/// `"default"`; on macOS the delegate's `didReceiveNotificationResponse`.
+static ON_CLICK: OnceLock<Box<dyn Fn() + Send + Sync>> = OnceLock::new();
+
+/// Sets what a click on one of Persyk's notifications does (the first call wins).
+pub fn on_notification_click(f: Box<dyn Fn() + Send + Sync>) {
+    let _ = ON_CLICK.set(f);
+}
+
+/// A notification was clicked (from the notifier thread on Linux, the notification
+/// delegate on macOS).
+fn notification_clicked() {
+    if let Some(clicked) = ON_CLICK.get() {
+        clicked();
+    }
+}
+
+/// The identifier of a freedesktop notification's default action (a click on its body).
+pub const DEFAULT_ACTION: &str = "default";
 
 /// `UNNotificationDismissActionIdentifier`: the banner was dismissed (only reported for
 /// categories that ask for it; Persyk's do not).
@@ -498,16 +519,28 @@ fn clipboard_reason(e: &arboard::Error) -> String {
     }
 }
 
+/// Shows the notification, then (on this notifier thread, until the server closes the
+/// banner: it is transient, and shown 4 s) waits for a click on it: its default action runs [`on_notification_click`]'s
+/// callback (issue #25 item 4).
 #[cfg(target_os = "linux")]
 fn show_notification(title: &str, body: &str) -> Result<(), String> {
-    notify_rust::Notification::new()
+    let handle = notify_rust::Notification::new()
         .appname("Persyk")
         .summary(title)
         .body(body)
+        .action(DEFAULT_ACTION, "Show Persyk")
+        // Transient: the server closes it after the banner (GNOME would otherwise keep it
+        // in its list), which ends this thread's wait.
+        .hint(notify_rust::Hint::Transient(true))
         .timeout(notify_rust::Timeout::Milliseconds(4000))
         .show()
-        .map(drop)
-        .map_err(|_| "no notification service".into())
+        .map_err(|_| "no notification service".to_owned())?;
+    handle.wait_for_action(|action| {
+        if action == DEFAULT_ACTION {
+            notification_clicked();
+        }
+    });
+    Ok(())
 }
 
 #[cfg(target_os = "macos")]
