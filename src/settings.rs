@@ -359,7 +359,8 @@ pub const TAP_MAX_MS: u64 = 300;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HotkeySettings {
-    /// e.g. `"Alt+Space"`; `None` = the default ⌥Space; `""` = no hotkey.
+    /// e.g. `"Alt+Space"`; `None` = the default ([`DEFAULT_HOTKEY`]: ⌃⌥D on a Mac, Alt+Space
+    /// elsewhere); `""` = no hotkey.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keys: Option<String>,
     #[serde(default)]
@@ -392,8 +393,24 @@ impl UpdateSettings {
     }
 }
 
-/// The default global hotkey: ⌥Space (Alt+Space).
-pub const DEFAULT_HOTKEY: &str = "Alt+Space";
+/// The default global hotkey on this system: [`default_hotkey`] for this platform.
+pub const DEFAULT_HOTKEY: &str = default_hotkey(cfg!(target_os = "macos"));
+
+/// The default global hotkey: ⌃⌥D (Control+Option+D) on a Mac, Alt+Space elsewhere.
+///
+/// Not ⌥Space on a Mac (issue #25 item 6): typing it produces a non-breaking space in many
+/// European layouts, it is the default of the ChatGPT app, Alfred and Raycast, and macOS
+/// registers a second app's Carbon hotkey without complaint, so a collision would go unseen.
+/// The other usual candidates are taken too: ⌘Space (Spotlight), ⌥⌘Space (Finder search),
+/// ⌃Space and ⌃⌥Space (input sources), ⇧⌘Space (1Password), ⌃⇧Space (JetBrains
+/// completion). ⌃⌥D is no macOS or common app shortcut (only VoiceOver, while it runs, takes
+/// ⌃⌥ for itself), types nothing, is easy to hold for push-to-talk, says D for dictation,
+/// and sits beside ⌃⌥V, the paste-last shortcut people choose. Linux keeps Alt+Space, the
+/// combination its desktops' tests and figures are measured with. A settings file that
+/// names a hotkey keeps it; only one that names none gets this.
+pub const fn default_hotkey(mac: bool) -> &'static str {
+    if mac { "Ctrl+Alt+D" } else { "Alt+Space" }
+}
 
 fn is_zero(v: &u32) -> bool {
     *v == 0

@@ -219,6 +219,64 @@ fn issue25_09_command_w_closes_the_window_to_the_menu_bar() {
     assert!(!app.harness.state().is_quitting());
 }
 
+/// Issue #25 item 9: ⌘M (Ctrl+M) minimizes the window, as a Mac app's Window menu would; the
+/// key did nothing (it was bound on macOS only, untested). ⌘H is a Mac key only (it hides
+/// the app, `NSApp hide:`).
+#[test]
+fn issue25_09_command_m_minimizes_and_command_h_is_a_mac_key() {
+    use eframe::egui::Key;
+    use persyk::app::shell::{WindowKey, window_keys};
+    let mut app = shell(fixture(None, Some("sk-test"), 5.0, |_| {}), true);
+    app.step();
+    app.harness.event(eframe::egui::Event::Key {
+        key: Key::M,
+        physical_key: None,
+        pressed: true,
+        repeat: false,
+        modifiers: eframe::egui::Modifiers::COMMAND,
+    });
+    app.step();
+    let commands = app.commands();
+    assert!(
+        commands.contains(&ViewportCommand::Minimized(true)),
+        "{commands:?}"
+    );
+    assert!(!commands.contains(&ViewportCommand::Visible(false)));
+    assert!(!app.harness.state().is_quitting());
+    assert_eq!(
+        window_keys(true),
+        [
+            (Key::W, WindowKey::Close),
+            (Key::H, WindowKey::Hide),
+            (Key::M, WindowKey::Minimize)
+        ]
+    );
+    assert_eq!(
+        window_keys(false),
+        [(Key::W, WindowKey::Close), (Key::M, WindowKey::Minimize)]
+    );
+}
+
+/// Issue #25 item 4: launching Persyk again (a second `persyk`, Finder's reopen event, a
+/// click on a notification) showed nothing. Each posts `Reopen`, which shows and focuses the
+/// hidden window, also while Persyk finishes quitting.
+#[test]
+fn issue25_04_launching_again_shows_and_focuses_the_hidden_window() {
+    let mut app = shell(fixture(None, Some("sk-test"), 5.0, |_| {}), true);
+    app.step();
+    app.close_window();
+    assert!(app.commands().contains(&ViewportCommand::Visible(false)));
+    (app.post)(ShellEvent::Reopen);
+    app.step();
+    let commands = app.commands();
+    assert!(
+        commands.contains(&ViewportCommand::Visible(true)),
+        "{commands:?}"
+    );
+    assert!(commands.contains(&ViewportCommand::Focus), "{commands:?}");
+    assert_eq!(app.harness.state().view().page(), Page::Dictation);
+}
+
 #[test]
 fn without_a_tray_the_window_says_so_and_closing_quits() {
     let mut app = shell(fixture(None, Some("sk-test"), 5.0, |_| {}), false);

@@ -696,3 +696,81 @@ fn a_refused_key_keeps_recording_and_says_so_in_a_sentence() {
     );
     app.shutdown();
 }
+
+// ---------------------------------------------------------------------------------------------
+// Issue #25 item 9: the microphone note and the pre-roll caption.
+
+/// What macOS says at start when microphone access is off (`permission::macos`).
+const MIC_NOTE: &str = "Microphone access is off for Persyk. Open System Settings > Privacy & \
+                        Security > Microphone and turn Persyk on, then start again.";
+
+/// Issue #25 item 9: the note that microphone access is off, made once at start, stayed on
+/// the Dictation page after the user turned access on and dictated. A recording whose
+/// microphone opened (the backend checks access first) clears it.
+#[test]
+fn issue25_09_the_startup_microphone_note_clears_once_access_is_granted() {
+    let mut app = app(
+        Some(one_utterance("mic-note", "Access is on now.")),
+        Some("sk-test-app"),
+        30.0,
+    );
+    app.harness
+        .state_mut()
+        .set_microphone_note(Some(MIC_NOTE.into()));
+    app.harness.step();
+    assert!(app.has_label(MIC_NOTE));
+    app.click("Start dictation");
+    app.wait_until("the note to go", |h| {
+        h.query_all_by_label_contains("Microphone access is off")
+            .next()
+            .is_none()
+    });
+    assert!(app.harness.state().is_recording());
+    app.click("Stop dictation");
+    app.wait_label("Access is on now.");
+    assert!(!app.has_label(MIC_NOTE));
+    app.shutdown();
+}
+
+/// Issue #25 item 9: pre-roll keeps the microphone open, which on a Mac keeps the orange
+/// dot lit and a Bluetooth headset in call quality; Settings now says so under the field.
+#[test]
+fn issue25_09_the_pre_roll_caption_says_what_an_open_microphone_costs() {
+    use persyk::app::ui::PRE_ROLL_CAPTION;
+    let mut app = app_sized(None, Some("sk-test-app"), 5.0, 1400.0);
+    app.harness.state_mut().show_page(Page::Settings);
+    app.harness.step();
+    app.harness.get_by_label(PRE_ROLL_CAPTION);
+    for words in ["orange microphone dot", "Bluetooth headset", "call quality"] {
+        assert!(PRE_ROLL_CAPTION.contains(words), "{words}");
+    }
+    app.shutdown();
+}
+
+/// Issue #25 item 6: Settings says which dictation hotkey is in use, and when it is the
+/// default (⌃⌥D on a Mac, ⌥Space elsewhere), from the saved settings.
+#[test]
+fn issue25_06_settings_says_which_hotkey_is_in_use() {
+    use persyk::app::ui::hotkey_in_use;
+    use persyk::settings::{DEFAULT_HOTKEY, HotkeySettings};
+    let mut app = app_sized(None, Some("sk-test-app"), 5.0, 1400.0);
+    app.harness.state_mut().show_page(Page::Settings);
+    app.harness.step();
+    let default = format!("In use: {DEFAULT_HOTKEY}, Persyk's default.");
+    assert!(app.has_label(&default), "{default}");
+    app.shutdown();
+    let saved = |keys: Option<&str>| HotkeySettings {
+        keys: keys.map(str::to_owned),
+        ..HotkeySettings::default()
+    };
+    assert_eq!(
+        hotkey_in_use(&saved(Some("Ctrl+Shift+D"))).as_deref(),
+        Some("In use: Ctrl+Shift+D.")
+    );
+    assert!(
+        hotkey_in_use(&saved(Some("")))
+            .unwrap()
+            .starts_with("No global hotkey is in use")
+    );
+    assert_eq!(hotkey_in_use(&saved(Some("banana"))), None);
+}

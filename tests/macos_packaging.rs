@@ -394,6 +394,98 @@ fn bundle_without_an_identity_signs_ad_hoc_as_before() {
     assert_eq!(builds(&cmds).len(), 1, "{cmds:#?}");
 }
 
+/// `scripts/bundle-macos --dry-run` with a stub `security` first on `PATH` that lists
+/// `identities` as `security find-identity -p codesigning` does, and `PERSYK_SIGN_IDENTITY`
+/// as given.
+fn bundle_dry_run_with_keychain(identities: &str, sign_identity: Option<&str>) -> Output {
+    let stubs = Stubs::new();
+    let listing = stubs.dir.path().join("identities.txt");
+    fs::write(&listing, identities).expect("write the listing");
+    stubs.add(
+        "security",
+        &format!(
+            "[ \"$1\" = find-identity ] && cat '{}'; exit 0",
+            listing.display()
+        ),
+    );
+    let path = format!(
+        "{}:{}",
+        stubs.dir.path().join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut cmd = Command::new(repo("scripts/bundle-macos"));
+    cmd.arg("--dry-run")
+        .current_dir(repo(""))
+        .env("PATH", path)
+        .env_remove("PERSYK_DEV_IDENTITY");
+    match sign_identity {
+        Some(id) => cmd.env("PERSYK_SIGN_IDENTITY", id),
+        None => cmd.env_remove("PERSYK_SIGN_IDENTITY"),
+    };
+    let out = cmd.output().expect("run scripts/bundle-macos --dry-run");
+    assert!(out.status.success(), "{}", show(&out));
+    out
+}
+
+/// Issue #25 item 7: every `scripts/run` re-signed Persyk.app ad hoc, and macOS binds the
+/// permissions (Accessibility, the microphone) and the Keychain to an ad-hoc signature's
+/// exact code hash, so each rebuild lost them. With the stable self-signed "Persyk
+/// Development" identity in the keychain, dev builds are signed with it (by its hash);
+/// without one, or with `PERSYK_SIGN_IDENTITY=-`, ad hoc as before; a distribution identity
+/// still wins.
+#[test]
+fn issue25_07_dev_builds_sign_with_the_stable_identity_when_one_exists() {
+    const DEV: &str = "0123456789ABCDEF0123456789ABCDEF01234567";
+    let listing = format!(
+        "\nPolicy: Code Signing\n  Matching identities\n  1) FEDCBA9876543210FEDCBA9876543210FEDCBA98 \"Apple Development: Someone Else (ABC)\"\n  2) {DEV} \"Persyk Development\" (CSSMERR_TP_NOT_TRUSTED)\n     2 identities found\n\n  Valid identities only\n  1) FEDCBA9876543210FEDCBA9876543210FEDCBA98 \"Apple Development: Someone Else (ABC)\"\n     1 valid identities found\n"
+    );
+    let signs = |out: &Output| -> Vec<String> {
+        let cmds = commands(out);
+        calls(&cmds, "codesign")
+            .first()
+            .map(|c| (*c).clone())
+            .unwrap_or_else(|| panic!("no codesign in {cmds:#?}"))
+    };
+    let app = |out: &Output| stdout(out).lines().last().expect("app path").to_owned();
+
+    let out = bundle_dry_run_with_keychain(&listing, None);
+    assert_eq!(
+        signs(&out),
+        argv(&["codesign", "--force", "--sign", DEV, &app(&out)]),
+        "{}",
+        show(&out)
+    );
+    assert!(
+        stderr(&out).contains("Persyk Development"),
+        "{}",
+        show(&out)
+    );
+
+    // Forced ad hoc, or no such identity: ad hoc.
+    let out = bundle_dry_run_with_keychain(&listing, Some("-"));
+    assert_eq!(
+        signs(&out),
+        argv(&["codesign", "--force", "--sign", "-", &app(&out)])
+    );
+    let others = listing.replace("Persyk Development", "Persyk Development 2");
+    let out = bundle_dry_run_with_keychain(&others, None);
+    assert_eq!(
+        signs(&out),
+        argv(&["codesign", "--force", "--sign", "-", &app(&out)])
+    );
+    assert!(stderr(&out).contains("ad hoc"), "{}", show(&out));
+
+    // A distribution identity is used as before, the development one ignored.
+    let out = bundle_dry_run_with_keychain(&listing, Some(ID));
+    let sign = signs(&out);
+    assert_eq!(
+        sign.iter().rev().nth(1).map(String::as_str),
+        Some(ID),
+        "{sign:?}"
+    );
+    assert!(sign.contains(&"runtime".to_owned()), "{sign:?}");
+}
+
 #[test]
 fn bundle_universal_joins_both_mac_architectures_with_lipo() {
     let out = bundle_dry_run(None, &["--universal"]);

@@ -47,6 +47,9 @@ pub enum ShellEvent {
     PasteLastHotkey,
     /// Esc while the recording indicator shows (grabbed globally only then).
     EscapeHotkey,
+    /// Persyk was launched again (a second `persyk`, Finder, Spotlight, the Dock's reopen
+    /// event on macOS) or a notification banner was clicked: show and focus the window.
+    Reopen,
 }
 
 impl ShellEvent {

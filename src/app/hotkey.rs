@@ -469,6 +469,43 @@ mod tests {
         assert!(matches!(parse_paste_last(&s), Ok(Some(_))));
     }
 
+    /// Issue #25 item 6: the default ⌥Space types a non-breaking space in many layouts and
+    /// is the ChatGPT app's, Alfred's and Raycast's; on macOS a second registration of a
+    /// taken combination succeeds silently. The Mac default is none of the combinations
+    /// macOS or common apps hold; a settings file naming a hotkey keeps it, and one naming
+    /// none gets this platform's default.
+    #[test]
+    fn issue25_06_the_mac_default_hotkey_is_no_known_mac_shortcut() {
+        use crate::settings::{DEFAULT_HOTKEY, Settings, default_hotkey};
+        let mac = parse_keys(default_hotkey(true)).unwrap().unwrap();
+        for taken in [
+            "Alt+Space",
+            "Cmd+Space",
+            "Alt+Cmd+Space",
+            "Ctrl+Space",
+            "Ctrl+Alt+Space",
+            "Shift+Cmd+Space",
+            "Ctrl+Shift+Space",
+        ] {
+            let taken_keys = parse_keys(taken).unwrap().unwrap();
+            assert_ne!(mac, taken_keys, "{taken}");
+        }
+        assert_eq!(display_keys(default_hotkey(true)).as_deref(), Some("⌃⌥D"));
+        // It needs a modifier and types no text: what the recorder would accept.
+        assert!(mac.mods.contains(Modifiers::CONTROL) && mac.mods.contains(Modifiers::ALT));
+        // Older files: a named hotkey is kept, an unnamed one is the default.
+        let named: Settings =
+            serde_json::from_str(r#"{"hotkey":{"keys":"Alt+Space","mode":"toggle"}}"#).unwrap();
+        assert_eq!(parse(&named.hotkey), parse_keys("Alt+Space"));
+        let unnamed: Settings = serde_json::from_str(r#"{"hotkey":{"mode":"toggle"}}"#).unwrap();
+        assert_eq!(parse(&unnamed.hotkey), parse_keys(DEFAULT_HOTKEY));
+        assert_eq!(
+            DEFAULT_HOTKEY,
+            default_hotkey(cfg!(target_os = "macos")),
+            "this platform's"
+        );
+    }
+
     #[test]
     fn combinations_show_the_mac_way() {
         let show = |t: &str| display_keys(t).unwrap();

@@ -12,8 +12,9 @@
 //! Module map: [`model`] (messages and view data), [`backend`] (the worker), [`ui`] (egui
 //! rendering of the view model; tested headless with egui_kittest), [`effects`] (clipboard,
 //! notifications), [`paste`] (the paste keystroke after a dictation), [`sounds`]
-//! (start/stop cues), [`tray`], [`hotkey`], [`permission`] (microphone access), [`shell`] (the
-//! eframe `App`), `macos` (AppKit pieces, macOS only).
+//! (start/stop cues), [`tray`], [`hotkey`], [`permission`] (microphone access), `instance`
+//! (one Persyk per user: a second launch shows the running one's window), [`shell`] (the
+//! eframe `App`), `platform` (window-level OS glue; AppKit pieces on macOS).
 //!
 //! Invariants:
 //! - The core modules (`session`, `realtime`, `capture`) never import this module.
@@ -28,6 +29,8 @@ pub mod backend;
 pub mod effects;
 pub mod event;
 pub mod hotkey;
+#[cfg(unix)]
+pub mod instance;
 pub mod model;
 pub mod paste;
 pub mod permission;
@@ -57,6 +60,43 @@ pub enum AppError {
     Backend,
     #[error("app.window-failed: the window could not be opened ({0})")]
     Window(String),
+    /// Another Persyk runs but did not answer (issue #25 item 4).
+    #[cfg(unix)]
+    #[error("{0}")]
+    Instance(instance::InstanceError),
+}
+
+/// How a launch goes on once it looked for a running Persyk.
+#[cfg(unix)]
+enum Launch {
+    /// This process is the one Persyk (`None`: the instance could not be set up, said on
+    /// stderr; the app runs all the same rather than not at all).
+    Run(Option<instance::Listener>),
+    /// Another Persyk runs and was asked to show its window (or, `--hidden`, only greeted).
+    AlreadyRunning,
+}
+
+/// One Persyk per settings file (per user): claims the instance, or asks the running one to
+/// show its window. A `--hidden` launch (at login) only checks.
+#[cfg(unix)]
+fn claim_instance(settings: Option<&std::path::Path>, hidden: bool) -> Result<Launch, AppError> {
+    let Some(place) = instance::place(settings) else {
+        return Ok(Launch::Run(None));
+    };
+    let request = if hidden {
+        instance::Request::Hello
+    } else {
+        instance::Request::Show
+    };
+    match instance::claim(&place, request) {
+        Ok(instance::Claim::First(listener)) => Ok(Launch::Run(Some(listener))),
+        Ok(instance::Claim::Running) => Ok(Launch::AlreadyRunning),
+        Err(e @ instance::InstanceError::NoAnswer) => Err(AppError::Instance(e)),
+        Err(e) => {
+            eprintln!("persyk: {e}; a second launch will start a second Persyk");
+            Ok(Launch::Run(None))
+        }
+    }
 }
 
 /// The window's options; `visible: false` builds it invisible (`--hidden`), so it never
@@ -68,15 +108,27 @@ fn native_options(visible: bool) -> eframe::NativeOptions {
         .with_inner_size([520.0, 600.0])
         .with_min_inner_size([360.0, 320.0])
         .with_visible(visible);
-    // macOS: an empty icon tells eframe to leave the application icon alone (it would set
-    // the egui logo otherwise, over Persyk.app's own Persyk.icns; eframe 0.37 app_icon.rs).
-    #[cfg(target_os = "macos")]
-    let viewport = viewport.with_icon(std::sync::Arc::new(egui::IconData::default()));
+    let viewport = viewport.with_icon(Arc::new(window_icon()));
     eframe::NativeOptions {
         viewport,
         event_loop_builder: event_loop_hook(visible),
         ..Default::default()
     }
+}
+
+/// Persyk's window icon, drawn by `scripts/make-icons` beside the app icon.
+pub const WINDOW_ICON_PNG: &[u8] = include_bytes!("../../assets/icon/persyk-128.png");
+
+/// The icon eframe is given. Never `None`: eframe 0.37 puts the egui logo in its place
+/// (`native/epi_integration.rs`, `load_default_egui_icon`). On macOS an empty icon, which
+/// eframe reads as "leave the application icon alone" (`native/app_icon.rs`), so
+/// Persyk.app's own Persyk.icns stays; elsewhere Persyk's picture at 128 px (X11's
+/// `_NET_WM_ICON`; egui-winit gives it to winit's `with_window_icon`).
+pub fn window_icon() -> egui::IconData {
+    if cfg!(target_os = "macos") {
+        return egui::IconData::default();
+    }
+    eframe::icon_data::from_png_bytes(WINDOW_ICON_PNG).unwrap_or_default()
 }
 
 /// macOS: a menu-bar app from the first moment (the Accessory policy is set before the
@@ -104,6 +156,15 @@ fn event_loop_hook(_visible: bool) -> Option<eframe::EventLoopBuilderHook> {
 /// Runs the app until the user quits.
 pub fn run(options: ShellOptions) -> Result<(), AppError> {
     let path = settings::settings_path();
+    // Launched again: the running Persyk shows its window, and this process ends here.
+    #[cfg(unix)]
+    let listener = match claim_instance(path.as_deref(), options.hidden)? {
+        Launch::Run(listener) => listener,
+        Launch::AlreadyRunning => {
+            eprintln!("persyk: Persyk is already running (its window was asked to show)");
+            return Ok(());
+        }
+    };
     let (loaded, settings_problem) = match path.as_deref().map(Settings::load) {
         Some(Ok(s)) => (s, None),
         Some(Err(e)) => (Settings::default(), Some(e)),
@@ -155,10 +216,33 @@ pub fn run(options: ShellOptions) -> Result<(), AppError> {
             #[cfg(target_os = "macos")]
             {
                 platform::macos::set_accessory_policy();
-                effects::macos::install_notification_delegate();
                 ui.set_microphone_note(permission::macos::microphone_note());
             }
-            Ok(Box::new(Shell::new(&cc.egui_ctx, ui, options)))
+            let shell = Shell::new(&cc.egui_ctx, ui, options);
+            // Every way of "open Persyk again" is one event: a second launch (the socket),
+            // on macOS the reopen Apple event (Finder, Spotlight, Launchpad) and a click on
+            // a notification banner.
+            let post = shell.poster();
+            #[cfg(unix)]
+            if let Some(listener) = listener {
+                let post = post.clone();
+                let served = listener.serve(move |request| {
+                    if request == instance::Request::Show {
+                        post(event::ShellEvent::Reopen);
+                    }
+                });
+                if let Err(e) = served {
+                    eprintln!("persyk: {e}");
+                }
+            }
+            #[cfg(target_os = "macos")]
+            {
+                let reopen = post.clone();
+                platform::macos::handle_reopen(Box::new(move || reopen(event::ShellEvent::Reopen)));
+                effects::macos::install_notification_delegate();
+            }
+            effects::on_notification_click(Box::new(move || post(event::ShellEvent::Reopen)));
+            Ok(Box::new(shell))
         }),
     )
     .map_err(|e| AppError::Window(e.to_string()))
@@ -186,4 +270,49 @@ pub fn run_bare() -> Result<(), AppError> {
         Box::new(|_cc| Ok(Box::new(Bare))),
     )
     .map_err(|e| AppError::Window(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue #25 item 9: without an icon of its own, eframe shows the egui logo for Persyk
+    /// (as the app icon on macOS and Windows), and X11 windows had none. The window icon is
+    /// Persyk's picture: 128 px, transparent corners, the blue-violet square with a white
+    /// microphone in the middle.
+    #[test]
+    fn issue25_09_the_window_icon_is_persyks_not_eframes() {
+        let icon = native_options(true)
+            .viewport
+            .icon
+            .expect("an icon of Persyk's own, or eframe uses its logo");
+        if cfg!(target_os = "macos") {
+            assert_eq!(*icon, egui::IconData::default(), "Persyk.app's icns stays");
+            return;
+        }
+        assert_eq!((icon.width, icon.height), (128, 128));
+        assert_eq!(icon.rgba.len(), 128 * 128 * 4);
+        let px = |x: usize, y: usize| {
+            let i = (y * 128 + x) * 4;
+            [
+                icon.rgba[i],
+                icon.rgba[i + 1],
+                icon.rgba[i + 2],
+                icon.rgba[i + 3],
+            ]
+        };
+        assert_eq!(px(0, 0)[3], 0, "transparent corner");
+        let [r, g, b, a] = px(20, 20);
+        assert_eq!(a, 255);
+        assert!(
+            b > 200 && r < 140 && g < 160,
+            "the gradient square: {r} {g} {b}"
+        );
+        let [r, g, b, _] = px(64, 40);
+        assert!(
+            r > 240 && g > 240 && b > 240,
+            "the white microphone: {r} {g} {b}"
+        );
+        assert_eq!(*icon, window_icon());
+    }
 }

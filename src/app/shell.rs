@@ -135,6 +135,9 @@ pub struct Shell {
     handled_close: Option<f64>,
     /// The indicator's viewport was asked for in the last frame.
     indicator_open: bool,
+    /// Where the indicator shows (macOS: the screen with the pointer), chosen once as it
+    /// opens, so it does not follow the pointer while it is open.
+    indicator_at: Option<egui::Pos2>,
     /// What the indicator's window renders (its callback runs on its own repaints) and
     /// whether its Stop was clicked.
     indicator: Arc<Mutex<IndicatorShared>>,
@@ -217,6 +220,7 @@ impl Shell {
             quit_deadline: SHUTDOWN_DEADLINE,
             handled_close: None,
             indicator_open: false,
+            indicator_at: None,
             indicator: Arc::default(),
             stay_hidden,
         };
@@ -340,6 +344,10 @@ impl Shell {
             self.ui.show_page(p);
         }
         self.stay_hidden = None;
+        // Access may have been turned on (or off) in System Settings since the last look.
+        #[cfg(target_os = "macos")]
+        self.ui
+            .set_microphone_note(super::permission::macos::microphone_note());
         ctx.send_viewport_cmd(egui::ViewportCommand::Visible(true));
         ctx.send_viewport_cmd(egui::ViewportCommand::Focus);
         // An Accessory app stays behind the frontmost app unless it activates itself.
@@ -387,7 +395,12 @@ impl Shell {
     }
 
     fn handle(&mut self, ctx: &egui::Context, event: ShellEvent) {
-        if self.quitting && event != ShellEvent::Menu(MenuAction::Open) {
+        if self.quitting
+            && !matches!(
+                event,
+                ShellEvent::Menu(MenuAction::Open) | ShellEvent::Reopen
+            )
+        {
             // Nothing new starts while Persyk finishes and quits.
             return;
         }
@@ -404,7 +417,7 @@ impl Shell {
                 self.ui.paste_last()
             }
             ShellEvent::Menu(MenuAction::Recent(i)) => self.ui.copy_recent(i),
-            ShellEvent::Menu(MenuAction::Open) => self.show(ctx, None),
+            ShellEvent::Menu(MenuAction::Open) | ShellEvent::Reopen => self.show(ctx, None),
             ShellEvent::Menu(MenuAction::Search) => self.show(ctx, Some(Page::Search)),
             ShellEvent::Menu(MenuAction::Settings) => self.show(ctx, Some(Page::Settings)),
             ShellEvent::Menu(MenuAction::CheckUpdates) => {
@@ -460,23 +473,21 @@ impl Shell {
             return;
         }
         // The window keys an app menu would give (Persyk has none: winit's default menu is
-        // off so that ⌘Q reaches the quit path above): ⌘W / Ctrl+W closes the window as its
-        // close button does; on macOS ⌘H hides Persyk and ⌘M minimizes the window.
-        if ctx.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::W)) {
-            if self.tray.is_some() {
-                close_to_tray(ctx);
-            } else {
-                self.quit(ctx);
-                return;
+        // off so that ⌘Q reaches the quit path above).
+        for &(key, action) in window_keys(cfg!(target_os = "macos")) {
+            if !ctx.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, key)) {
+                continue;
             }
-        }
-        #[cfg(target_os = "macos")]
-        {
-            if ctx.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::H)) {
-                super::platform::macos::hide_app();
-            }
-            if ctx.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::M)) {
-                ctx.send_viewport_cmd(egui::ViewportCommand::Minimized(true));
+            match action {
+                WindowKey::Close if self.tray.is_some() => close_to_tray(ctx),
+                WindowKey::Close => {
+                    self.quit(ctx);
+                    return;
+                }
+                WindowKey::Hide => hide_app(ctx),
+                WindowKey::Minimize => {
+                    ctx.send_viewport_cmd(egui::ViewportCommand::Minimized(true));
+                }
             }
         }
         // While hidden, `logic` sees the last shown frame's input again: act on a close
@@ -595,8 +606,14 @@ impl Shell {
     /// without a pass of the main window.
     fn indicator_ui(&mut self, ctx: &egui::Context) {
         let model = self.indicator_model();
-        self.indicator_open = model.is_some();
         let shown = model.is_some();
+        if shown && !self.indicator_open {
+            let size = (f64::from(indicator::SIZE.x), f64::from(indicator::SIZE.y));
+            self.indicator_at =
+                super::platform::indicator_place(size, f64::from(indicator::BOTTOM_MARGIN))
+                    .map(|(x, y)| egui::pos2(x, y));
+        }
+        self.indicator_open = shown;
         {
             let mut shared = self
                 .indicator
@@ -611,7 +628,10 @@ impl Shell {
         if !shown {
             return;
         }
-        let builder = indicator::viewport_builder(ctx.input(|i| i.viewport().monitor_size));
+        let builder = indicator::viewport_builder(
+            ctx.input(|i| i.viewport().monitor_size),
+            self.indicator_at,
+        );
         let shared = self.indicator.clone();
         ctx.show_viewport_deferred(indicator::viewport_id(), builder, move |ui, _class| {
             let lock = || shared.lock().unwrap_or_else(PoisonError::into_inner);
@@ -666,6 +686,44 @@ impl eframe::App for Shell {
             eprintln!("persyk: the background worker did not stop in time");
         }
     }
+}
+
+/// What a window key does (the keys of an app menu's Window and app items).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowKey {
+    /// As the close button: to the menu bar while a tray icon exists, else quit.
+    Close,
+    /// Hide Persyk (`NSApp hide:`); the menu's Open, or launching it again, brings it back.
+    Hide,
+    /// Minimize the window (to the Dock on macOS, the taskbar elsewhere).
+    Minimize,
+}
+
+/// The window keys, each with ⌘ (Ctrl outside macOS): ⌘W closes and ⌘M minimizes
+/// everywhere; ⌘H hides on a Mac only (Ctrl+H is no window key on Linux desktops).
+pub fn window_keys(mac: bool) -> &'static [(egui::Key, WindowKey)] {
+    const MAC: [(egui::Key, WindowKey); 3] = [
+        (egui::Key::W, WindowKey::Close),
+        (egui::Key::H, WindowKey::Hide),
+        (egui::Key::M, WindowKey::Minimize),
+    ];
+    const OTHER: [(egui::Key, WindowKey); 2] = [
+        (egui::Key::W, WindowKey::Close),
+        (egui::Key::M, WindowKey::Minimize),
+    ];
+    if mac { &MAC } else { &OTHER }
+}
+
+/// ⌘H: hides Persyk as a Mac app's menu would (`NSApp hide:`: the app that was in front
+/// before gets the keyboard back). Elsewhere (never bound there) the window hides.
+fn hide_app(ctx: &egui::Context) {
+    #[cfg(target_os = "macos")]
+    {
+        let _ = ctx;
+        super::platform::macos::hide_app();
+    }
+    #[cfg(not(target_os = "macos"))]
+    ctx.send_viewport_cmd(egui::ViewportCommand::Visible(false));
 }
 
 /// Hides the window to the menu bar / tray, as the user closed it. On macOS Persyk also

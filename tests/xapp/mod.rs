@@ -59,6 +59,49 @@ impl Watcher {
     }
 }
 
+/// Notifications the stand-in server got: id, summary and actions.
+type Notified = Arc<Mutex<Vec<(u32, String, Vec<String>)>>>;
+
+/// A stand-in for the desktop's notification server (only when a test asks for it,
+/// [`Desktop::serve_notifications`]): it keeps what it is sent and never closes a banner.
+struct Notifications(Notified);
+
+#[zbus::interface(name = "org.freedesktop.Notifications")]
+impl Notifications {
+    #[allow(clippy::too_many_arguments)]
+    fn notify(
+        &self,
+        _app_name: &str,
+        _replaces_id: u32,
+        _app_icon: &str,
+        summary: &str,
+        _body: &str,
+        actions: Vec<String>,
+        _hints: std::collections::HashMap<String, zbus::zvariant::OwnedValue>,
+        _expire_timeout: i32,
+    ) -> u32 {
+        let mut sent = self.0.lock().unwrap();
+        let id = sent.len() as u32 + 1;
+        sent.push((id, summary.to_owned(), actions));
+        id
+    }
+
+    fn get_capabilities(&self) -> Vec<String> {
+        vec!["actions".into(), "body".into()]
+    }
+
+    fn get_server_information(&self) -> (String, String, String, String) {
+        (
+            "persyk-test".into(),
+            "persyk".into(),
+            "1".into(),
+            "1.2".into(),
+        )
+    }
+
+    fn close_notification(&self, _id: u32) {}
+}
+
 /// The desktop; see the module doc.
 pub struct Desktop {
     pub dir: tempfile::TempDir,
@@ -75,6 +118,7 @@ pub struct Desktop {
     items: Items,
     /// Tray registrations already returned by [`Desktop::wait_tray`].
     items_seen: Mutex<usize>,
+    notified: Notified,
 }
 
 fn missing() -> Vec<&'static str> {
@@ -178,6 +222,7 @@ impl Desktop {
             watcher: Some(watcher),
             items,
             items_seen: Mutex::new(0),
+            notified: Notified::default(),
         })
     }
 
@@ -190,11 +235,28 @@ impl Desktop {
     /// stop sounds off: there is no output device), the default hotkey Alt+Space, and the
     /// fake provider with server turns.
     pub fn launch(&self, indicator: bool, args: &[&str]) -> Child {
-        self.launch_with_env(indicator, args, &[])
+        self.launch_full(indicator, args, &[], "app.log")
     }
 
     /// [`Desktop::launch`] with more environment variables.
     pub fn launch_with_env(&self, indicator: bool, args: &[&str], env: &[(&str, &str)]) -> Child {
+        self.launch_full(indicator, args, env, "app.log")
+    }
+
+    /// [`Desktop::launch`] with stderr to `log` in the desktop's folder (a second app of one
+    /// desktop must not truncate the first one's log).
+    pub fn launch_logged(&self, indicator: bool, args: &[&str], log: &str) -> Child {
+        self.launch_full(indicator, args, &[], log)
+    }
+
+    /// [`Desktop::launch`] with more environment variables and stderr to `log`.
+    pub fn launch_full(
+        &self,
+        indicator: bool,
+        args: &[&str],
+        env: &[(&str, &str)],
+        log: &str,
+    ) -> Child {
         let home = self.dir.path().join("home");
         std::fs::create_dir_all(&home).unwrap();
         std::fs::create_dir_all(self.sessions()).unwrap();
@@ -226,7 +288,7 @@ impl Desktop {
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(self.dir.path().join("app.log")).unwrap())
+            .stderr(std::fs::File::create(self.dir.path().join(log)).unwrap())
             .spawn()
             .expect("persyk app")
     }
@@ -309,6 +371,48 @@ impl Desktop {
         let _: () = menu
             .call("Event", &(id, "clicked", Value::I32(0), 0u32))
             .expect("Event");
+    }
+
+    /// Serves `org.freedesktop.Notifications` on the private bus from now on.
+    pub fn serve_notifications(&self) {
+        let conn = self.watcher.as_ref().expect("the bus connection");
+        conn.object_server()
+            .at(
+                "/org/freedesktop/Notifications",
+                Notifications(self.notified.clone()),
+            )
+            .expect("serve notifications");
+        conn.request_name("org.freedesktop.Notifications")
+            .expect("the notification server's name");
+    }
+
+    /// Waits for the next notification; returns its id, summary and actions.
+    pub fn wait_notification(&self) -> (u32, String, Vec<String>) {
+        let start = Instant::now();
+        loop {
+            if let Some(n) = self.notified.lock().unwrap().first().cloned() {
+                return n;
+            }
+            assert!(
+                start.elapsed() < WAIT,
+                "no notification; app log:\n{}",
+                self.app_log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Clicks notification `id` (what the server says then: its default action invoked).
+    pub fn click_notification(&self, id: u32) {
+        let conn = self.watcher.as_ref().expect("the bus connection");
+        conn.emit_signal(
+            None::<&str>,
+            "/org/freedesktop/Notifications",
+            "org.freedesktop.Notifications",
+            "ActionInvoked",
+            &(id, "default"),
+        )
+        .expect("ActionInvoked");
     }
 
     /// Runs xdotool on this display.

@@ -19,8 +19,8 @@ use objc2::{ClassType, define_class, msg_send};
 use objc2_foundation::{NSBundle, NSError, NSString};
 use objc2_user_notifications::{
     UNAuthorizationOptions, UNAuthorizationStatus, UNMutableNotificationContent, UNNotification,
-    UNNotificationPresentationOptions, UNNotificationRequest, UNNotificationSettings,
-    UNUserNotificationCenter, UNUserNotificationCenterDelegate,
+    UNNotificationPresentationOptions, UNNotificationRequest, UNNotificationResponse,
+    UNNotificationSettings, UNUserNotificationCenter, UNUserNotificationCenterDelegate,
 };
 
 use super::{NotificationCenter, NotifyAuthorization};
@@ -35,7 +35,8 @@ const CENTER_ANSWER: Duration = Duration::from_secs(10);
 const PROMPT_ANSWER: Duration = Duration::from_secs(120);
 
 define_class!(
-    /// Lets banners show while Persyk is the frontmost app (macOS hides them otherwise).
+    /// Lets banners show while Persyk is the frontmost app (macOS hides them otherwise), and
+    /// shows the window when one is clicked.
     #[unsafe(super(NSObject))]
     #[name = "PersykNotificationDelegate"]
     struct NotificationDelegate;
@@ -54,11 +55,27 @@ define_class!(
                 | UNNotificationPresentationOptions::List
                 | UNNotificationPresentationOptions::Sound,));
         }
+
+        /// A click on a banner (its default action) activates Persyk, which has no window
+        /// in front: show it (issue #25 item 4).
+        #[unsafe(method(userNotificationCenter:didReceiveNotificationResponse:withCompletionHandler:))]
+        fn did_receive(
+            &self,
+            _center: &UNUserNotificationCenter,
+            response: &UNNotificationResponse,
+            handler: &block2::DynBlock<dyn Fn()>,
+        ) {
+            if super::response_shows_window(&response.actionIdentifier().to_string()) {
+                super::notification_clicked();
+            }
+            handler.call(());
+        }
     }
 );
 
-/// Installs the delegate that presents banners while Persyk is frontmost (once, at start;
-/// only in `Persyk.app`). The center holds its delegate weakly, so it lives until exit.
+/// Installs the delegate that presents banners while Persyk is frontmost and reports a
+/// click on one ([`super::on_notification_click`]) (once, at start; only in `Persyk.app`).
+/// The center holds its delegate weakly, so it lives until exit.
 pub fn install_notification_delegate() {
     if !bundled() {
         return;

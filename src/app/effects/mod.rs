@@ -23,9 +23,10 @@
 #[cfg(target_os = "macos")]
 pub mod macos;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::Duration;
 
 use super::model::Waker;
 use super::paste::{
@@ -58,27 +59,146 @@ pub trait NotificationCenter {
 pub const NOTIFICATIONS_OFF: &str = "notifications are off for Persyk; turn them on in System \
                                      Settings > Notifications > Persyk";
 
+/// What a click on one of Persyk's notifications does, set once by the app (show the
+/// window): on Linux the banner's default action, which notify-rust reports as
+/// `"default"`; on macOS the delegate's `didReceiveNotificationResponse`.
+static ON_CLICK: OnceLock<Box<dyn Fn() + Send + Sync>> = OnceLock::new();
+
+/// Sets what a click on one of Persyk's notifications does (the first call wins).
+pub fn on_notification_click(f: Box<dyn Fn() + Send + Sync>) {
+    let _ = ON_CLICK.set(f);
+}
+
+/// A notification was clicked (from the notifier thread on Linux, the notification
+/// delegate on macOS).
+fn notification_clicked() {
+    if let Some(clicked) = ON_CLICK.get() {
+        clicked();
+    }
+}
+
+/// The identifier of a freedesktop notification's default action (a click on its body).
+pub const DEFAULT_ACTION: &str = "default";
+
+/// `UNNotificationDismissActionIdentifier`: the banner was dismissed (only reported for
+/// categories that ask for it; Persyk's do not).
+pub const DISMISS_ACTION: &str = "com.apple.UNNotificationDismissActionIdentifier";
+
+/// Whether the user's response to a notification (its action identifier) shows the window:
+/// every response but a dismissal (a click is the default action,
+/// `com.apple.UNNotificationDefaultActionIdentifier`).
+pub fn response_shows_window(action_identifier: &str) -> bool {
+    action_identifier != DISMISS_ACTION
+}
+
+/// The notification permission question of one process: asked at most once; while the
+/// system's prompt is on screen, other deliveries wait for the user's answer instead of
+/// reading the still-undecided status as "off".
+#[derive(Debug, Default)]
+pub struct Prompt {
+    state: Mutex<PromptState>,
+    answered: Condvar,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum PromptState {
+    #[default]
+    NotAsked,
+    /// The system's prompt is on screen (one delivery waits for its answer).
+    Asking,
+    Answered,
+}
+
+/// What a delivery that finds the permission undecided does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Turn {
+    /// Ask the user (the first delivery of the process).
+    Ask,
+    /// Another delivery is asking: wait for the answer.
+    Wait,
+    /// Asked before and still undecided: do not ask on every recording.
+    AskedBefore,
+}
+
+impl Prompt {
+    pub const fn new() -> Prompt {
+        Prompt {
+            state: Mutex::new(PromptState::NotAsked),
+            answered: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, PromptState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn turn(&self) -> Turn {
+        let mut state = self.lock();
+        match *state {
+            PromptState::NotAsked => {
+                *state = PromptState::Asking;
+                Turn::Ask
+            }
+            PromptState::Asking => Turn::Wait,
+            PromptState::Answered => Turn::AskedBefore,
+        }
+    }
+
+    fn finish(&self) {
+        *self.lock() = PromptState::Answered;
+        self.answered.notify_all();
+    }
+
+    /// Waits until the prompt was answered, at most `limit`; whether it was.
+    fn wait(&self, limit: Duration) -> bool {
+        let state = self.lock();
+        let (state, _) = self
+            .answered
+            .wait_timeout_while(state, limit, |s| *s == PromptState::Asking)
+            .unwrap_or_else(PoisonError::into_inner);
+        *state == PromptState::Answered
+    }
+}
+
+/// How long a delivery waits for the answer to a prompt another delivery showed (the
+/// center's own limit for the prompt, `macos::PROMPT_ANSWER`).
+pub const PROMPT_WAIT: Duration = Duration::from_secs(120);
+
+/// What the window says when the prompt was not answered in [`PROMPT_WAIT`].
+pub const PROMPT_OPEN: &str = "the notification permission was not answered (System Settings > \
+                               Notifications > Persyk decides it later)";
+
 /// Shows one notification: asks for authorization first if nobody has decided (at most
-/// once per process, `asked` remembers it) and waits for the answer; refuses with
-/// [`NOTIFICATIONS_OFF`] when they are off; reports the center's error otherwise.
+/// once per process, `prompt` remembers it) and waits for the answer, also when another
+/// delivery is asking; refuses with [`NOTIFICATIONS_OFF`] when they are off; reports the
+/// center's error otherwise.
 pub fn deliver(
     center: &dyn NotificationCenter,
-    asked: &AtomicBool,
+    prompt: &Prompt,
     title: &str,
     body: &str,
 ) -> Result<(), String> {
     match center.authorization()? {
         NotifyAuthorization::Allowed => {}
         NotifyAuthorization::Denied => return Err(NOTIFICATIONS_OFF.into()),
-        NotifyAuthorization::NotDetermined => {
-            if asked.swap(true, Ordering::SeqCst) {
-                // Asked before and still undecided: do not ask on every recording.
-                return Err(NOTIFICATIONS_OFF.into());
+        NotifyAuthorization::NotDetermined => match prompt.turn() {
+            Turn::Ask => {
+                let granted = center.request_authorization();
+                prompt.finish();
+                if !granted? {
+                    return Err(NOTIFICATIONS_OFF.into());
+                }
             }
-            if !center.request_authorization()? {
-                return Err(NOTIFICATIONS_OFF.into());
+            Turn::Wait => {
+                if !prompt.wait(PROMPT_WAIT) {
+                    return Err(PROMPT_OPEN.into());
+                }
+                if center.authorization()? != NotifyAuthorization::Allowed {
+                    return Err(NOTIFICATIONS_OFF.into());
+                }
             }
-        }
+            Turn::AskedBefore => return Err(NOTIFICATIONS_OFF.into()),
+        },
     }
     center.add(title, body)
 }
@@ -410,23 +530,35 @@ fn clipboard_reason(e: &arboard::Error) -> String {
     }
 }
 
+/// Shows the notification, then (on this notifier thread, until the server closes the
+/// banner: it is transient, and shown 4 s) waits for a click on it: its default action runs [`on_notification_click`]'s
+/// callback (issue #25 item 4).
 #[cfg(target_os = "linux")]
 fn show_notification(title: &str, body: &str) -> Result<(), String> {
-    notify_rust::Notification::new()
+    let handle = notify_rust::Notification::new()
         .appname("Persyk")
         .summary(title)
         .body(body)
+        .action(DEFAULT_ACTION, "Show Persyk")
+        // Transient: the server closes it after the banner (GNOME would otherwise keep it
+        // in its list), which ends this thread's wait.
+        .hint(notify_rust::Hint::Transient(true))
         .timeout(notify_rust::Timeout::Milliseconds(4000))
         .show()
-        .map(drop)
-        .map_err(|_| "no notification service".into())
+        .map_err(|_| "no notification service".to_owned())?;
+    handle.wait_for_action(|action| {
+        if action == DEFAULT_ACTION {
+            notification_clicked();
+        }
+    });
+    Ok(())
 }
 
 #[cfg(target_os = "macos")]
 fn show_notification(title: &str, body: &str) -> Result<(), String> {
-    static ASKED: AtomicBool = AtomicBool::new(false);
+    static PROMPT: Prompt = Prompt::new();
     let center = macos::user_notifications()?;
-    deliver(&center, &ASKED, title, body)
+    deliver(&center, &PROMPT, title, body)
 }
 
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
@@ -438,6 +570,7 @@ fn show_notification(_title: &str, _body: &str) -> Result<(), String> {
 mod tests {
     use super::*;
     use std::cell::{Cell, RefCell};
+    use std::sync::atomic::AtomicUsize;
 
     struct FakeCenter {
         status: Cell<NotifyAuthorization>,
@@ -480,7 +613,7 @@ mod tests {
     #[test]
     fn undecided_asks_once_and_adds_only_after_the_answer() {
         let center = FakeCenter::new(NotifyAuthorization::NotDetermined, true);
-        let asked = AtomicBool::new(false);
+        let asked = Prompt::new();
         assert_eq!(deliver(&center, &asked, "t", "b"), Ok(()));
         assert_eq!(deliver(&center, &asked, "t", "b"), Ok(()));
         assert_eq!(
@@ -492,7 +625,7 @@ mod tests {
     #[test]
     fn off_is_said_with_where_to_turn_it_on_and_nothing_is_added() {
         let center = FakeCenter::new(NotifyAuthorization::NotDetermined, false);
-        let asked = AtomicBool::new(false);
+        let asked = Prompt::new();
         let err = deliver(&center, &asked, "t", "b").unwrap_err();
         assert!(err.contains("System Settings > Notifications"), "{err}");
         assert_eq!(deliver(&center, &asked, "t", "b"), Err(err));
@@ -502,7 +635,8 @@ mod tests {
     #[test]
     fn an_unanswered_question_is_not_asked_again() {
         let center = FakeCenter::new(NotifyAuthorization::NotDetermined, true);
-        let asked = AtomicBool::new(true);
+        let asked = Prompt::new();
+        asked.finish();
         assert_eq!(
             deliver(&center, &asked, "t", "b"),
             Err(NOTIFICATIONS_OFF.to_owned())
@@ -514,12 +648,79 @@ mod tests {
     fn the_centers_error_reaches_the_caller() {
         let mut center = FakeCenter::new(NotifyAuthorization::Allowed, true);
         center.add_error = Some("the notification center refused it (error 1)".into());
-        let asked = AtomicBool::new(false);
+        let asked = Prompt::new();
         assert_eq!(
             deliver(&center, &asked, "t", "b"),
             Err("the notification center refused it (error 1)".to_owned())
         );
-        assert!(!asked.load(Ordering::SeqCst));
+        assert_eq!(asked.turn(), Turn::Ask, "nothing was asked");
+    }
+
+    /// A center whose prompt stays open until the test answers it (thread-safe).
+    struct PromptCenter {
+        status: Mutex<NotifyAuthorization>,
+        asking: std::sync::mpsc::SyncSender<()>,
+        answer: Mutex<std::sync::mpsc::Receiver<bool>>,
+        added: AtomicUsize,
+    }
+
+    impl NotificationCenter for PromptCenter {
+        fn authorization(&self) -> Result<NotifyAuthorization, String> {
+            Ok(*self.status.lock().unwrap())
+        }
+        fn request_authorization(&self) -> Result<bool, String> {
+            self.asking.send(()).unwrap();
+            let granted = self.answer.lock().unwrap().recv().unwrap();
+            *self.status.lock().unwrap() = if granted {
+                NotifyAuthorization::Allowed
+            } else {
+                NotifyAuthorization::Denied
+            };
+            Ok(granted)
+        }
+        fn add(&self, _title: &str, _body: &str) -> Result<(), String> {
+            self.added.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+    }
+
+    /// Issue #25 item 9: a second dictation ending while the first one's permission prompt
+    /// was still on screen read the undecided status as "notifications are off" and said so.
+    /// It now waits for the user's answer and is shown once they allow it.
+    #[test]
+    fn issue25_09_a_notification_during_the_first_prompt_waits_for_its_answer() {
+        let (asking, asked) = std::sync::mpsc::sync_channel(1);
+        let (answer, answers) = std::sync::mpsc::sync_channel(1);
+        let center = Arc::new(PromptCenter {
+            status: Mutex::new(NotifyAuthorization::NotDetermined),
+            asking,
+            answer: Mutex::new(answers),
+            added: AtomicUsize::new(0),
+        });
+        let prompt = Arc::new(Prompt::new());
+        let deliver_on_a_thread = || {
+            let (center, prompt) = (center.clone(), prompt.clone());
+            std::thread::spawn(move || deliver(&*center, &prompt, "t", "b"))
+        };
+        let first = deliver_on_a_thread();
+        asked.recv().unwrap(); // the prompt is on screen
+        let second = deliver_on_a_thread();
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(!second.is_finished(), "the second delivery must wait");
+        answer.send(true).unwrap();
+        assert_eq!(first.join().unwrap(), Ok(()));
+        assert_eq!(second.join().unwrap(), Ok(()));
+        assert_eq!(center.added.load(Ordering::SeqCst), 2);
+    }
+
+    /// Issue #25 item 4: a click on a banner activated Persyk without showing anything.
+    /// Clicks (the default action) show the window; a dismissal does not.
+    #[test]
+    fn issue25_04_a_click_on_a_notification_shows_the_window() {
+        assert!(response_shows_window(
+            "com.apple.UNNotificationDefaultActionIdentifier"
+        ));
+        assert!(!response_shows_window(DISMISS_ACTION));
     }
 
     #[test]

@@ -17,10 +17,11 @@ use std::ffi::c_void;
 
 use objc2::rc::Retained;
 use objc2::runtime::{AnyClass, AnyObject, NSObject, NSObjectProtocol, ProtocolObject};
-use objc2::{ClassType, MainThreadMarker, MainThreadOnly, define_class, msg_send};
+use objc2::{ClassType, DefinedClass, MainThreadMarker, MainThreadOnly, define_class, msg_send};
 use objc2_app_kit::{
     NSApplication, NSApplicationActivationPolicy, NSEvent, NSEventModifierFlags, NSPanel,
-    NSResponder, NSStatusWindowLevel, NSWindow, NSWindowCollectionBehavior, NSWindowStyleMask,
+    NSResponder, NSScreen, NSStatusWindowLevel, NSWindow, NSWindowCollectionBehavior,
+    NSWindowStyleMask,
 };
 use objc2_foundation::{NSActivityOptions, NSProcessInfo, NSString};
 
@@ -36,11 +37,81 @@ pub fn set_accessory_policy() {
 }
 
 /// Brings Persyk to the front: an Accessory app is not activated by showing its window.
+/// Unhidden first: after ⌘H or a close (`NSApp hide:`) the window would stay hidden.
 pub fn activate() {
     if let Some(mtm) = MainThreadMarker::new() {
+        let app = NSApplication::sharedApplication(mtm);
+        app.unhideWithoutActivation();
         #[allow(deprecated)] // `activate` needs macOS 14; this works on every version.
-        NSApplication::sharedApplication(mtm).activateIgnoringOtherApps(true);
+        app.activateIgnoringOtherApps(true);
     }
+}
+
+/// `kCoreEventClass` (`'aevt'`), the class of the reopen Apple event.
+const CORE_EVENT_CLASS: u32 = u32::from_be_bytes(*b"aevt");
+/// `kAEReopenApplication` (`'rapp'`): Persyk.app was opened again while it runs (Finder,
+/// Spotlight, Launchpad, `open -a Persyk`).
+const REOPEN_APPLICATION: u32 = u32::from_be_bytes(*b"rapp");
+
+/// What [`ReopenHandler`] calls.
+struct OnReopen(Box<dyn Fn()>);
+
+define_class!(
+    /// Receives the reopen Apple event (see [`handle_reopen`]).
+    #[unsafe(super(NSObject))]
+    #[thread_kind = MainThreadOnly]
+    #[name = "PersykReopenHandler"]
+    #[ivars = OnReopen]
+    struct ReopenHandler;
+
+    impl ReopenHandler {
+        #[unsafe(method(handleReopen:withReplyEvent:))]
+        fn handle_reopen(&self, _event: &AnyObject, _reply: &AnyObject) {
+            (self.ivars().0)();
+        }
+    }
+);
+
+/// Calls `on_reopen` (on the main thread) each time Persyk.app is opened again while it
+/// runs, the event AppKit turns into `applicationShouldHandleReopen:hasVisibleWindows:`.
+///
+/// winit 0.30.13 owns the application delegate (`WinitApplicationDelegate`, declared with
+/// `declare_class!` in `platform_impl/macos/app_state.rs`, implementing only
+/// `applicationDidFinishLaunching:` and `applicationWillTerminate:`) and sets it when the
+/// event loop is built, so Persyk cannot give it a delegate method of its own without
+/// changing winit's class at run time (`class_addMethod`), which would also depend on
+/// whether AppKit looks the method up again after `setDelegate:`. Instead this replaces the
+/// handler of the Apple event behind that delegate method, `kAEReopenApplication`, through
+/// `NSAppleEventManager` (the documented way to handle a core Apple event yourself; the
+/// manager keeps one handler per event, the last one set). It is installed from eframe's
+/// creation callback, which runs after `applicationDidFinishLaunching:`, so AppKit's own
+/// handler, installed while launching, is already there to be replaced; the reopen event is
+/// only ever sent to an app that has finished launching.
+pub fn handle_reopen(on_reopen: Box<dyn Fn()>) {
+    let Some(mtm) = MainThreadMarker::new() else {
+        return;
+    };
+    let handler = ReopenHandler::alloc(mtm).set_ivars(OnReopen(on_reopen));
+    // SAFETY: NSObject's `init` on a freshly allocated object.
+    let handler: Retained<ReopenHandler> = unsafe { msg_send![super(handler), init] };
+    let Some(manager) = AnyClass::get(c"NSAppleEventManager") else {
+        return;
+    };
+    // SAFETY: `sharedAppleEventManager` returns the process's manager; the handler object
+    // implements the selector with the signature the manager calls (`event`, `replyEvent`),
+    // and event class and id are `FourCharCode`s (`UInt32`).
+    unsafe {
+        let manager: Retained<AnyObject> = msg_send![manager, sharedAppleEventManager];
+        let _: () = msg_send![
+            &*manager,
+            setEventHandler: &*handler,
+            andSelector: objc2::sel!(handleReopen:withReplyEvent:),
+            forEventClass: CORE_EVENT_CLASS,
+            andEventID: REOPEN_APPLICATION
+        ];
+    }
+    // The manager does not retain its handlers: this one lives as long as the process.
+    std::mem::forget(handler);
 }
 
 /// Hides Persyk (`NSApp hide:`, what ⌘H does in an app menu): its windows go and the app
@@ -166,6 +237,32 @@ unsafe fn swap_to_panel(object: &AnyObject) -> bool {
     // SAFETY: as the caller promised.
     unsafe { AnyObject::set_class(object, IndicatorPanel::class()) };
     true
+}
+
+/// Where the recording indicator goes (see [`super::indicator_position`]): the screens
+/// as AppKit lists them (the first is the primary, whose height flips the coordinates), the
+/// pointer (`NSEvent.mouseLocation`) and the screen of the key window (`NSScreen.mainScreen`).
+pub fn indicator_place(size: (f64, f64), margin: f64) -> Option<(f32, f32)> {
+    let mtm = MainThreadMarker::new()?;
+    let rect = |r: objc2_foundation::NSRect| super::CocoaRect {
+        x: r.origin.x,
+        y: r.origin.y,
+        width: r.size.width,
+        height: r.size.height,
+    };
+    let screens: Vec<super::ScreenRects> = NSScreen::screens(mtm)
+        .iter()
+        .map(|s| super::ScreenRects {
+            frame: rect(s.frame()),
+            visible: rect(s.visibleFrame()),
+        })
+        .collect();
+    let key = NSScreen::mainScreen(mtm).and_then(|main| {
+        let frame = rect(main.frame());
+        screens.iter().position(|s| s.frame == frame)
+    });
+    let pointer = NSEvent::mouseLocation();
+    super::indicator_position(&screens, Some((pointer.x, pointer.y)), key, size, margin)
 }
 
 /// Whether Control is held now (a ctrl-click on the menu-bar icon opens the menu).

@@ -96,9 +96,138 @@ mod panel {
 #[cfg(any(target_os = "macos", test))]
 pub use panel::*;
 
+/// Where the recording indicator (`size`, points) goes, `margin` above the bottom of the
+/// screen that has the pointer (macOS; see [`indicator_position`]); `None` elsewhere, where
+/// the indicator goes to the main window's monitor.
+pub fn indicator_place(size: (f64, f64), margin: f64) -> Option<(f32, f32)> {
+    #[cfg(target_os = "macos")]
+    {
+        macos::indicator_place(size, margin)
+    }
+    #[cfg(not(target_os = "macos"))]
+    {
+        let _ = (size, margin);
+        None
+    }
+}
+
+// The indicator's screen (macOS), pure so that Linux tests it too.
+#[cfg(any(target_os = "macos", test))]
+mod screens {
+    /// A rectangle in AppKit's global coordinates: points, origin at the bottom left of the
+    /// primary display (the first `NSScreen.screens` lists), y up.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub struct CocoaRect {
+        pub x: f64,
+        pub y: f64,
+        pub width: f64,
+        pub height: f64,
+    }
+
+    impl CocoaRect {
+        fn contains(&self, (x, y): (f64, f64)) -> bool {
+            x >= self.x && x < self.x + self.width && y >= self.y && y < self.y + self.height
+        }
+    }
+
+    /// One display: its whole frame, and the part windows may use (`visibleFrame`: without
+    /// the menu bar and the Dock).
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub struct ScreenRects {
+        pub frame: CocoaRect,
+        pub visible: CocoaRect,
+    }
+
+    /// Where the indicator of `size` goes: centred, `margin` above the bottom of the visible
+    /// area of the screen that has the `pointer`, else of the screen with the key window
+    /// (`key`, an index into `screens`), else of the first (primary) screen — so on a
+    /// second display it shows where the user is working, not on the main window's display.
+    /// In winit's desktop coordinates, as egui's `ViewportBuilder::with_position` takes them:
+    /// points, origin at the top left of the primary display, y down. `None` without screens.
+    pub fn indicator_position(
+        screens: &[ScreenRects],
+        pointer: Option<(f64, f64)>,
+        key: Option<usize>,
+        (width, height): (f64, f64),
+        margin: f64,
+    ) -> Option<(f32, f32)> {
+        let primary = screens.first()?;
+        let screen = pointer
+            .and_then(|p| screens.iter().find(|s| s.frame.contains(p)))
+            .or_else(|| key.and_then(|k| screens.get(k)))
+            .unwrap_or(primary);
+        let v = screen.visible;
+        let x = v.x + ((v.width - width) / 2.0).max(0.0);
+        // The window's top edge, AppKit's way, then flipped about the primary's height.
+        let top = v.y + margin.min((v.height - height).max(0.0)) + height;
+        let y = primary.frame.height - top;
+        Some((x.round() as f32, y.round() as f32))
+    }
+}
+#[cfg(any(target_os = "macos", test))]
+pub use screens::*;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn rect(x: f64, y: f64, width: f64, height: f64) -> CocoaRect {
+        CocoaRect {
+            x,
+            y,
+            width,
+            height,
+        }
+    }
+
+    /// Issue #25 item 9: the indicator went to the bottom of the main window's monitor,
+    /// measured from the origin of the desktop, whatever display the user worked on. It goes
+    /// to the display with the pointer (else the key window's, else the primary), inside that
+    /// display's visible area, in winit's flipped coordinates.
+    #[test]
+    fn issue25_09_the_indicator_goes_to_the_screen_with_the_pointer() {
+        // A 1440x900 laptop (menu bar 25 pt, Dock 70 pt at the bottom), a 1920x1080 display
+        // to its right whose bottom is 180 pt lower, and a 1280x800 one above the laptop.
+        let laptop = ScreenRects {
+            frame: rect(0.0, 0.0, 1440.0, 900.0),
+            visible: rect(0.0, 70.0, 1440.0, 805.0),
+        };
+        let right = ScreenRects {
+            frame: rect(1440.0, -180.0, 1920.0, 1080.0),
+            visible: rect(1440.0, -180.0, 1920.0, 1055.0),
+        };
+        let above = ScreenRects {
+            frame: rect(80.0, 900.0, 1280.0, 800.0),
+            visible: rect(80.0, 900.0, 1280.0, 775.0),
+        };
+        let screens = [laptop, right, above];
+        let size = (320.0, 44.0);
+        let at = |pointer, key| indicator_position(&screens, pointer, key, size, 96.0);
+        // On the laptop: centred, 96 pt above the Dock; y down from the laptop's top.
+        assert_eq!(at(Some((700.0, 400.0)), None), Some((560.0, 690.0)));
+        // On the right-hand display: its own centre and bottom (y below the laptop's 900).
+        assert_eq!(at(Some((2000.0, -100.0)), None), Some((2240.0, 940.0)));
+        // Above the laptop: negative y in winit's coordinates.
+        assert_eq!(at(Some((500.0, 1200.0)), None), Some((560.0, -140.0)));
+        // The pointer decides over the key window's screen; without a pointer on any
+        // screen the key window's screen is used, else the primary.
+        assert_eq!(at(Some((700.0, 400.0)), Some(1)), at(None, Some(0)));
+        assert_eq!(
+            at(Some((-5000.0, 0.0)), Some(1)),
+            at(Some((2000.0, -100.0)), None)
+        );
+        assert_eq!(at(None, Some(7)), at(Some((700.0, 400.0)), None));
+        assert_eq!(indicator_position(&[], None, None, size, 96.0), None);
+        // A screen smaller than the indicator: its left edge and bottom.
+        let tiny = [ScreenRects {
+            frame: rect(0.0, 0.0, 200.0, 40.0),
+            visible: rect(0.0, 0.0, 200.0, 40.0),
+        }];
+        assert_eq!(
+            indicator_position(&tiny, None, None, size, 96.0),
+            Some((0.0, -4.0))
+        );
+    }
 
     /// Issue #25 item 1: winit 0.30.13 adds a key-value observer to every window it makes
     /// (`effectiveAppearance`, in `window_delegate.rs`), so the indicator's runtime class is

@@ -7,7 +7,10 @@
 //!   `paste` stays saved and shows selected, so nothing changes behind the user's back).
 //! - Choosing paste asks the caller to request access ([`AfterDictationRequest::AskAccess`]:
 //!   the macOS Accessibility prompt); while access is missing the section explains where to
-//!   turn it on and offers to open that pane.
+//!   turn it on and offers to open that pane. When the user says it is on ("I turned it on")
+//!   and macOS still refuses — its permission belongs to the exact build it was given to, so
+//!   a rebuilt Persyk can show "on" and not be trusted — the section says to remove Persyk
+//!   from the list and add it again ([`STALE_ACCESS`]; issue #25 item 7).
 //! - The form converts to and from [`AfterDictationSettings`] without loss.
 
 use eframe::egui;
@@ -51,6 +54,8 @@ pub enum AfterDictationRequest {
     AskAccess,
     /// Open the Accessibility pane of System Settings (`paste::PRIVACY_ACCESSIBILITY_URL`).
     OpenAccessibilitySettings,
+    /// "I turned it on": look again, and if access is still missing say why it can be.
+    CheckAccess,
 }
 
 /// What the window says when macOS has not given Accessibility access.
@@ -58,12 +63,28 @@ pub const NEEDS_ACCESS: &str = "Pasting needs Accessibility access: turn Persyk 
                                 Settings > Privacy & Security > Accessibility. Until then the \
                                 text is only copied.";
 
+/// What the window says when the user turned Accessibility access on and macOS still says
+/// no: the permission was given to another build of Persyk (an update, a rebuild signed ad
+/// hoc), which the list shows under the same name.
+pub const STALE_ACCESS: &str = "macOS still does not let Persyk paste, although Persyk may \
+                                show as on: the permission belongs to the exact build it was \
+                                given to, and this one is new to macOS. In System Settings > \
+                                Privacy & Security > Accessibility, remove Persyk from the \
+                                list and add it again (select it, the minus button, then the \
+                                plus button and Persyk in Applications). Until then the text \
+                                is only copied.";
+
+/// The button that says access was turned on in System Settings.
+pub const TURNED_IT_ON: &str = "I turned it on";
+
 /// Draws the section's rows (two radio choices, the put-back checkbox, a note); the caller
 /// draws the section around them.
+/// `claimed`: the user said access is on and macOS still refused it.
 pub fn after_dictation_section(
     ui: &mut egui::Ui,
     form: &mut AfterDictationForm,
     availability: &PasteAvailability,
+    claimed: bool,
 ) -> Option<AfterDictationRequest> {
     let mut request = None;
     let can_paste = !matches!(availability, PasteAvailability::Unavailable(_));
@@ -89,10 +110,16 @@ pub fn after_dictation_section(
     match availability {
         PasteAvailability::Available => {}
         PasteAvailability::NeedsAccess if form.paste => {
-            ui.colored_label(ui.visuals().warn_fg_color, NEEDS_ACCESS);
-            if ui.button("Open Accessibility Settings").clicked() {
-                request = Some(AfterDictationRequest::OpenAccessibilitySettings);
-            }
+            let sentence = if claimed { STALE_ACCESS } else { NEEDS_ACCESS };
+            ui.colored_label(ui.visuals().warn_fg_color, sentence);
+            ui.horizontal(|ui| {
+                if ui.button("Open Accessibility Settings").clicked() {
+                    request = Some(AfterDictationRequest::OpenAccessibilitySettings);
+                }
+                if ui.button(TURNED_IT_ON).clicked() {
+                    request = Some(AfterDictationRequest::CheckAccess);
+                }
+            });
         }
         PasteAvailability::NeedsAccess => {}
         PasteAvailability::Unavailable(why) => {
@@ -109,9 +136,12 @@ impl PersykUi {
             // Cheap (`AXIsProcessTrusted`): notices access granted in System Settings.
             self.paste_availability = self.effects.paste_availability();
         }
-        if let Some(request) =
-            after_dictation_section(ui, &mut self.form.after, &self.paste_availability)
-        {
+        if let Some(request) = after_dictation_section(
+            ui,
+            &mut self.form.after,
+            &self.paste_availability,
+            self.access_claimed,
+        ) {
             self.pending.push(Action::AfterDictation(request));
         }
     }
@@ -120,6 +150,10 @@ impl PersykUi {
         match request {
             AfterDictationRequest::AskAccess => {
                 self.paste_availability = self.effects.request_paste_access();
+            }
+            AfterDictationRequest::CheckAccess => {
+                self.paste_availability = self.effects.paste_availability();
+                self.access_claimed = self.paste_availability == PasteAvailability::NeedsAccess;
             }
             AfterDictationRequest::OpenAccessibilitySettings => {
                 if let Err(reason) = self.effects.open_url(PRIVACY_ACCESSIBILITY_URL) {
@@ -186,9 +220,16 @@ mod tests {
     fn harness(
         availability: PasteAvailability,
     ) -> Harness<'static, (AfterDictationForm, Vec<AfterDictationRequest>)> {
+        harness_claimed(availability, false)
+    }
+
+    fn harness_claimed(
+        availability: PasteAvailability,
+        claimed: bool,
+    ) -> Harness<'static, (AfterDictationForm, Vec<AfterDictationRequest>)> {
         Harness::new_ui_state(
             move |ui, (form, requests): &mut (AfterDictationForm, Vec<AfterDictationRequest>)| {
-                if let Some(r) = after_dictation_section(ui, form, &availability) {
+                if let Some(r) = after_dictation_section(ui, form, &availability, claimed) {
                     requests.push(r);
                 }
             },
@@ -219,6 +260,33 @@ mod tests {
             .click();
         h.run();
         assert!(h.state().0.restore_clipboard);
+    }
+
+    /// Issue #25 item 7: TCC binds an ad-hoc signature to the exact build, so after a
+    /// rebuild System Settings shows Persyk "on" while `AXIsProcessTrusted()` is false, and
+    /// the window only repeated "turn Persyk on". Saying it is on ("I turned it on") while
+    /// macOS still refuses now asks to remove Persyk from the list and add it again.
+    #[test]
+    fn issue25_07_access_on_but_not_trusted_says_remove_and_add_again() {
+        let mut h = harness(PasteAvailability::NeedsAccess);
+        h.state_mut().0.paste = true;
+        h.run();
+        h.get_by_label(NEEDS_ACCESS);
+        h.get_by_label(TURNED_IT_ON).click();
+        h.run();
+        assert_eq!(h.state().1, [AfterDictationRequest::CheckAccess]);
+
+        let mut h = harness_claimed(PasteAvailability::NeedsAccess, true);
+        h.state_mut().0.paste = true;
+        h.run();
+        assert!(h.query_by_label(NEEDS_ACCESS).is_none());
+        h.get_by_label(STALE_ACCESS);
+        assert!(STALE_ACCESS.contains("remove Persyk from the list and add it again"));
+        // Once access works nothing is said.
+        let mut h = harness_claimed(PasteAvailability::Available, true);
+        h.state_mut().0.paste = true;
+        h.run();
+        assert!(h.query_by_label(STALE_ACCESS).is_none());
     }
 
     #[test]

@@ -30,7 +30,7 @@ pub const SIZE: egui::Vec2 = egui::vec2(320.0, 44.0);
 /// Repaint cadence while shown (elapsed time and level meter).
 pub const REPAINT: Duration = LIVE_REPAINT;
 /// Distance from the bottom of the screen (above the Dock or a bottom panel).
-const BOTTOM_MARGIN: f32 = 96.0;
+pub const BOTTOM_MARGIN: f32 = 96.0;
 
 /// What a running recording is doing, as the indicator says it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,10 +119,14 @@ pub fn viewport_id() -> egui::ViewportId {
     egui::ViewportId::from_hash_of("persyk-recording-indicator")
 }
 
-/// The indicator's window: undecorated, inactive, on top, off the taskbar, near the bottom
-/// centre of a monitor of `monitor_size` points (where the platform lets a window place
-/// itself; Wayland does not).
-pub fn viewport_builder(monitor_size: Option<egui::Vec2>) -> egui::ViewportBuilder {
+/// The indicator's window: undecorated, inactive, on top, off the taskbar, at `at` (macOS:
+/// the bottom centre of the screen with the pointer, chosen by the platform glue when the
+/// indicator opens) or else near the bottom centre of a monitor of `monitor_size` points
+/// (where the platform lets a window place itself; Wayland does not).
+pub fn viewport_builder(
+    monitor_size: Option<egui::Vec2>,
+    at: Option<egui::Pos2>,
+) -> egui::ViewportBuilder {
     let mut builder = egui::ViewportBuilder::default()
         .with_title(TITLE)
         .with_app_id("persyk-indicator")
@@ -133,7 +137,9 @@ pub fn viewport_builder(monitor_size: Option<egui::Vec2>) -> egui::ViewportBuild
         .with_taskbar(false)
         .with_always_on_top()
         .with_window_type(egui::X11WindowType::Notification);
-    if let Some(screen) = monitor_size.filter(|s| s.x > SIZE.x && s.y > SIZE.y) {
+    if let Some(at) = at {
+        builder = builder.with_position(at);
+    } else if let Some(screen) = monitor_size.filter(|s| s.x > SIZE.x && s.y > SIZE.y) {
         let y = (screen.y - SIZE.y - BOTTOM_MARGIN).max(0.0);
         builder = builder.with_position(egui::pos2(((screen.x - SIZE.x) / 2.0).round(), y));
     }
@@ -276,7 +282,7 @@ mod tests {
 
     #[test]
     fn the_window_sits_at_the_bottom_centre() {
-        let b = viewport_builder(Some(egui::vec2(1440.0, 900.0)));
+        let b = viewport_builder(Some(egui::vec2(1440.0, 900.0)), None);
         let pos = b.position.expect("a position");
         assert_eq!(pos.x, (1440.0 - SIZE.x) / 2.0);
         assert_eq!(pos.y, 900.0 - SIZE.y - BOTTOM_MARGIN);
@@ -285,7 +291,12 @@ mod tests {
         assert_eq!(b.active, Some(false));
         assert_eq!(b.window_level, Some(egui::WindowLevel::AlwaysOnTop));
         // Unknown monitor: the platform places it.
-        assert_eq!(viewport_builder(None).position, None);
+        assert_eq!(viewport_builder(None, None).position, None);
+        let at = egui::pos2(2240.0, 940.0);
+        assert_eq!(
+            viewport_builder(Some(egui::vec2(1440.0, 900.0)), Some(at)).position,
+            Some(at)
+        );
     }
 
     #[test]

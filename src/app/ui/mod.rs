@@ -57,7 +57,7 @@ pub mod updates;
 mod virtual_list;
 mod widgets;
 
-pub use settings::SettingsForm;
+pub use settings::{PRE_ROLL_CAPTION, SettingsForm, hotkey_in_use};
 pub use widgets::{highlighted, match_ranges};
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -455,6 +455,9 @@ pub struct PersykUi {
     models: ModelsView,
     /// Whether pasting can work here (Settings → After dictation).
     paste_availability: PasteAvailability,
+    /// The user said Accessibility access is on ("I turned it on") and macOS still says no:
+    /// the section says to remove Persyk from the list and add it again (issue #25 item 7).
+    access_claimed: bool,
     /// Persyk's own window has keyboard focus (as of the last frame): a finished recording
     /// is then copied, not pasted — there is no other app to paste into.
     window_focused: bool,
@@ -519,6 +522,7 @@ impl PersykUi {
                 ..ModelsView::default()
             },
             paste_availability,
+            access_claimed: false,
             window_focused: false,
             recent: Vec::new(),
             dictation_worked: false,
@@ -962,6 +966,11 @@ impl PersykUi {
                 live,
             } => {
                 self.waiting_permission = false;
+                // The microphone opened, so access is granted now: the startup note that
+                // it was off is out of date (issue #25 item 9).
+                if origin == AudioOrigin::Microphone {
+                    self.microphone_note = None;
+                }
                 self.transcript_rows = RowHeights::default();
                 self.dictation = Dictation::Live(LiveRec {
                     origin,

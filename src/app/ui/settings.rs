@@ -469,10 +469,7 @@ impl PersykUi {
         field(ui, "Pre-roll (ms)", |ui| {
             ui.add(egui::DragValue::new(&mut f.pre_roll_ms).range(0..=500))
         });
-        ui.label(style::caption(
-            "Pre-roll keeps the microphone open between recordings, so a recording starts \
-             with the half second before the click.",
-        ));
+        ui.label(style::caption(PRE_ROLL_CAPTION));
     }
 
     /// Shortcut: the global hotkey and how it behaves, and the paste-last shortcut. Each
@@ -501,6 +498,10 @@ impl PersykUi {
         } else if let Some(note) = &self.hotkey_note {
             widgets::row(ui, "", |ui, _| {
                 ui.colored_label(ui.visuals().warn_fg_color, note);
+            });
+        } else if let Some(sentence) = hotkey_in_use(&self.settings.hotkey) {
+            widgets::row(ui, "", |ui, _| {
+                ui.label(style::caption(sentence));
             });
         }
         widgets::row(ui, "Hotkey mode", |ui, _| {
@@ -904,6 +905,34 @@ impl PersykUi {
 }
 
 /// The key recorder's buttons.
+/// Under "Pre-roll": what it gives, and what an always-open microphone costs (issue #25
+/// item 9).
+pub const PRE_ROLL_CAPTION: &str = "Pre-roll keeps the microphone open between recordings, so \
+                                    a recording starts with the half second before the click. \
+                                    While it is on, macOS keeps the orange microphone dot lit, \
+                                    and a Bluetooth headset stays in call quality (its \
+                                    microphone mode, which makes what you hear sound worse).";
+
+/// Which dictation hotkey the saved settings put in use (registration problems are said
+/// instead, by the shell's note), and whether it is Persyk's default; `None` for a
+/// combination that does not parse (said beside the field). In words, as stored
+/// ("Ctrl+Alt+D"): egui's fonts have no glyphs for ⌃ ⌥ ⇧ ⌘ (the recorder above paints them).
+pub fn hotkey_in_use(saved: &crate::settings::HotkeySettings) -> Option<String> {
+    let default = crate::settings::DEFAULT_HOTKEY;
+    match saved.keys.as_deref().map(str::trim) {
+        None => Some(format!("In use: {default}, Persyk's default.")),
+        Some("") => Some(
+            "No global hotkey is in use: the menu-bar icon and the Start button start \
+             dictation."
+                .to_owned(),
+        ),
+        Some(keys) => {
+            hotkey::parse_keys(keys).ok()??;
+            Some(format!("In use: {keys}."))
+        }
+    }
+}
+
 pub const RECORD_SHORTCUT: &str = "Record shortcut";
 pub const RECORD_PASTE_SHORTCUT: &str = "Record paste shortcut";
 
