@@ -54,6 +54,22 @@ pub fn check_provider_url(url: &str) -> Result<(), EndpointError> {
     }
 }
 
+/// Checks a plain HTTP client's URL (model downloads, the update feed): `https://` anywhere,
+/// `http://` only to a loopback host (`Insecure` elsewhere); any other scheme is `BadUrl`.
+pub fn check_http_url(url: &str) -> Result<(), EndpointError> {
+    let uri: Uri = url.trim().parse().map_err(|_| EndpointError::BadUrl)?;
+    let host = uri
+        .host()
+        .filter(|h| !h.is_empty())
+        .ok_or(EndpointError::BadUrl)?;
+    match uri.scheme_str().map(str::to_ascii_lowercase).as_deref() {
+        Some("https") => Ok(()),
+        Some("http") if is_loopback_host(host) => Ok(()),
+        Some("http") => Err(EndpointError::Insecure),
+        _ => Err(EndpointError::BadUrl),
+    }
+}
+
 /// Whether `host` (as in a URL; IPv6 in brackets or not) names this machine: an IPv4
 /// address in `127.0.0.0/8`, `::1`, or `localhost` (any case).
 pub fn is_loopback_host(host: &str) -> bool {
@@ -93,6 +109,22 @@ pub fn tls_config(https: bool) -> Option<ureq::tls::TlsConfig> {
             .unversioned_rustls_crypto_provider(Arc::new(rustls::crypto::ring::default_provider()))
             .root_certs(RootCerts::Specific(Arc::new(roots)))
             .build(),
+    )
+}
+
+/// The HTTP agent set-up Persyk's clients share (model downloads, clean-up, updates): rustls
+/// with [`tls_config`], `https_only` for an `https` client (a redirect never leaves it),
+/// statuses as answers rather than errors, and Persyk's user agent. Each client adds its own
+/// deadlines. `None` where [`tls_config`] is.
+pub fn http_agent_config(
+    https: bool,
+) -> Option<ureq::config::ConfigBuilder<ureq::typestate::AgentScope>> {
+    Some(
+        ureq::Agent::config_builder()
+            .tls_config(tls_config(https)?)
+            .https_only(https)
+            .http_status_as_error(false)
+            .user_agent(concat!("persyk/", env!("CARGO_PKG_VERSION"))),
     )
 }
 

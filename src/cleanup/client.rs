@@ -284,15 +284,12 @@ pub fn max_tokens_for(input: &str) -> u32 {
     (chars / 2 + 64).clamp(64, 8192) as u32
 }
 
+/// The shared agent set-up with the clean-up's deadlines.
 fn agent(https: bool, timeouts: Timeouts) -> Result<ureq::Agent, ClientError> {
-    let tls = crate::endpoint::tls_config(https).ok_or(ClientError::Tls)?;
-    let config = ureq::Agent::config_builder()
-        .tls_config(tls)
-        .https_only(https)
-        .http_status_as_error(false)
+    let config = crate::endpoint::http_agent_config(https)
+        .ok_or(ClientError::Tls)?
         .timeout_connect(Some(timeouts.connect))
         .timeout_global(Some(timeouts.total))
-        .user_agent(concat!("persyk/", env!("CARGO_PKG_VERSION")))
         .build();
     Ok(config.new_agent())
 }

@@ -111,8 +111,9 @@ pub fn doubt(segments: &[Segment], len: u64, voiced_end: Option<u64>) -> Option<
     None
 }
 
-/// The words of `text`: letters, digits and apostrophes, lowercase.
-fn words(text: &str) -> Vec<String> {
+/// The words of `text`: letters, digits and apostrophes, lowercase (the words a loop and a
+/// word error rate are counted in).
+pub fn words(text: &str) -> Vec<String> {
     text.split_whitespace()
         .map(|w| {
             w.chars()

@@ -311,17 +311,11 @@ fn write_error(op: &'static str) -> impl Fn(io::Error) -> ModelError {
 
 /// Checks a download base URL: `https://` anywhere, `http://` only to a loopback host.
 pub fn check_url(url: &str) -> Result<(), ModelError> {
-    let uri: ureq::http::Uri = url.trim().parse().map_err(|_| ModelError::BadUrl)?;
-    let host = uri
-        .host()
-        .filter(|h| !h.is_empty())
-        .ok_or(ModelError::BadUrl)?;
-    match uri.scheme_str().map(str::to_ascii_lowercase).as_deref() {
-        Some("https") => Ok(()),
-        Some("http") if crate::endpoint::is_loopback_host(host) => Ok(()),
-        Some("http") => Err(ModelError::InsecureUrl),
-        _ => Err(ModelError::BadUrl),
-    }
+    use crate::endpoint::{EndpointError, check_http_url};
+    check_http_url(url).map_err(|e| match e {
+        EndpointError::Insecure => ModelError::InsecureUrl,
+        _ => ModelError::BadUrl,
+    })
 }
 
 /// Where a download stands.
@@ -1004,17 +998,13 @@ fn hex(bytes: &[u8]) -> String {
     })
 }
 
-/// An HTTP agent on rustls with the ring provider and the platform's root certificates.
+/// The shared agent set-up with a download's deadlines (per read, not for the whole file).
 fn agent(https: bool) -> Result<ureq::Agent, ModelError> {
-    let tls = crate::endpoint::tls_config(https).ok_or(ModelError::Tls)?;
-    let config = ureq::Agent::config_builder()
-        .tls_config(tls)
-        .https_only(https)
-        .http_status_as_error(false)
+    let config = crate::endpoint::http_agent_config(https)
+        .ok_or(ModelError::Tls)?
         .timeout_connect(Some(CONNECT_TIMEOUT))
         .timeout_recv_response(Some(CONNECT_TIMEOUT))
         .timeout_per_read(Some(READ_TIMEOUT))
-        .user_agent(concat!("persyk/", env!("CARGO_PKG_VERSION")))
         .build();
     Ok(config.new_agent())
 }

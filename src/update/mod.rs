@@ -193,28 +193,16 @@ fn env_key() -> Result<FeedKey, UpdateError> {
 
 /// `https://` anywhere; `http://` only to a loopback host.
 fn check_url(url: &str) -> Result<(), UpdateError> {
-    let uri: ureq::http::Uri = url.trim().parse().map_err(|_| UpdateError::BadUrl)?;
-    let host = uri
-        .host()
-        .filter(|h| !h.is_empty())
-        .ok_or(UpdateError::BadUrl)?;
-    match uri.scheme_str().map(str::to_ascii_lowercase).as_deref() {
-        Some("https") => Ok(()),
-        Some("http") if crate::endpoint::is_loopback_host(host) => Ok(()),
-        _ => Err(UpdateError::BadUrl),
-    }
+    crate::endpoint::check_http_url(url).map_err(|_| UpdateError::BadUrl)
 }
 
+/// The shared agent set-up (a redirect, GitHub's "latest" one, may never leave https) with
+/// the check's deadlines.
 fn agent(https: bool, timeouts: Timeouts) -> Result<ureq::Agent, UpdateError> {
-    let tls = crate::endpoint::tls_config(https).ok_or(UpdateError::Tls)?;
-    let config = ureq::Agent::config_builder()
-        .tls_config(tls)
-        // A redirect (GitHub's "latest" one) may never leave https.
-        .https_only(https)
-        .http_status_as_error(false)
+    let config = crate::endpoint::http_agent_config(https)
+        .ok_or(UpdateError::Tls)?
         .timeout_connect(Some(timeouts.connect))
         .timeout_global(Some(timeouts.total))
-        .user_agent(concat!("persyk/", env!("CARGO_PKG_VERSION")))
         .build();
     Ok(config.new_agent())
 }

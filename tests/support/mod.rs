@@ -41,17 +41,7 @@ pub fn jfk_as_recorded() -> Vec<i16> {
 }
 
 /// Lowercased words without punctuation (apostrophes kept), for [`wer`].
-pub fn words(text: &str) -> Vec<String> {
-    text.split_whitespace()
-        .map(|w| {
-            w.chars()
-                .filter(|c| c.is_alphanumeric() || *c == '\'')
-                .collect::<String>()
-                .to_lowercase()
-        })
-        .filter(|w| !w.is_empty())
-        .collect()
-}
+pub use persyk::local::check::words;
 
 /// Word error rate: word-level edit distance over the reference length.
 pub fn wer(reference: &str, hypothesis: &str) -> f64 {
