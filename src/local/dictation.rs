@@ -95,6 +95,16 @@ pub const OPEN_TAIL_MS: u64 = 1_000;
 /// recognizer decode the utterance ahead, to where the pause would end it; the result is
 /// used only if the utterance does end there (the pause lasts, or the stop comes).
 pub const SPECULATE_AFTER_MS: u64 = 300;
+/// Whether live windows the user waits for (the rest after a stop, the window ahead of a
+/// pause) try a reduced encoder window first (`whisper::ShortWindow`, checked by
+/// `local::check::doubt`, the full window again when in doubt). Off: measured on a quiet
+/// 2-core VM in one session (tiny.en, `PERSYK_BENCH_PART=tails`, stops mid-speech), stop →
+/// text p95 was 2.20 / 2.24 / 2.44 / 1.08 / 2.93 s for 1 / 3 / 6 / 10 / 20 s of speech with
+/// it and 1.80 / 1.68 / 1.93 / 1.97 / 2.32 s without: a stop mid-speech is doubted almost
+/// every time, so the reduced decode is paid on top of the full one. The mechanism and its
+/// bench part (`short`) stay for a model or check that makes it stand.
+pub const REDUCED_WINDOWS_LIVE: bool = false;
+
 /// Stop's default deadline for recognizing what is left.
 pub const DRAIN_DEADLINE: Duration = Duration::from_secs(30);
 /// The gap reason of utterances not recognized before the stop deadline.
@@ -814,9 +824,12 @@ fn recognize_loop(
                         p.tried_to = w.end_sample();
                     }
                     // The user waits for these (the stop came, or may come in this pause):
-                    // a reduced encoder window first, checked against where the voice was.
-                    let short_window =
-                        (live && matches!(w.kind, Kind::Last | Kind::Ahead)).then(|| ShortWindow {
+                    // a reduced encoder window first, checked against where the voice was —
+                    // when REDUCED_WINDOWS_LIVE is on (it is not; see there).
+                    let short_window = (REDUCED_WINDOWS_LIVE
+                        && live
+                        && matches!(w.kind, Kind::Last | Kind::Ahead))
+                    .then(|| ShortWindow {
                             voiced_end: (p.last_voiced > w.start_sample)
                                 .then(|| p.last_voiced.min(w.end_sample()) - w.start_sample),
                         });
