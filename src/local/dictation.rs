@@ -830,9 +830,9 @@ fn recognize_loop(
                         && live
                         && matches!(w.kind, Kind::Last | Kind::Ahead))
                     .then(|| ShortWindow {
-                            voiced_end: (p.last_voiced > w.start_sample)
-                                .then(|| p.last_voiced.min(w.end_sample()) - w.start_sample),
-                        });
+                        voiced_end: (p.last_voiced > w.start_sample)
+                            .then(|| p.last_voiced.min(w.end_sample()) - w.start_sample),
+                    });
                     break (w, None, abort, short_window);
                 }
                 if p.finished && ahead.is_none() {
