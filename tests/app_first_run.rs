@@ -1,0 +1,409 @@
+//! The first run as one journey in the real app (issue #24, "Done when"): a new user with no
+//! key and no network asks for the offline model, the download fails in a sentence and
+//! nothing switches; they give Persyk a model file instead, dictate by the hotkey into the
+//! microphone, the words are saved — and the welcome is gone, also after a relaunch.
+//!
+//! Nothing in the app is substituted. `persyk app` runs on its own Xvfb display with a fresh
+//! home (no settings file), `PERSYK_MODELS_URL` at a loopback port nobody listens on (the
+//! network is down) and a private PulseAudio server whose null sink's monitor is the
+//! microphone. The window is driven the way a screen reader drives it: every widget is found
+//! by its accessible name over AT-SPI (egui publishes them through AccessKit) and clicked or
+//! filled through AT-SPI's action and editable-text interfaces (`tests/atspi.py`, Debian's
+//! python3-pyatspi), on a private session bus with at-spi2-core's accessibility bus. No
+//! screen position is hard-coded.
+//!
+//! Needs what `app_journey` needs plus at-spi2-core, python3-pyatspi and gdbus (installed by
+//! `scripts/setup`); skipped with a note with `PERSYK_SKIP_PULSE=1`.
+#![cfg(all(feature = "app", feature = "local", target_os = "linux"))]
+
+mod app_support;
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use app_support::real_app::{App, wait_for, window};
+use app_support::x11::{in_xvfb_child, press};
+use support::pulse::{PulseServer, missing_tools};
+use support::show;
+
+/// The AT-SPI client (run by Debian's python3, where python3-pyatspi lives).
+const ATSPI: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/atspi.py");
+const SYSTEM_PYTHON: &str = "/usr/bin/python3";
+const BUS_LAUNCHER: &str = "/usr/libexec/at-spi-bus-launcher";
+
+const WELCOME: &str = "Welcome to Persyk";
+const DOWNLOAD: &str = "Download base.en (141 MiB)";
+const OFFLINE: &str = "No network connection";
+
+/// A private session bus with the accessibility bus on it, accessibility switched on (as
+/// turning on a screen reader does). Both daemons are killed on drop.
+struct A11yBus {
+    daemon: Child,
+    launcher: Child,
+    address: String,
+}
+
+impl A11yBus {
+    fn start(dir: &Path) -> A11yBus {
+        let mut daemon = Command::new("dbus-daemon")
+            .args(["--session", "--nofork", "--print-address=1"])
+            .arg(format!("--address=unix:path={}", dir.join("bus").display()))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("dbus-daemon");
+        let mut line = String::new();
+        BufReader::new(daemon.stdout.take().expect("dbus-daemon stdout"))
+            .read_line(&mut line)
+            .expect("the bus address");
+        let address = line.trim().to_owned();
+        assert!(!address.is_empty(), "dbus-daemon printed no address");
+        let launcher = Command::new(BUS_LAUNCHER)
+            .arg("--launch-immediately")
+            .env("DBUS_SESSION_BUS_ADDRESS", &address)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("at-spi-bus-launcher");
+        let bus = A11yBus {
+            daemon,
+            launcher,
+            address,
+        };
+        let start = Instant::now();
+        loop {
+            let on = Command::new("gdbus")
+                .args([
+                    "call",
+                    "--session",
+                    "--dest",
+                    "org.a11y.Bus",
+                    "--object-path",
+                    "/org/a11y/bus",
+                    "--method",
+                    "org.freedesktop.DBus.Properties.Set",
+                    "org.a11y.Status",
+                    "IsEnabled",
+                    "<true>",
+                ])
+                .env("DBUS_SESSION_BUS_ADDRESS", &bus.address)
+                .output()
+                .expect("gdbus");
+            if on.status.success() {
+                return bus;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "accessibility could not be switched on: {}",
+                show(&on)
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// `tests/atspi.py persyk ARGS`: its output when it did it, `None` when the app or the
+    /// widget is not there (yet).
+    fn atspi(&self, args: &[&str]) -> Option<String> {
+        let out = Command::new(SYSTEM_PYTHON)
+            .arg(ATSPI)
+            .arg("persyk")
+            .args(args)
+            .env("DBUS_SESSION_BUS_ADDRESS", &self.address)
+            .output()
+            .expect("tests/atspi.py");
+        match out.status.code() {
+            Some(0) => Some(String::from_utf8_lossy(&out.stdout).into_owned()),
+            Some(3) => None,
+            _ => panic!("tests/atspi.py {args:?}: {}", show(&out)),
+        }
+    }
+
+    /// The names of every widget of the window, one per line ("role<TAB>name").
+    fn names(&self) -> String {
+        self.atspi(&["names"]).unwrap_or_default()
+    }
+}
+
+impl Drop for A11yBus {
+    fn drop(&mut self) {
+        for child in [&mut self.launcher, &mut self.daemon] {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// One new user's machine: home, settings path, models folder, microphone and bus.
+struct Machine {
+    dir: tempfile::TempDir,
+    pulse: PulseServer,
+    bus: A11yBus,
+    offline_url: String,
+}
+
+impl Machine {
+    fn settings(&self) -> PathBuf {
+        self.dir.path().join("config/settings.json")
+    }
+
+    fn settings_json(&self) -> Option<serde_json::Value> {
+        let text = std::fs::read_to_string(self.settings()).ok()?;
+        Some(serde_json::from_str(&text).expect("the settings file is JSON"))
+    }
+
+    fn launch(&self, log_name: &str) -> App {
+        let home = self.dir.path().join("home");
+        let log = self.dir.path().join(log_name);
+        let mut app = App {
+            child: Command::new(env!("CARGO_BIN_EXE_persyk"))
+                .arg("app")
+                .env("HOME", &home)
+                .env("XDG_CONFIG_HOME", home.join(".config"))
+                .env("XDG_DATA_HOME", home.join(".local/share"))
+                .env("PERSYK_CONFIG", self.settings())
+                .env("PERSYK_MODELS_DIR", self.dir.path().join("models"))
+                .env("PERSYK_MODELS_URL", &self.offline_url)
+                .env("PULSE_SERVER", self.pulse.server_env())
+                .env("DBUS_SESSION_BUS_ADDRESS", &self.bus.address)
+                .env_remove("OPENAI_API_KEY")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&log).expect("log file"))
+                .spawn()
+                .expect("start persyk app"),
+            log: log.clone(),
+        };
+        wait_for("the app's window", &log, || {
+            if let Ok(Some(status)) = app.child.try_wait() {
+                panic!("persyk app exited ({status}):\n{}", app.log_text());
+            }
+            window("Persyk")
+        });
+        app
+    }
+
+    /// Waits until the window shows a widget whose name contains `text`.
+    fn wait_shown(&self, app: &App, text: &str) {
+        wait_for(&format!("{text:?} on screen"), &app.log, || {
+            self.bus.names().contains(text).then_some(())
+        });
+    }
+
+    /// Clicks the widget named exactly `name` (retried until it is there).
+    fn click(&self, app: &App, name: &str) {
+        wait_for(&format!("{name:?} to click"), &app.log, || {
+            self.bus.atspi(&["click", name])
+        });
+    }
+
+    /// Quits as a user does (Ctrl+Q in the window) and waits for a clean exit.
+    fn quit(&self, mut app: App) {
+        let id = window("Persyk").expect("the window");
+        let focus = Command::new("xdotool")
+            .args(["windowfocus", "--sync", &id])
+            .status()
+            .expect("xdotool windowfocus");
+        assert!(focus.success());
+        press("ctrl+q");
+        let child = &mut app.child;
+        let status = wait_for("the app to quit", &app.log, || {
+            child.try_wait().ok().flatten()
+        });
+        assert!(status.success(), "persyk app: {status}\n{}", app.log_text());
+    }
+}
+
+/// Every `session.jsonl` under `dir`, at any depth (the default sessions folder of a new
+/// user is under their home).
+fn session_files(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                // Staging folders are hidden; only published sessions count.
+                if !e.file_name().to_string_lossy().starts_with('.') {
+                    todo.push(path);
+                }
+            } else if e.file_name() == "session.jsonl" {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn issue24_the_first_run_ends_in_a_working_dictation_in_the_real_app() {
+    const NAME: &str = "issue24_the_first_run_ends_in_a_working_dictation_in_the_real_app";
+    if std::env::var("PERSYK_SKIP_PULSE").as_deref() == Ok("1") {
+        eprintln!("SKIPPED: PERSYK_SKIP_PULSE=1");
+        return;
+    }
+    let mut missing = missing_tools();
+    for (tool, path) in [
+        ("at-spi2-core", BUS_LAUNCHER),
+        ("python3-pyatspi", "/usr/lib/python3/dist-packages/pyatspi"),
+        ("dbus-daemon", "/usr/bin/dbus-daemon"),
+        ("gdbus", "/usr/bin/gdbus"),
+    ] {
+        if !Path::new(path).exists() {
+            missing.push(tool);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "app_first_run needs {} (scripts/setup installs them), or PERSYK_SKIP_PULSE=1",
+        missing.join(", ")
+    );
+    if !in_xvfb_child(NAME) {
+        return;
+    }
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pulse = PulseServer::start(&dir.path().join("pulse"));
+    pulse
+        .pactl(&["set-default-source", "vsink.monitor"])
+        .expect("set-default-source");
+    let _room = pulse.room_noise(dir.path(), 180);
+    // A human voice (jfk.wav, from the test model's files): espeak-ng's voice through room
+    // noise comes out of tiny.en differently from run to run, and this test is about the
+    // journey, not about accuracy (the corpus bench is).
+    let speech = support::test_model_dir().join("jfk.wav");
+    // The network is down: a loopback port with nobody listening.
+    let offline_url = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        format!("http://{}", listener.local_addr().expect("port"))
+    };
+    let bus = A11yBus::start(dir.path());
+    std::fs::create_dir_all(dir.path().join("home")).expect("home");
+    let machine = Machine {
+        dir,
+        pulse,
+        bus,
+        offline_url,
+    };
+
+    // 1. The first run: the welcome offers the offline model.
+    let app = machine.launch("first.log");
+    machine.wait_shown(&app, WELCOME);
+    machine.wait_shown(&app, DOWNLOAD);
+
+    // 2. No network: the download fails in a sentence, and nothing switches.
+    machine.click(&app, DOWNLOAD);
+    machine.wait_shown(&app, OFFLINE);
+    let names = machine.bus.names();
+    assert!(names.contains(WELCOME), "the welcome went away:\n{names}");
+    // Codes stay in a details line (issue #24 item 4), never in the sentence.
+    assert!(
+        names
+            .lines()
+            .filter(|l| l.contains("models.") || l.contains("ConnectionRefused"))
+            .all(|l| l.starts_with("label\tDetails: ")),
+        "a raw code in the main flow:\n{names}"
+    );
+    let engine = machine
+        .settings_json()
+        .and_then(|s| s["recognition"]["engine"].as_str().map(str::to_owned));
+    assert_ne!(
+        engine.as_deref(),
+        Some("local"),
+        "the engine switched to a model that is not there"
+    );
+    assert!(
+        !machine.dir.path().join("models/ggml-base.en.bin").exists(),
+        "a model file appeared without a download"
+    );
+
+    // 3. The model comes another way: the user points Persyk at a model file.
+    let model = support::test_model();
+    let model = model.to_str().expect("a UTF-8 path");
+    machine.click(&app, "On this device (Whisper)");
+    machine.click(&app, "Use a model file…");
+    wait_for("the model file typed in", &app.log, || {
+        machine.bus.atspi(&["set", "Model file", model])
+    });
+    machine.click(&app, "Save settings");
+    wait_for("the settings to name the model file", &app.log, || {
+        let s = machine.settings_json()?;
+        (s["recognition"]["engine"] == "local" && s["recognition"]["localModel"] == model)
+            .then_some(())
+    });
+
+    // 4. A dictation by the hotkey, spoken into the microphone, works.
+    let home = machine.dir.path().join("home");
+    let before = session_files(&home);
+    press("alt+space");
+    let session = wait_for("the hotkey to start a recording", &app.log, || {
+        session_files(&home)
+            .into_iter()
+            .find(|s| !before.contains(s))
+    });
+    let assets = session.parent().expect("session folder").join("assets");
+    wait_for("the recording's WAV asset", &app.log, || {
+        std::fs::read_dir(&assets)
+            .ok()?
+            .flatten()
+            .find(|e| e.path().extension().is_some_and(|x| x == "wav"))
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let played = machine
+        .pulse
+        .command("paplay")
+        .args(["--device=vsink", "--latency-msec=50"])
+        .arg(&speech)
+        .output()
+        .expect("paplay");
+    assert!(played.status.success(), "paplay: {}", show(&played));
+    std::thread::sleep(Duration::from_millis(300));
+    press("alt+space");
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&session)
+            .unwrap_or_default()
+            .to_lowercase();
+        if text.contains("country") && text.contains("recording.finished") {
+            break;
+        }
+        assert!(
+            start.elapsed() < app_support::real_app::WAIT,
+            "the spoken words never reached the session:\n{text}\nthe app's log:\n{}",
+            app.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let check = Command::new(env!("CARGO_BIN_EXE_persyk"))
+        .arg("check")
+        .arg(session.parent().expect("session folder"))
+        .output()
+        .expect("persyk check");
+    assert!(check.status.success(), "persyk check: {}", show(&check));
+
+    // 5. The welcome is gone, on every page and after a relaunch.
+    wait_for("the welcome to go", &app.log, || {
+        (!machine.bus.names().contains(WELCOME)).then_some(())
+    });
+    machine.click(&app, "Settings");
+    machine.wait_shown(&app, "Save settings");
+    let names = machine.bus.names();
+    assert!(!names.contains(WELCOME), "the welcome is back:\n{names}");
+    machine.quit(app);
+
+    let again = machine.launch("again.log");
+    machine.wait_shown(&again, "Dictation");
+    machine.click(&again, "Settings");
+    machine.wait_shown(&again, "Save settings");
+    let names = machine.bus.names();
+    assert!(
+        !names.contains(WELCOME) && !names.contains(OFFLINE),
+        "after a relaunch the first run shows again:\n{names}"
+    );
+    machine.quit(again);
+}
