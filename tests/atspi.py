@@ -8,11 +8,7 @@ caller polls with its own deadline).
 
 usage: atspi.py APP names           every node of APP's window: "role<TAB>name" per line
        atspi.py APP click NAME      the node named exactly NAME: its first action (a click)
-       atspi.py APP focus NAME      keyboard focus to the node named exactly NAME
-       atspi.py APP where NAME      the centre of the node named exactly NAME that takes
-                                    input, in screen pixels: "X Y"
        atspi.py APP set NAME TEXT   replaces what the entry named exactly NAME holds with TEXT
-       atspi.py APP text NAME       the text the node named exactly NAME holds (an entry)
 exit: 0 done, 3 the app or the node is not there (yet)
 """
 import sys
@@ -39,6 +35,17 @@ def walk(node, depth=0):
             yield from walk(child, depth + 1)
 
 
+def offering(app, name, query):
+    """Each interface `query` returns for the nodes named exactly `name` that have it."""
+    for node in walk(app):
+        if node.name != name:
+            continue
+        try:
+            yield query(node)
+        except NotImplementedError:
+            continue
+
+
 def main(argv):
     if len(argv) < 3:
         print(__doc__, file=sys.stderr)
@@ -47,54 +54,18 @@ def main(argv):
     if app is None:
         return 3
     command = argv[2]
-    if command == "names":
+    if command == "names" and len(argv) == 3:
         for node in walk(app):
             print(f"{node.getRoleName()}\t{node.name}")
         return 0
-    if command == "where" and len(argv) == 4:
-        for node in walk(app):
-            if node.name != argv[3] or node.getRoleName() == "label":
-                continue
-            box = node.queryComponent().getExtents(pyatspi.DESKTOP_COORDS)
-            if box.width > 0 and box.height > 0:
-                print(box.x + box.width // 2, box.y + box.height // 2)
+    if command == "click" and len(argv) == 4:
+        for action in offering(app, argv[3], lambda n: n.queryAction()):
+            if action.nActions > 0 and action.doAction(0):
                 return 0
         return 3
     if command == "set" and len(argv) == 5:
-        for node in walk(app):
-            if node.name != argv[3]:
-                continue
-            try:
-                editable = node.queryEditableText()
-            except NotImplementedError:
-                continue
+        for editable in offering(app, argv[3], lambda n: n.queryEditableText()):
             if editable.setTextContents(argv[4]):
-                return 0
-        return 3
-    if command == "text" and len(argv) == 4:
-        for node in walk(app):
-            if node.name != argv[3]:
-                continue
-            try:
-                text = node.queryText()
-            except NotImplementedError:
-                continue
-            print(text.getText(0, text.characterCount))
-            return 0
-        return 3
-    if command in ("click", "focus") and len(argv) == 4:
-        for node in walk(app):
-            if node.name != argv[3]:
-                continue
-            if command == "focus":
-                if node.queryComponent().grabFocus():
-                    return 0
-                continue
-            try:
-                action = node.queryAction()
-            except NotImplementedError:
-                continue
-            if action.nActions > 0 and action.doAction(0):
                 return 0
         return 3
     print(__doc__, file=sys.stderr)
