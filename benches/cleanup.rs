@@ -9,6 +9,13 @@
 //!    `PERSYK_BENCH_CLEANUP_RUNS` (default 40) dictations, beside replacements only (no
 //!    model) and beside a bare HTTP round trip to the same server.
 //!
+//! 3. The same with a real small model (SmolLM2-135M-Instruct Q4_1 on the CPU, served on
+//!    loopback by `tests/llm_server/server.mjs`, from `scripts/fetch-test-llm`), p50/p95 over
+//!    `PERSYK_BENCH_CLEANUP_MODEL_RUNS` (default 10) dictations after one warm-up, beside the
+//!    model's own time for the same request as the server reports it, and the difference
+//!    (Persyk's share: prompt, HTTP, extraction, guard, the fsynced entry).
+//!    Skipped, with a note, when the model is not fetched.
+//!
 //! Run: `cargo bench --bench cleanup`. Nothing is asserted.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -212,7 +219,172 @@ fn latency() {
     );
 }
 
+/// The real-model server of `scripts/fetch-test-llm`, killed on drop; `served` hears the
+/// server's own time for each completion (ms) and the tokens it produced.
+struct ModelServer {
+    child: std::process::Child,
+    port: u16,
+    served: std::sync::mpsc::Receiver<(f64, u64)>,
+}
+
+impl Drop for ModelServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn model_server() -> Option<ModelServer> {
+    let cache = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-llm");
+    let model = cache.join("SmolLM2-135M-Instruct.Q4_1.gguf");
+    let script = cache.join("server/server.mjs");
+    if !model.is_file() || !script.is_file() {
+        return None;
+    }
+    let mut child = std::process::Command::new("node")
+        .arg(&script)
+        .arg("--model")
+        .arg(&model)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .ok()?;
+    let stdout = child.stdout.take()?;
+    let (port_tx, port_rx) = std::sync::mpsc::channel();
+    let (served_tx, served) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some(p) = line.strip_prefix("listening ") {
+                let _ = port_tx.send(p.trim().parse::<u16>().ok());
+            } else if let Some(rest) = line.strip_prefix("served ") {
+                let mut f = rest.split_whitespace();
+                if let (Some(Ok(ms)), Some(Ok(tokens))) = (
+                    f.next().map(str::parse::<f64>),
+                    f.next().map(str::parse::<u64>),
+                ) {
+                    let _ = served_tx.send((ms, tokens));
+                }
+            }
+        }
+    });
+    match port_rx.recv_timeout(Duration::from_secs(120)) {
+        Ok(Some(port)) => Some(ModelServer {
+            child,
+            port,
+            served,
+        }),
+        _ => {
+            let _ = child.kill();
+            let _ = child.wait();
+            None
+        }
+    }
+}
+
+fn real_model() {
+    let Some(server) = model_server() else {
+        println!("3. real model: skipped (run scripts/fetch-test-llm)");
+        return;
+    };
+    let runs: usize = std::env::var("PERSYK_BENCH_CLEANUP_MODEL_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10);
+    let client = Arc::new(
+        Client::new(
+            ServerConfig {
+                base_url: format!("http://127.0.0.1:{}/v1", server.port),
+                model: "smollm2-135m".into(),
+                api_key: None,
+            },
+            Timeouts {
+                connect: Duration::from_secs(5),
+                total: Duration::from_secs(300),
+            },
+        )
+        .expect("client"),
+    );
+    let cleaner = Cleaner {
+        model: Some(ModelSetup {
+            mode: ModelMode::Tidy,
+            client,
+        }),
+        deadline: Duration::from_secs(300),
+        ..Cleaner::default()
+    };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = Store::new(Roots::new(tmp.path().join("sessions"), Vec::new()).expect("roots"));
+    let mut total = Vec::new();
+    let mut model = Vec::new();
+    let mut added = Vec::new();
+    let mut tokens = Vec::new();
+    let mut rejected = 0;
+    // One warm-up, then the runs.
+    for run in 0..=runs {
+        let handle = store.create_session().expect("session");
+        let mut c = handle
+            .continuation(&LeafSelector::Default)
+            .expect("continuation");
+        let id = c
+            .append_one(EntryBody::Message(Message::new(
+                Role::User,
+                vec![Block::text(SENTENCE)],
+                1,
+            )))
+            .expect("spoken");
+        let cleaned = cleaner
+            .start(
+                &handle,
+                &[Source {
+                    id,
+                    text: SENTENCE.into(),
+                }],
+                None,
+            )
+            .wait();
+        let Ok((served_ms, produced)) = server.served.recv_timeout(Duration::from_secs(10)) else {
+            println!("3. real model: the server did not report a completion");
+            return;
+        };
+        if run == 0 {
+            continue;
+        }
+        if cleaned.chosen == Chosen::Spoken {
+            rejected += 1;
+        }
+        let ms = cleaned.latency.as_secs_f64() * 1e3;
+        total.push(ms);
+        model.push(served_ms);
+        added.push(ms - served_ms);
+        tokens.push(produced as f64);
+    }
+    let p = |v: &mut Vec<f64>, q: f64| {
+        v.sort_by(f64::total_cmp);
+        v[((v.len() as f64 - 1.0) * q).round() as usize]
+    };
+    println!(
+        "3. real model (SmolLM2-135M Q4_1, CPU, Tidy): stop → delivered text ({runs} dictations, {rejected} not delivered)"
+    );
+    println!(
+        "   Persyk, stop → text: p50 {:>8.1} ms  p95 {:>8.1} ms",
+        p(&mut total, 0.5),
+        p(&mut total, 0.95)
+    );
+    println!(
+        "   baseline, the model's own time in the server: p50 {:>8.1} ms  p95 {:>8.1} ms ({:.0}–{:.0} tokens)",
+        p(&mut model, 0.5),
+        p(&mut model, 0.95),
+        p(&mut tokens, 0.0),
+        p(&mut tokens, 1.0)
+    );
+    println!(
+        "   the rest (Persyk, HTTP, JSON; difference per dictation): p50 {:>6.1} ms  p95 {:>6.1} ms",
+        p(&mut added, 0.5),
+        p(&mut added, 0.95)
+    );
+}
+
 fn main() {
     guard_cost();
     latency();
+    real_model();
 }

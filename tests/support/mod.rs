@@ -5,6 +5,7 @@
 pub mod chat;
 pub mod corpus;
 pub mod events;
+pub mod llm;
 pub mod pulse;
 pub mod update;
 
