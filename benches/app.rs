@@ -50,6 +50,7 @@ fn new_ui_in(dir: PathBuf) -> PersykUi {
             microphone: Arc::new(NoMic),
             keys: Arc::new(BenchKeys),
             replay_factor: 0.0,
+            frontmost: persyk::app::frontmost::unknown(),
             updates: persyk::app::backend::UpdateConfig::off(),
         },
         settings.clone(),
@@ -125,6 +126,8 @@ fn start_recording(ui: &mut PersykUi, view: EngineView) -> tokio::sync::watch::S
             view: rx,
             level: Arc::new(AtomicU32::new(0.1f32.to_bits())),
         },
+        cleanup: None,
+        app: None,
     });
     tx
 }

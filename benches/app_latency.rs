@@ -167,6 +167,7 @@ fn side(
             microphone: Arc::new(StampMic(stamp.clone())),
             keys: Arc::new(BenchKeys),
             replay_factor: 1.0,
+            frontmost: persyk::app::frontmost::unknown(),
             updates: persyk::app::backend::UpdateConfig::off(),
         },
         settings.clone(),

@@ -169,6 +169,8 @@ fn main() {
                     view: rx,
                     level: Arc::new(AtomicU32::new(0.12f32.to_bits())),
                 },
+                cleanup: None,
+                app: None,
             });
         }
         "search" => ui.show_page(Page::Search),

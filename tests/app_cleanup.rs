@@ -17,7 +17,7 @@ use chat::{ChatServer, Reply};
 use eframe::egui;
 use egui_kittest::kittest::Queryable;
 use persyk::cleanup::replace::Rule;
-use persyk::cleanup::settings::CleanupMode;
+use persyk::cleanup::settings::{AppRule, CleanupMode};
 use persyk::settings::Settings;
 use serde_json::Value;
 
@@ -328,4 +328,124 @@ fn issue27_clean_up_again_from_history_after_a_refused_clean_up() {
     app.wait_until("Copy all", move |_| seen.lock().unwrap().len() > copies);
     assert_eq!(app.copies().last().map(String::as_str), Some(TIDY));
     app.shutdown();
+}
+
+/// A fixture whose dictations start with the app known by `front` in front, the model
+/// server set up and As spoken as the default mode.
+fn app_in_front(
+    front: &[&str],
+    server: &ChatServer,
+    edit: impl FnOnce(&mut Settings),
+    height: f32,
+) -> UiApp {
+    let url = server.url();
+    UiApp::new(
+        app_support::fixture_in_front(
+            persyk::app::frontmost::fixed(front),
+            Some(one_utterance("app-cleanup", SPOKEN)),
+            Some("sk-test-app"),
+            std::sync::Arc::new(app_support::ToneMic { seconds: 3.0 }),
+            None,
+            persyk::app::backend::UpdateConfig::off(),
+            |s| {
+                s.cleanup.mode = CleanupMode::AsSpoken;
+                s.cleanup.base_url = url;
+                s.cleanup.model = "tiny-cleaner".into();
+                edit(s);
+            },
+        ),
+        640.0,
+        height,
+    )
+}
+
+#[test]
+fn issue27_a_mode_by_app_cleans_up_dictation_into_that_app_and_no_other() {
+    let rules = |s: &mut Settings| {
+        s.cleanup.per_app = vec![AppRule {
+            app: "thunderbird".into(),
+            mode: CleanupMode::Tidy,
+        }];
+    };
+    // Thunderbird in front (X11 instance and class): its mode, Tidy, on the indicator and
+    // in what is copied.
+    let server = ChatServer::start(vec![Reply::Content(TIDY.into())]);
+    let mut app = app_in_front(&["thunderbird", "Thunderbird"], &server, rules, 900.0);
+    app.click("Start dictation");
+    app.wait_until("the indicator names the app's mode", |h| {
+        h.state()
+            .indicator()
+            .is_some_and(|m| m.cleanup == Some("Tidy"))
+    });
+    dictate_rest(&mut app);
+    app.wait_label("Cleaned up (Tidy).");
+    assert_eq!(app.copies(), [TIDY]);
+    assert_eq!(server.requests().len(), 1);
+    let all = entries(&app);
+    assert_eq!(of_type(&all, "persyk.cleanup"), 1);
+    let cleanup = all
+        .iter()
+        .find(|e| e["customType"] == "persyk.cleanup")
+        .expect("the clean-up");
+    assert_eq!(cleanup["details"]["mode"], "tidy");
+    app.shutdown();
+
+    // Another app in front: the default, As spoken — no model asked, nothing on the
+    // indicator, the words copied as spoken.
+    let server = ChatServer::start(vec![Reply::Content(TIDY.into())]);
+    let mut app = app_in_front(&["xterm", "XTerm"], &server, rules, 3000.0);
+    app.click("Start dictation");
+    app.wait_until("the indicator", |h| h.state().indicator().is_some());
+    assert_eq!(
+        app.harness.state().indicator().and_then(|m| m.cleanup),
+        None
+    );
+    dictate_rest(&mut app);
+    app.wait_until("the words copied", |h| {
+        h.state().last_transcript().is_some()
+    });
+    assert_eq!(app.copies(), [SPOKEN]);
+    assert!(server.requests().is_empty());
+    assert_eq!(of_type(&entries(&app), "persyk.cleanup"), 0);
+
+    // Settings offers the app just dictated into; added with Tidy and saved, it is in the
+    // settings file beside the first rule.
+    app.harness
+        .state_mut()
+        .show_page(persyk::app::ui::Page::Settings);
+    app.harness.step();
+    app.wait_label("Modes by app");
+    app.click("Add XTerm");
+    app.wait_until("the new row", |h| {
+        h.query_by_label("App (mode by app 2)").is_some()
+    });
+    app.click("Save settings");
+    app.wait_label("Settings saved");
+    let saved = Settings::load(&app.config).expect("settings");
+    assert_eq!(
+        saved.cleanup.per_app,
+        [
+            AppRule {
+                app: "thunderbird".into(),
+                mode: CleanupMode::Tidy
+            },
+            AppRule {
+                app: "XTerm".into(),
+                mode: CleanupMode::Tidy
+            }
+        ]
+    );
+    assert_eq!(saved.cleanup.mode, CleanupMode::AsSpoken);
+    app.shutdown();
+}
+
+/// The rest of [`dictate`] after the start: the words saved, then Stop.
+fn dictate_rest(app: &mut UiApp) {
+    app.wait_label(SPOKEN);
+    app.wait_until("the saved message", |h| {
+        h.query_all_by_role_and_label(egui::accesskit::Role::Button, "Copy")
+            .next()
+            .is_some()
+    });
+    app.click("Stop dictation");
 }

@@ -290,7 +290,8 @@ fn issue14_01_the_real_app_dictates_by_hotkey_into_the_focused_app() {
 /// dictations into the focused app — the model tidies (its text is pasted), the model answers
 /// the question instead (the spoken words are pasted), the model is too slow (the spoken
 /// words are pasted at the deadline) — and the sessions keep the spoken words and say what
-/// happened.
+/// happened. Tidy is that app's own mode (item 7, modes by app: the Tk window's X11 class),
+/// the default being As spoken.
 #[test]
 fn issue27_the_real_app_pastes_a_clean_up_only_when_it_is_faithful_and_in_time() {
     if !runs_here("issue27_the_real_app_pastes_a_clean_up_only_when_it_is_faithful_and_in_time") {
@@ -305,7 +306,8 @@ fn issue27_the_real_app_pastes_a_clean_up_only_when_it_is_faithful_and_in_time()
     let mut j = Journey::start(
         "journey-cleanup",
         serde_json::json!({"cleanup": {
-            "mode": "tidy", "baseUrl": model.url(), "model": "tiny-cleaner", "deadlineMs": 1500}}),
+            "mode": "asSpoken", "perApp": [{"app": "Tk", "mode": "tidy"}],
+            "baseUrl": model.url(), "model": "tiny-cleaner", "deadlineMs": 1500}}),
     );
     let tidy = j.dictate(TIDIED);
     let answered = j.dictate(&format!("{TIDIED}{TRANSCRIPT}"));

@@ -480,3 +480,22 @@ fn issue14_01_with_persyks_window_focused_the_text_is_copied_not_pasted() {
     assert!(!app.says("Not pasted"));
     assert!(app.says("Copied to the clipboard"));
 }
+
+/// Issue #27 item 7 (modes by app): the app in front, as the clean-up modes by app see it,
+/// is the focused Tk window's `WM_CLASS` (instance "tk", class "Tk"),
+/// found from the X input focus on a server without a window manager; with nothing
+/// focused it is unknown.
+#[test]
+fn issue27_07_the_app_in_front_is_the_focused_windows_class_x11() {
+    if !in_xvfb_child("issue27_07_the_app_in_front_is_the_focused_windows_class_x11") {
+        return;
+    }
+    assert_eq!(persyk::app::frontmost::x11::front_app(), None);
+    let mut target = Target::start();
+    assert_eq!(target.ask("entry")["focus"], true);
+    assert_eq!(
+        persyk::app::frontmost::x11::front_app(),
+        Some(vec!["tk".to_owned(), "Tk".to_owned()])
+    );
+    assert_eq!((persyk::app::frontmost::system())(), ["tk", "Tk"]);
+}

@@ -64,6 +64,7 @@ pub fn ui_with_key(settings: Settings, key_stored: bool) -> PersykUi {
             microphone: Arc::new(NoMic),
             keys: Arc::new(BenchKeys),
             replay_factor: 0.0,
+            frontmost: persyk::app::frontmost::unknown(),
             updates: persyk::app::backend::UpdateConfig::off(),
         },
         settings.clone(),

@@ -198,6 +198,8 @@ pub struct BackendConfig {
     pub keys: Arc<dyn KeyStore>,
     /// Pace of "Transcribe again" (1.0 = real time; 0 = as fast as the engine takes it).
     pub replay_factor: f64,
+    /// The app in front when a dictation starts (for the clean-up modes by app).
+    pub frontmost: crate::app::frontmost::Frontmost,
     /// Where "Check for Updates…" and the daily check look.
     pub updates: UpdateConfig,
 }
@@ -575,7 +577,7 @@ impl Backend {
             Command::CleanUpAgain { location } => {
                 let recording = self.active.as_ref().map(|a| a.session.clone());
                 let store = self.store();
-                let plan = self.cleanup_plan().await;
+                let plan = self.cleanup_plan(self.settings.cleanup.clone()).await;
                 tokio::spawn(async move {
                     let l = location.clone();
                     let done = tokio::task::spawn_blocking(move || {
@@ -879,6 +881,18 @@ impl Backend {
         if self.active.is_some() {
             return Err("app.already-recording".into());
         }
+        // The app the words are for, read first (before a permission prompt or Persyk's own
+        // window can come to the front): its clean-up mode, if it has one. "Transcribe
+        // again" is asked for in Persyk's window: the default mode.
+        let front = match origin {
+            AudioOrigin::Microphone => {
+                let frontmost = self.config.frontmost.clone();
+                tokio::task::spawn_blocking(move || frontmost())
+                    .await
+                    .unwrap_or_default()
+            }
+            AudioOrigin::File(_) => Vec::new(),
+        };
         // On the device no key is needed; the model is loaded once and kept.
         let recognition = match self.settings.recognition.engine {
             RecognitionEngine::Local => self.local_recognition().await?,
@@ -936,7 +950,9 @@ impl Backend {
             .continuation(&LeafSelector::Default)
             .map_err(|e| e.code().to_owned())?;
         let session = handle.dir().to_path_buf();
-        let cleanup = self.cleanup_plan().await;
+        let (cleanup_settings, _) = self.settings.cleanup.for_app(&front);
+        let cleanup_mode = cleanup_settings.mode;
+        let cleanup = self.cleanup_plan(cleanup_settings).await;
         let cleanup_cancel = Arc::new(Mutex::new(None));
         let cancelled = Arc::new(AtomicBool::new(false));
         let cancelled_in_task = cancelled.clone();
@@ -988,6 +1004,8 @@ impl Backend {
                     session,
                     origin,
                     live: Live { view, level },
+                    cleanup: cleanup_mode.uses_model().then(|| cleanup_mode.label()),
+                    app: front.last().cloned(),
                 })
                 .await;
         }
@@ -1071,13 +1089,13 @@ impl Backend {
         Err(crate::local::LocalError::Unavailable.code().to_owned())
     }
 
-    /// A recording that failed (could not be finished, or halted) without recording any
-    /// audio leaves no session behind (a failed start is not history): it is deleted, and
-    /// `removed` says so. A recording the user stopped at once is kept.
-    /// The clean-up for the next recording, from the settings (the server's key read from the
-    /// secret store off the async workers).
-    async fn cleanup_plan(&mut self) -> CleanupPlan {
-        let settings = self.settings.cleanup.clone();
+    /// The clean-up of a recording, from `settings` (the clean-up settings, with the mode of
+    /// the app in front applied; the server's key read from the secret store off the async
+    /// workers).
+    async fn cleanup_plan(
+        &mut self,
+        settings: crate::cleanup::settings::CleanupSettings,
+    ) -> CleanupPlan {
         if !settings.is_active() {
             return CleanupPlan::Off;
         }
@@ -1104,6 +1122,9 @@ impl Backend {
         }
     }
 
+    /// A recording that failed (could not be finished, or halted) without recording any
+    /// audio leaves no session behind (a failed start is not history): it is deleted, and
+    /// `removed` says so. A recording the user stopped at once is kept.
     async fn drop_if_empty(&mut self, mut finished: Finished) -> Finished {
         let failed = finished.error.is_some() || finished.halted.is_some();
         if !failed || finished.duration_ms > 0 || !finished.transcript.is_empty() {

@@ -28,6 +28,7 @@ pub mod autostart;
 pub mod backend;
 pub mod effects;
 pub mod event;
+pub mod frontmost;
 pub mod hotkey;
 #[cfg(unix)]
 pub mod instance;
@@ -180,6 +181,7 @@ pub fn run(options: ShellOptions) -> Result<(), AppError> {
             microphone: Arc::new(SystemMicrophone::default()),
             keys,
             replay_factor: 4.0,
+            frontmost: frontmost::system(),
             updates: backend::UpdateConfig {
                 source: crate::update::Source::from_env(),
                 // A development run (and so every test run) checks by itself only when

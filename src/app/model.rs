@@ -338,6 +338,12 @@ pub enum Update {
         session: PathBuf,
         origin: AudioOrigin,
         live: Live,
+        /// The clean-up mode this recording's words go through, when it asks a model (the
+        /// app in front may have its own): the indicator and "Cleaning up (…)" say it.
+        cleanup: Option<&'static str>,
+        /// The identifier of the app in front when it started (its bundle identifier, or
+        /// its X11 class), for "Add a mode for this app" in Settings; `None`: unknown.
+        app: Option<String>,
     },
     /// The system is asking the user for microphone access; the recording starts once it
     /// is granted (else `StartFailed` with `capture.permission-denied`).

@@ -1,7 +1,11 @@
-//! The `cleanup` section of the settings file: the mode, the model server, the replacements.
+//! The `cleanup` section of the settings file: the mode, the modes by app, the model server,
+//! the replacements.
 //!
 //! Invariants:
 //! - The default is "As spoken" with no replacements: nothing runs, nothing is written.
+//! - A mode by app ([`AppRule`]) replaces the mode, and only the mode, for a dictation that
+//!   starts while that app is in front ([`CleanupSettings::for_app`]); the server, the
+//!   replacements and the deadline stay the same for every app.
 //! - A misconfigured clean-up never blocks a recording: [`CleanupSettings::cleaner`] returns
 //!   the problem as a code, and the app delivers the spoken words with that reason.
 //! - The server's key is not in this file (it lives in the secret store).
@@ -91,6 +95,8 @@ pub enum CleanupSettingsError {
     NoInstruction,
     #[error("cleanup.bad-deadline: the deadline is 0.5 to 30 seconds")]
     BadDeadline,
+    #[error("cleanup.bad-app-rule: a mode by app needs the app's identifier")]
+    BadAppRule,
     #[error("{0}")]
     Replacements(super::replace::ReplaceError),
 }
@@ -106,8 +112,27 @@ impl CleanupSettingsError {
             CleanupSettingsError::NoLanguage => "cleanup.no-language",
             CleanupSettingsError::NoInstruction => "cleanup.no-instruction",
             CleanupSettingsError::BadDeadline => "cleanup.bad-deadline",
+            CleanupSettingsError::BadAppRule => "cleanup.bad-app-rule",
             CleanupSettingsError::Replacements(e) => e.code(),
         }
+    }
+}
+
+/// A mode for dictations into one app: `app` is the app's identifier — its bundle identifier
+/// on macOS (`com.apple.mail`), its `WM_CLASS` class or instance on X11 (`thunderbird`) —
+/// compared without regard to case.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppRule {
+    pub app: String,
+    pub mode: CleanupMode,
+}
+
+impl AppRule {
+    /// Whether this rule is for the app known by `ids` (any of them).
+    pub fn matches(&self, ids: &[String]) -> bool {
+        let app = self.app.trim();
+        !app.is_empty() && ids.iter().any(|id| id.trim().eq_ignore_ascii_case(app))
     }
 }
 
@@ -117,6 +142,9 @@ impl CleanupSettingsError {
 pub struct CleanupSettings {
     #[serde(default)]
     pub mode: CleanupMode,
+    /// Modes by app, first match wins; every other app gets `mode`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_app: Vec<AppRule>,
     /// Translate's target language, e.g. "German".
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub language: String,
@@ -138,6 +166,27 @@ pub struct CleanupSettings {
 impl CleanupSettings {
     pub fn is_default(&self) -> bool {
         *self == CleanupSettings::default()
+    }
+
+    /// These settings for a dictation into the app known by `ids` (its bundle identifier, or
+    /// its `WM_CLASS` class and instance; empty when unknown): the first [`AppRule`] that
+    /// matches sets the mode, and whether one did is returned beside.
+    pub fn for_app(&self, ids: &[String]) -> (CleanupSettings, bool) {
+        match self.per_app.iter().find(|r| r.matches(ids)) {
+            Some(rule) => (
+                CleanupSettings {
+                    mode: rule.mode,
+                    ..self.clone()
+                },
+                true,
+            ),
+            None => (self.clone(), false),
+        }
+    }
+
+    /// Whether any mode, the default's or an app's, asks a model.
+    pub fn any_model(&self) -> bool {
+        self.mode.uses_model() || self.per_app.iter().any(|r| r.mode.uses_model())
     }
 
     /// The model mode, when the mode uses a model.
@@ -171,17 +220,23 @@ impl CleanupSettings {
         {
             return Err(CleanupSettingsError::BadDeadline);
         }
-        if !self.mode.uses_model() {
+        if self.per_app.iter().any(|r| r.app.trim().is_empty()) {
+            return Err(CleanupSettingsError::BadAppRule);
+        }
+        if !self.any_model() {
             return Ok(());
         }
-        match self.mode {
-            CleanupMode::Translate if self.language.trim().is_empty() => {
-                return Err(CleanupSettingsError::NoLanguage);
+        let modes = std::iter::once(self.mode).chain(self.per_app.iter().map(|r| r.mode));
+        for mode in modes {
+            match mode {
+                CleanupMode::Translate if self.language.trim().is_empty() => {
+                    return Err(CleanupSettingsError::NoLanguage);
+                }
+                CleanupMode::Custom if self.instruction.trim().is_empty() => {
+                    return Err(CleanupSettingsError::NoInstruction);
+                }
+                _ => {}
             }
-            CleanupMode::Custom if self.instruction.trim().is_empty() => {
-                return Err(CleanupSettingsError::NoInstruction);
-            }
-            _ => {}
         }
         if self.base_url.trim().is_empty() {
             return Err(CleanupSettingsError::NoServer);
@@ -316,5 +371,77 @@ mod tests {
             .expect("valid")
             .expect("active");
         assert!(!Arc::ptr_eq(&client, &changed.model.expect("model").client));
+    }
+
+    fn rule(app: &str, mode: CleanupMode) -> AppRule {
+        AppRule {
+            app: app.into(),
+            mode,
+        }
+    }
+
+    #[test]
+    fn a_mode_by_app_sets_only_the_mode_for_that_app() {
+        let s = CleanupSettings {
+            mode: CleanupMode::AsSpoken,
+            per_app: vec![
+                rule("com.apple.mail", CleanupMode::Email),
+                rule("Thunderbird", CleanupMode::Polish),
+                rule("thunderbird", CleanupMode::Tidy),
+            ],
+            base_url: "http://127.0.0.1:11434/v1".into(),
+            model: "llama3.2".into(),
+            replacements: vec![Rule {
+                from: "persic".into(),
+                to: "Persyk".into(),
+            }],
+            ..CleanupSettings::default()
+        };
+        let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // The bundle identifier; the X11 class or instance, any case; the first rule wins.
+        let (mail, matched) = s.for_app(&ids(&["com.apple.mail"]));
+        assert!(matched);
+        assert_eq!(mail.mode, CleanupMode::Email);
+        assert_eq!(mail.replacements, s.replacements);
+        assert_eq!(mail.base_url, s.base_url);
+        let (tb, _) = s.for_app(&ids(&["Mail", "thunderbird"]));
+        assert_eq!(tb.mode, CleanupMode::Polish);
+        // Any other app, or none known: the default mode.
+        assert_eq!(s.for_app(&ids(&["org.gnome.Terminal"])), (s.clone(), false));
+        assert_eq!(s.for_app(&[]), (s.clone(), false));
+        // Not a substring match.
+        assert!(!s.for_app(&ids(&["com.apple.mailx"])).1);
+    }
+
+    #[test]
+    fn a_mode_by_app_is_checked_like_the_default_mode() {
+        let code = |s: &CleanupSettings| s.validate().map_err(|e| e.code());
+        let mut s = CleanupSettings {
+            per_app: vec![rule("com.apple.mail", CleanupMode::Tidy)],
+            ..CleanupSettings::default()
+        };
+        // A model mode for one app needs the server, even with As spoken as the default.
+        assert!(s.any_model());
+        assert_eq!(code(&s), Err("cleanup.no-server"));
+        s.base_url = "http://127.0.0.1:11434/v1".into();
+        s.model = "llama3.2".into();
+        assert_eq!(code(&s), Ok(()));
+        s.per_app.push(rule("notes", CleanupMode::Translate));
+        assert_eq!(code(&s), Err("cleanup.no-language"));
+        s.language = "German".into();
+        assert_eq!(code(&s), Ok(()));
+        s.per_app.push(rule("  ", CleanupMode::Tidy));
+        assert_eq!(code(&s), Err("cleanup.bad-app-rule"));
+        s.per_app.pop();
+        // Written as `perApp`, read back the same; a file without it reads as before.
+        let json = serde_json::to_string(&s).expect("json");
+        assert!(
+            json.contains(r#""perApp":[{"app":"com.apple.mail","mode":"tidy"}"#),
+            "{json}"
+        );
+        let back: CleanupSettings = serde_json::from_str(&json).expect("read back");
+        assert_eq!(back, s);
+        let old: CleanupSettings = serde_json::from_str(r#"{"mode":"tidy"}"#).expect("old");
+        assert!(old.per_app.is_empty());
     }
 }

@@ -171,6 +171,27 @@ pub fn fixture_full(
     updates: persyk::app::backend::UpdateConfig,
     edit: impl FnOnce(&mut Settings),
 ) -> Fixture {
+    fixture_in_front(
+        persyk::app::frontmost::unknown(),
+        fake_scenario,
+        key,
+        microphone,
+        effects,
+        updates,
+        edit,
+    )
+}
+
+/// [`fixture_full`] with `frontmost` telling which app is in front when a dictation starts.
+pub fn fixture_in_front(
+    frontmost: persyk::app::frontmost::Frontmost,
+    fake_scenario: Option<Scenario>,
+    key: Option<&str>,
+    microphone: Arc<dyn Microphone>,
+    effects: Option<Box<dyn Effects>>,
+    updates: persyk::app::backend::UpdateConfig,
+    edit: impl FnOnce(&mut Settings),
+) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("sessions");
     std::fs::create_dir_all(&root).unwrap();
@@ -202,6 +223,7 @@ pub fn fixture_full(
             microphone,
             keys: keys.clone(),
             replay_factor: 4.0,
+            frontmost,
             updates,
         },
         settings.clone(),

@@ -271,6 +271,7 @@ fn stuck_backend() -> Stuck {
             }),
             keys: Arc::new(MemKeys(Mutex::new(Some("sk-test".into())))),
             replay_factor: 0.0,
+            frontmost: persyk::app::frontmost::unknown(),
             updates: persyk::app::backend::UpdateConfig::off(),
         },
         settings.clone(),
@@ -498,6 +499,7 @@ fn mic_app(status: Access) -> MicApp {
             }),
             keys: Arc::new(MemKeys(Mutex::new(Some("sk-test".into())))),
             replay_factor: 0.0,
+            frontmost: persyk::app::frontmost::unknown(),
             updates: persyk::app::backend::UpdateConfig::off(),
         },
         settings.clone(),
@@ -961,6 +963,8 @@ fn issue15_09_a_long_live_transcript_lays_out_only_the_rows_in_view() {
             view: rx,
             level: Arc::new(AtomicU32::new(0.1f32.to_bits())),
         },
+        cleanup: None,
+        app: None,
     });
     for _ in 0..4 {
         harness.step();

@@ -11,7 +11,7 @@ use super::widgets;
 use super::*;
 use crate::cleanup::Chosen;
 use crate::cleanup::replace::Rule;
-use crate::cleanup::settings::{CleanupMode, CleanupSettings};
+use crate::cleanup::settings::{AppRule, CleanupMode, CleanupSettings};
 
 /// The Clean-up section's editable copy.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -25,6 +25,8 @@ pub struct CleanupForm {
     pub api_key: String,
     /// Replacement rows: (spoken, written). Empty rows are dropped on save.
     pub replacements: Vec<(String, String)>,
+    /// Modes by app: (app identifier, mode). Rows without an app are dropped on save.
+    pub per_app: Vec<(String, CleanupMode)>,
 }
 
 /// How a replacement's "written" side names a line break in the form (typed as the two
@@ -45,7 +47,17 @@ impl CleanupForm {
                 .iter()
                 .map(|r| (r.from.clone(), r.to.replace('\n', LINE_BREAK)))
                 .collect(),
+            per_app: s.per_app.iter().map(|r| (r.app.clone(), r.mode)).collect(),
         }
+    }
+
+    /// Whether any mode, the default's or an app's, asks a model (the server fields show).
+    fn any_model(&self) -> bool {
+        self.mode.uses_model()
+            || self
+                .per_app
+                .iter()
+                .any(|(app, mode)| !app.trim().is_empty() && mode.uses_model())
     }
 
     /// Whether a chosen mode has what it needs (a server and a model; a language for
@@ -53,15 +65,22 @@ impl CleanupForm {
     /// a save refused at every keystroke (the Save button still says what is missing).
     pub(super) fn is_complete(&self) -> bool {
         let filled = |s: &str| !s.trim().is_empty();
-        match self.mode {
-            CleanupMode::AsSpoken => true,
-            mode => {
-                filled(&self.base_url)
-                    && filled(&self.model)
-                    && (mode != CleanupMode::Translate || filled(&self.language))
-                    && (mode != CleanupMode::Custom || filled(&self.instruction))
+        let modes = std::iter::once(self.mode).chain(
+            self.per_app
+                .iter()
+                .filter(|(app, _)| filled(app))
+                .map(|(_, mode)| *mode),
+        );
+        let mut server_needed = false;
+        for mode in modes {
+            match mode {
+                CleanupMode::AsSpoken => {}
+                CleanupMode::Translate if !filled(&self.language) => return false,
+                CleanupMode::Custom if !filled(&self.instruction) => return false,
+                _ => server_needed = true,
             }
         }
+        !server_needed || (filled(&self.base_url) && filled(&self.model))
     }
 
     pub(super) fn to_settings(&self, base: &CleanupSettings) -> CleanupSettings {
@@ -81,6 +100,15 @@ impl CleanupForm {
                 })
                 .collect(),
             deadline_ms: base.deadline_ms,
+            per_app: self
+                .per_app
+                .iter()
+                .filter(|(app, _)| !app.trim().is_empty())
+                .map(|(app, mode)| AppRule {
+                    app: app.trim().to_owned(),
+                    mode: *mode,
+                })
+                .collect(),
         }
     }
 }
@@ -114,13 +142,19 @@ impl PersykUi {
                 .response
         });
         ui.label(style::caption(f.mode.description()));
-        if f.mode == CleanupMode::Translate {
+        let uses = |f: &CleanupForm, m: CleanupMode| {
+            f.mode == m
+                || f.per_app
+                    .iter()
+                    .any(|(app, mode)| *mode == m && !app.is_empty())
+        };
+        if uses(f, CleanupMode::Translate) {
             widgets::row(ui, "Into", |ui, label| {
                 ui.add(egui::TextEdit::singleline(&mut f.language).hint_text("English"))
                     .labelled_by(label);
             });
         }
-        if f.mode == CleanupMode::Custom {
+        if uses(f, CleanupMode::Custom) {
             widgets::row(ui, "Instruction", |ui, label| {
                 ui.add(
                     egui::TextEdit::multiline(&mut f.instruction)
@@ -130,7 +164,7 @@ impl PersykUi {
                 .labelled_by(label);
             });
         }
-        if f.mode.uses_model() {
+        if f.any_model() {
             widgets::row(ui, "Model server", |ui, label| {
                 ui.add(
                     egui::TextEdit::singleline(&mut f.base_url)
@@ -160,6 +194,8 @@ impl PersykUi {
                  pasted as spoken.",
             ));
         }
+        self.per_app_ui(ui);
+        let f = &mut self.form.cleanup;
         ui.add_space(space::S);
         ui.label(RichText::new("Replacements").strong());
         ui.label(style::caption(format!(
@@ -199,6 +235,65 @@ impl PersykUi {
         if ui.button("Add replacement").clicked() {
             f.replacements.push((String::new(), String::new()));
         }
+    }
+}
+
+impl PersykUi {
+    /// Settings › Clean-up › Modes by app: rows of (app, mode), and the app of the last
+    /// dictation offered as a new row.
+    fn per_app_ui(&mut self, ui: &mut egui::Ui) {
+        let last_app = self.last_app.clone();
+        let f = &mut self.form.cleanup;
+        ui.add_space(space::S);
+        ui.label(RichText::new("Modes by app").strong());
+        ui.label(style::caption(
+            "Dictation into one of these apps goes through its own mode; every other app \
+             gets the one above. An app is named by its bundle identifier (com.apple.mail).",
+        ));
+        let mut remove = None;
+        for (i, (app, mode)) in f.per_app.iter_mut().enumerate() {
+            let n = i + 1;
+            ui.horizontal(|ui| {
+                let field = ui.add(
+                    egui::TextEdit::singleline(app)
+                        .desired_width(180.0)
+                        .hint_text("com.apple.mail"),
+                );
+                name(ui, &field, format!("App (mode by app {n})"));
+                egui::ComboBox::from_id_salt(("cleanup-app-mode", i))
+                    .selected_text(mode.label())
+                    .show_ui(ui, |ui| {
+                        for m in CleanupMode::ALL {
+                            ui.selectable_value(mode, m, m.label());
+                        }
+                    });
+                let label = format!("Remove mode by app {n}");
+                if style::icon_only_button(ui, style::Icon::Trash, &label).clicked() {
+                    remove = Some(i);
+                }
+            });
+        }
+        if let Some(i) = remove {
+            f.per_app.remove(i);
+        }
+        ui.horizontal(|ui| {
+            if ui.button("Add a mode for an app").clicked() {
+                f.per_app.push((String::new(), CleanupMode::Tidy));
+            }
+            let known = |id: &str| {
+                f.per_app
+                    .iter()
+                    .any(|(app, _)| app.eq_ignore_ascii_case(id))
+            };
+            if let Some(id) = last_app.filter(|id| !known(id))
+                && ui
+                    .button(format!("Add {id}"))
+                    .on_hover_text("The app you last dictated into")
+                    .clicked()
+            {
+                f.per_app.push((id, CleanupMode::Tidy));
+            }
+        });
     }
 }
 

@@ -105,7 +105,7 @@ impl PersykUi {
                 Dictation::Live(l) if l.cleaning => {
                     super::cleanup::cleaning_status_ui(
                         ui,
-                        self.settings.cleanup.mode.label(),
+                        l.cleanup.unwrap_or(self.settings.cleanup.mode.label()),
                         &mut actions,
                     );
                 }

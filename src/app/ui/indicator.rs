@@ -259,7 +259,7 @@ impl PersykUi {
                     state,
                     started: Some(l.started),
                     level: Some(l.live.level.clone()),
-                    cleanup: self.cleanup_label(),
+                    cleanup: l.cleanup,
                 })
             }
             // A cancelled recording waits for its Undo where the user is looking.

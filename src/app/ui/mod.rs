@@ -144,6 +144,8 @@ struct LiveRec {
     cleaning: bool,
     /// Stopped as a cancel: nothing is delivered; Undo keeps it for a while.
     cancelled: bool,
+    /// The clean-up mode of this recording, when it asks a model.
+    cleanup: Option<&'static str>,
 }
 
 /// A cancelled recording, saved and kept until `until` for an Undo, then deleted.
@@ -376,6 +378,9 @@ pub struct PersykUi {
     dictation: Dictation,
     removals: HashMap<String, RemovalStatus>,
     last_transcript: Option<String>,
+    /// The app in front when the last dictation started (Settings › Clean-up offers to give
+    /// it a mode of its own).
+    last_app: Option<String>,
     /// The newest transcriptions (newest first, at most [`RECENT_LEN`]) for the menu-bar
     /// menu: read from the history at start, then each finished recording goes first.
     recent: Vec<RecentItem>,
@@ -527,6 +532,7 @@ impl PersykUi {
             recent: Vec::new(),
             dictation_worked: false,
             history_known: false,
+            last_app: None,
             welcome_key: String::new(),
             key_check: None,
             focus_key: false,
@@ -964,7 +970,12 @@ impl PersykUi {
                 session: _,
                 origin,
                 live,
+                cleanup,
+                app,
             } => {
+                if app.is_some() {
+                    self.last_app = app;
+                }
                 self.waiting_permission = false;
                 // The microphone opened, so access is granted now: the startup note that
                 // it was off is out of date (issue #25 item 9).
@@ -980,6 +991,7 @@ impl PersykUi {
                     cleaning: false,
                     cancelled: false,
                     online: self.settings.recognition.engine == RecognitionEngine::Openai,
+                    cleanup,
                 });
                 if std::mem::take(&mut self.cancel_on_start) {
                     self.stop_on_start = false;
