@@ -635,6 +635,49 @@ fn issue26_03_the_key_recorder_takes_a_combination_and_refuses_typing_keys() {
     app.shutdown();
 }
 
+/// Item 2 in Settings: a modifier tapped alone while "Record shortcut" waits (what the
+/// shell's keyboard observer reports) becomes the dictation key, saved at once and shown the
+/// Mac way ("Right ⌥"), with what a modifier alone means; the paste recorder refuses one.
+/// Fn shows how to stop it opening the emoji picker.
+#[test]
+fn issue26_02_the_recorder_takes_a_modifier_alone_and_fn_says_how_to_free_it() {
+    use persyk::app::modkeys::ModKey;
+    use persyk::app::ui::{FN_EMOJI_HELP, MODIFIER_ALONE_HELP};
+    let mut app = settings_app(|_| {});
+    // Not while the recorder is idle.
+    app.harness.state_mut().record_modifier(ModKey::RightAlt);
+    app.harness.step();
+    assert_eq!(app.harness.state().settings().hotkey.keys, None);
+
+    app.click("Record shortcut");
+    app.harness.state_mut().record_modifier(ModKey::RightAlt);
+    app.wait_until("the modifier to be saved", |h| {
+        h.state().settings().hotkey.keys.as_deref() == Some("RightAlt")
+    });
+    assert!(app.has_label("Right ⌥"));
+    assert!(app.has_label(&MODIFIER_ALONE_HELP[..40]));
+    assert!(!app.has_label(&FN_EMOJI_HELP[..40]));
+    assert_eq!(
+        Settings::load(&app.config).unwrap().hotkey.keys.as_deref(),
+        Some("RightAlt")
+    );
+
+    app.click("Record shortcut");
+    app.harness.state_mut().record_modifier(ModKey::Fn);
+    app.wait_until("Fn to be saved", |h| {
+        h.state().settings().hotkey.keys.as_deref() == Some("Fn")
+    });
+    assert!(app.has_label(&FN_EMOJI_HELP[..40]));
+
+    // Paste-last takes combinations only.
+    app.click("Record paste shortcut");
+    app.harness.state_mut().record_modifier(ModKey::RightCtrl);
+    app.wait_label("A modifier alone can only be the dictation key");
+    assert!(app.has_label("hotkey.modifier-dictation-only"));
+    assert_eq!(app.harness.state().settings().hotkey.paste_last, None);
+    app.shutdown();
+}
+
 // ---------------------------------------------------------------------------------------------
 // On a real X server.
 
@@ -849,4 +892,133 @@ fn issue26_01_x11_taps_and_holds_fall_on_their_side_of_the_boundary_x11() {
             }
         }
     }
+}
+
+/// Right Alt down or up alone, through XTest (see `app_support::x11::key_event`).
+fn right_alt(down: bool) {
+    app_support::x11::key_event(app_support::x11::ALT_R, down);
+}
+
+/// Item 2 through XInput2 raw key events: Right Alt (`Alt_R`) alone is the dictation key.
+/// Observed, not grabbed: keys typed meanwhile reach the focused Tk entry, and typing alone
+/// starts nothing. Held, it is push-to-talk (recording starts, and stops when let go). A
+/// chord — Right Alt held with BackSpace pressed within the wait — starts no dictation, and
+/// the BackSpace still reaches the entry. A key joining after the press was sent cancels
+/// the recording that press started while Right Alt is still held.
+#[test]
+fn issue26_02_right_alt_alone_is_observed_push_to_talk_and_a_chord_starts_nothing_x11() {
+    if !in_xvfb_child(
+        "issue26_02_right_alt_alone_is_observed_push_to_talk_and_a_chord_starts_nothing_x11",
+    ) {
+        return;
+    }
+    let mut target = Target::start();
+    let connection = format!(
+        r#"{{"utterances": [{{"end_ms": 400, "transcript": "{SAID}", "delay_ms": 50}}],
+            "close_after_commit_ms": 200}}"#
+    );
+    let two = scenario(&format!(
+        r#"{{"name": "modkeys-x11", "connections": [{connection}, {connection}]}}"#
+    ));
+    let f = fixture_with(
+        Some(two),
+        Some("sk-test"),
+        Arc::new(ToneMic { seconds: 30.0 }),
+        None,
+        |s| s.hotkey.keys = Some("RightAlt".into()),
+    );
+    let mut app = shell_app(f, Pasted::default(), false);
+    app.harness.step();
+    assert_eq!(app.harness.state().view().hotkey_note, None);
+    // The observer's thread is up once the shell registered it; give it a moment to select.
+    app.run_for(300);
+
+    // Typing passes through and starts nothing.
+    xdotool(&["type", "abc"]);
+    wait_entry(&mut target, &mut app, "abc");
+    app.run_for(500);
+    assert!(!app.recording(), "typing started a dictation");
+
+    // Held alone: push-to-talk.
+    right_alt(true);
+    app.wait_recording();
+    right_alt(false);
+    app.wait_finished();
+    assert_eq!(session_count(&app.root), 1);
+    let states = app.seen.states.lock().unwrap().len();
+
+    // A chord within the wait: nothing starts, and BackSpace reaches the entry.
+    right_alt(true);
+    xdotool(&["key", "BackSpace"]);
+    std::thread::sleep(Duration::from_millis(600));
+    right_alt(false);
+    wait_entry(&mut target, &mut app, "ab");
+    app.run_for(800);
+    assert!(!app.recording(), "a chord started a dictation");
+    assert_eq!(
+        app.seen.states.lock().unwrap().len(),
+        states,
+        "the chord changed the icon: {:?}",
+        app.seen.states.lock().unwrap()
+    );
+    assert_eq!(session_count(&app.root), 1);
+
+    // A key joining after the press: the recording it started is cancelled while the key
+    // is still held (push-to-talk would have gone on until the release).
+    right_alt(true);
+    app.wait_until("the recording to start", |a| a.recording());
+    xdotool(&["key", "BackSpace"]);
+    app.wait_until("the chord to cancel the recording", |a| !a.recording());
+    right_alt(false);
+    wait_entry(&mut target, &mut app, "a");
+    assert!(
+        app.harness.state().view().undo_pending(),
+        "the chord did not cancel (no Undo offered)"
+    );
+}
+
+/// Item 2, the recorder: while "Record shortcut" waits, Right Alt pressed and released alone
+/// (seen by the raw-event observer; egui reports no key for a modifier) becomes the
+/// dictation key, shown the Mac way, and then dictates when held.
+#[test]
+fn issue26_02_the_recorder_takes_right_alt_tapped_alone_x11() {
+    if !in_xvfb_child("issue26_02_the_recorder_takes_right_alt_tapped_alone_x11") {
+        return;
+    }
+    let f = fixture_with(
+        Some(one_utterance("keys", SAID)),
+        Some("sk-test"),
+        Arc::new(ToneMic { seconds: 30.0 }),
+        None,
+        |_| {},
+    );
+    let mut app = shell_app(f, Pasted::default(), false);
+    app.harness.step();
+    (app.post)(ShellEvent::Menu(MenuAction::Settings));
+    app.harness.step();
+    app.harness
+        .get_by_role_and_label(Role::Button, "Record shortcut")
+        .click();
+    app.run_for(400);
+    // A combination with Right Alt in it is no tap.
+    right_alt(true);
+    xdotool(&["key", "Control_R"]);
+    right_alt(false);
+    app.run_for(400);
+    assert_ne!(
+        app.harness.state().view().settings().hotkey.keys.as_deref(),
+        Some("RightAlt")
+    );
+    right_alt(true);
+    right_alt(false);
+    app.wait_until("Right Alt to be saved as the hotkey", |a| {
+        let v = a.harness.state().view();
+        v.settings().hotkey.keys.as_deref() == Some("RightAlt") && v.hotkey_note.is_none()
+    });
+    assert!(app.says("Right ⌥"), "shown the Mac way");
+    app.run_for(300);
+    right_alt(true);
+    app.wait_recording();
+    right_alt(false);
+    app.wait_finished();
 }

@@ -43,6 +43,11 @@ pub enum ShellEvent {
         pressed: bool,
         at: Instant,
     },
+    /// A key joined the held modifier-only dictation shortcut after its press was sent
+    /// (Fn+Delete): the press was not meant as dictation.
+    HotkeyChord,
+    /// Settings' key recorder saw this modifier pressed and released alone.
+    ModifierTapped(crate::app::modkeys::ModKey),
     /// The "Paste last transcription" shortcut was pressed.
     PasteLastHotkey,
     /// Esc while the recording indicator shows (grabbed globally only then).

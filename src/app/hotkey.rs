@@ -18,6 +18,10 @@
 //!   before grabbing the new one, so saving an unchanged combination never collides with
 //!   its own earlier grab; an unchanged combination is simply kept. The two slots never hold
 //!   the same combination (the second is refused as [`HotkeyError::Taken`]).
+//! - A modifier alone (`"Fn"`, `"RightAlt"`: [`Shortcut::Modifier`], issue #26 item 2) is not
+//!   grabbed but observed ([`super::modkeys::Observer`]), for the dictation slot only; its
+//!   presses and releases reach the same callback as a grabbed combination's, and a key
+//!   joining the chord after the press calls the cancel callback ([`Hotkeys::set_on_cancel`]).
 
 use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
@@ -25,6 +29,7 @@ use std::time::{Duration, Instant};
 use global_hotkey::hotkey::{Code, HotKey, Modifiers};
 use global_hotkey::{GlobalHotKeyEvent, GlobalHotKeyManager, HotKeyState};
 
+use super::modkeys::{ModEvent, ModKey, ObserveError, Observer, Watch};
 use crate::settings::{DEFAULT_HOTKEY, HotkeyMode, HotkeySettings, TAP_MAX_MS};
 
 /// Why a hotkey cannot be used.
@@ -41,6 +46,16 @@ pub enum HotkeyError {
         "hotkey.needs-modifier: a typing key needs a modifier (⌃, ⌥, ⇧ or ⌘); only F-keys work alone"
     )]
     NeedsModifier,
+    #[error(
+        "hotkey.input-monitoring: macOS does not let Persyk observe the keyboard; allow Persyk in System Settings › Privacy & Security › Input Monitoring"
+    )]
+    InputMonitoring,
+    #[error("hotkey.modifier-dictation-only: a modifier alone can only be the dictation key")]
+    ModifierDictationOnly,
+    #[error(
+        "hotkey.no-fn: Fn reaches no application on this system; choose Right Alt or a combination"
+    )]
+    NoFn,
 }
 
 impl HotkeyError {
@@ -50,30 +65,75 @@ impl HotkeyError {
             HotkeyError::Unavailable => "hotkey.unavailable",
             HotkeyError::Taken => "hotkey.taken",
             HotkeyError::NeedsModifier => "hotkey.needs-modifier",
+            HotkeyError::InputMonitoring => "hotkey.input-monitoring",
+            HotkeyError::ModifierDictationOnly => "hotkey.modifier-dictation-only",
+            HotkeyError::NoFn => "hotkey.no-fn",
         }
     }
 }
 
-/// The configured dictation combination: `None` when the user turned the hotkey off (`""`).
-pub fn parse(settings: &HotkeySettings) -> Result<Option<HotKey>, HotkeyError> {
+/// A shortcut: a combination the OS grabs, or a modifier alone that Persyk observes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shortcut {
+    Keys(HotKey),
+    Modifier(ModKey),
+}
+
+impl Shortcut {
+    /// The grabbed combination (`None` for a modifier alone).
+    pub fn keys(self) -> Option<HotKey> {
+        match self {
+            Shortcut::Keys(k) => Some(k),
+            Shortcut::Modifier(_) => None,
+        }
+    }
+
+    /// The shortcut the Mac way: `⌥Space`, `⌃⇧D`, `Fn`, `Right ⌥`.
+    pub fn display(&self) -> String {
+        match self {
+            Shortcut::Keys(k) => display(k),
+            Shortcut::Modifier(m) => m.display(),
+        }
+    }
+}
+
+/// The configured dictation shortcut: `None` when the user turned the hotkey off (`""`).
+pub fn parse(settings: &HotkeySettings) -> Result<Option<Shortcut>, HotkeyError> {
     parse_keys(settings.keys.as_deref().unwrap_or(DEFAULT_HOTKEY))
 }
 
 /// The configured "Paste last transcription" combination: `None` when there is none (the
-/// default).
+/// default). A modifier alone is refused ([`HotkeyError::ModifierDictationOnly`]).
 pub fn parse_paste_last(settings: &HotkeySettings) -> Result<Option<HotKey>, HotkeyError> {
-    parse_keys(settings.paste_last.as_deref().unwrap_or(""))
+    match parse_keys(settings.paste_last.as_deref().unwrap_or(""))? {
+        None => Ok(None),
+        Some(Shortcut::Keys(k)) => Ok(Some(k)),
+        Some(Shortcut::Modifier(_)) => Err(HotkeyError::ModifierDictationOnly),
+    }
 }
 
-/// A combination as typed or stored (`"Alt+Space"`, `"Ctrl+Shift+D"`); empty: none.
-pub fn parse_keys(text: &str) -> Result<Option<HotKey>, HotkeyError> {
+/// A shortcut as typed or stored: a combination (`"Alt+Space"`, `"Ctrl+Shift+D"`) or a
+/// modifier alone (`"Fn"`, `"RightAlt"`: [`ModKey::parse`]); empty: none.
+pub fn parse_keys(text: &str) -> Result<Option<Shortcut>, HotkeyError> {
     let text = text.trim();
     if text.is_empty() {
         return Ok(None);
     }
+    if let Some(m) = ModKey::parse(text) {
+        return Ok(Some(Shortcut::Modifier(m)));
+    }
     text.parse::<HotKey>()
-        .map(Some)
+        .map(|k| Some(Shortcut::Keys(k)))
         .map_err(|_| HotkeyError::Invalid)
+}
+
+/// A combination as typed or stored, never a modifier alone (`None` for empty).
+pub fn parse_combination(text: &str) -> Result<Option<HotKey>, HotkeyError> {
+    match parse_keys(text)? {
+        None => Ok(None),
+        Some(Shortcut::Keys(k)) => Ok(Some(k)),
+        Some(Shortcut::Modifier(_)) => Err(HotkeyError::ModifierDictationOnly),
+    }
 }
 
 /// Which of the app's global shortcuts.
@@ -101,6 +161,8 @@ pub fn cancel_key() -> HotKey {
 pub enum Intent {
     Start,
     Stop,
+    /// Discard the recording the press started (a key joined a modifier-only shortcut).
+    Cancel,
     Nothing,
 }
 
@@ -171,6 +233,16 @@ impl Gestures {
         }
     }
 
+    /// A key joined the held modifier-only shortcut (Fn+Delete): the press did not mean
+    /// dictation. Cancels the recording that press started, if it still runs; a press that
+    /// stopped one (or started none) is left as it was. The key counts as up.
+    pub fn cancel(&mut self, recording: bool) -> Intent {
+        match self.held.take() {
+            Some(h) if h.started && recording => Intent::Cancel,
+            _ => Intent::Nothing,
+        }
+    }
+
     /// Whether the key is down (as far as the events said).
     pub fn is_held(&self) -> bool {
         self.held.is_some()
@@ -200,9 +272,19 @@ pub fn display(hotkey: &HotKey) -> String {
     out
 }
 
-/// A stored combination (`"Alt+Space"`) the Mac way; `None` when it is empty or invalid.
+/// A stored shortcut (`"Alt+Space"`, `"RightAlt"`) the Mac way; `None` when it is empty or
+/// invalid.
 pub fn display_keys(text: &str) -> Option<String> {
-    parse_keys(text).ok().flatten().map(|k| display(&k))
+    parse_keys(text).ok().flatten().map(|k| k.display())
+}
+
+/// A modifier pressed and released alone in the key recorder, as Settings stores it
+/// (`"Fn"`, `"RightAlt"`): only the dictation key can be one.
+pub fn recorded_modifier(key: ModKey, dictation: bool) -> Result<(Shortcut, String), HotkeyError> {
+    if !dictation {
+        return Err(HotkeyError::ModifierDictationOnly);
+    }
+    Ok((Shortcut::Modifier(key), key.name().to_owned()))
 }
 
 /// A combination pressed in the key recorder: checked and written the way Settings stores
@@ -241,7 +323,7 @@ pub fn recorded(mods: Modifiers, code: Code) -> Result<(HotKey, String), HotkeyE
     );
     // The stored form must read back as the same combination.
     match parse_keys(&text) {
-        Ok(Some(k)) if k.key == code && k.mods == mods => Ok((k, text)),
+        Ok(Some(Shortcut::Keys(k))) if k.key == code && k.mods == mods => Ok((k, text)),
         _ => Err(HotkeyError::Invalid),
     }
 }
@@ -337,10 +419,25 @@ fn install_handler() {
     });
 }
 
-/// The app's global hotkeys: at most one combination per [`Slot`].
+/// What a key joining a held modifier-only shortcut calls (after its press was sent).
+pub type OnCancel = Arc<dyn Fn() + Send + Sync>;
+
+/// Where the observed modifier's events go: swapped, like [`ROUTES`], without restarting
+/// the observer.
+#[derive(Default)]
+struct ModRoute {
+    on_event: Option<OnHotkey>,
+    on_cancel: Option<OnCancel>,
+}
+
+/// The app's global hotkeys: at most one combination per [`Slot`], or for the dictation
+/// slot a modifier alone, observed.
 pub struct Hotkeys {
     manager: Option<GlobalHotKeyManager>,
     current: [Option<HotKey>; 3],
+    /// The dictation slot's modifier-only shortcut and its observer.
+    observed: Option<(ModKey, Observer)>,
+    mod_route: Arc<Mutex<ModRoute>>,
 }
 
 impl Default for Hotkeys {
@@ -355,17 +452,79 @@ impl Hotkeys {
         Hotkeys {
             manager: None,
             current: [None, None, None],
+            observed: None,
+            mod_route: Arc::default(),
         }
     }
 
-    /// The registered dictation combination.
-    pub fn current(&self) -> Option<HotKey> {
-        self.current[Slot::Dictation as usize]
+    /// The registered dictation shortcut.
+    pub fn current(&self) -> Option<Shortcut> {
+        match &self.observed {
+            Some((m, _)) => Some(Shortcut::Modifier(*m)),
+            None => self.current[Slot::Dictation as usize].map(Shortcut::Keys),
+        }
     }
 
-    /// Makes `wanted` the registered dictation combination; see [`Hotkeys::set_slot`].
-    pub fn set(&mut self, wanted: Option<HotKey>, on_event: OnHotkey) -> Result<(), HotkeyError> {
-        self.set_slot(Slot::Dictation, wanted, on_event)
+    /// What a key joining a held modifier-only dictation shortcut calls (see
+    /// [`super::modkeys::Chord`]); without one, such a chord only ends the press.
+    pub fn set_on_cancel(&mut self, on_cancel: OnCancel) {
+        self.mod_route
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .on_cancel = Some(on_cancel);
+    }
+
+    /// Makes `wanted` the dictation shortcut: a combination is registered
+    /// ([`Hotkeys::set_slot`]); a modifier alone is observed (an unchanged one keeps its
+    /// observer). On `Err` no dictation shortcut is active.
+    pub fn set(&mut self, wanted: Option<Shortcut>, on_event: OnHotkey) -> Result<(), HotkeyError> {
+        match wanted {
+            Some(Shortcut::Modifier(m)) => {
+                self.release_slot(Slot::Dictation);
+                self.mod_route
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .on_event = Some(on_event);
+                if self.observed.as_ref().is_some_and(|(k, _)| *k == m) {
+                    return Ok(());
+                }
+                self.observed = None;
+                let route = self.mod_route.clone();
+                let send = Arc::new(move |e: ModEvent| {
+                    let (on_event, on_cancel) = {
+                        let r = route.lock().unwrap_or_else(|p| p.into_inner());
+                        (r.on_event.clone(), r.on_cancel.clone())
+                    };
+                    match (e, on_event, on_cancel) {
+                        (ModEvent::Press(at), Some(f), _) => f(true, at),
+                        (ModEvent::Release(at), Some(f), _) => f(false, at),
+                        (ModEvent::Cancel, _, Some(c)) => c(),
+                        (ModEvent::Cancel, Some(f), None) => f(false, Instant::now()),
+                        _ => {}
+                    }
+                });
+                let observer = Observer::start(Watch::Key(m, send)).map_err(|e| match e {
+                    ObserveError::NeedsInputMonitoring => HotkeyError::InputMonitoring,
+                    ObserveError::Unavailable if m == ModKey::Fn => HotkeyError::NoFn,
+                    ObserveError::Unavailable => HotkeyError::Unavailable,
+                })?;
+                self.observed = Some((m, observer));
+                Ok(())
+            }
+            keys => {
+                self.stop_observing();
+                self.set_slot(Slot::Dictation, keys.and_then(Shortcut::keys), on_event)
+            }
+        }
+    }
+
+    fn stop_observing(&mut self) {
+        // Dropping the observer stops its source and joins its threads.
+        self.observed = None;
+        self.mod_route
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .on_event = None;
     }
 
     /// Makes `wanted` the combination registered in `slot` (`None`: none), with `on_event`
@@ -422,8 +581,9 @@ impl Hotkeys {
         }
     }
 
-    /// Unregisters the dictation combination (if any).
+    /// Unregisters the dictation shortcut (if any), also a modifier observed.
     pub fn release(&mut self) {
+        self.stop_observing();
         self.release_slot(Slot::Dictation);
     }
 
@@ -438,6 +598,7 @@ impl Hotkeys {
 
 impl Drop for Hotkeys {
     fn drop(&mut self) {
+        self.stop_observing();
         self.release_slot(Slot::Dictation);
         self.release_slot(Slot::PasteLast);
     }
@@ -477,7 +638,7 @@ mod tests {
     #[test]
     fn issue25_06_the_mac_default_hotkey_is_no_known_mac_shortcut() {
         use crate::settings::{DEFAULT_HOTKEY, Settings, default_hotkey};
-        let mac = parse_keys(default_hotkey(true)).unwrap().unwrap();
+        let mac = parse_combination(default_hotkey(true)).unwrap().unwrap();
         for taken in [
             "Alt+Space",
             "Cmd+Space",
@@ -487,7 +648,7 @@ mod tests {
             "Shift+Cmd+Space",
             "Ctrl+Shift+Space",
         ] {
-            let taken_keys = parse_keys(taken).unwrap().unwrap();
+            let taken_keys = parse_combination(taken).unwrap().unwrap();
             assert_ne!(mac, taken_keys, "{taken}");
         }
         assert_eq!(display_keys(default_hotkey(true)).as_deref(), Some("⌃⌥D"));
@@ -517,6 +678,72 @@ mod tests {
         assert_eq!(show("Ctrl+Alt+Shift+Super+ArrowUp"), "⌃⌥⇧⌘Up");
         assert_eq!(display_keys(""), None);
         assert_eq!(display_keys("banana"), None);
+    }
+
+    /// Issue #26 item 2: a modifier alone is a shortcut of its own, stored by name and
+    /// shown the Mac way; it can only be the dictation key.
+    #[test]
+    fn issue26_02_modifiers_alone_parse_show_and_are_dictation_only() {
+        assert_eq!(
+            parse(&keys(Some("RightAlt"))),
+            Ok(Some(Shortcut::Modifier(ModKey::RightAlt)))
+        );
+        assert_eq!(
+            parse(&keys(Some("Fn"))),
+            Ok(Some(Shortcut::Modifier(ModKey::Fn)))
+        );
+        assert_eq!(display_keys("Fn").as_deref(), Some("Fn"));
+        assert_eq!(display_keys("RightAlt").as_deref(), Some("Right ⌥"));
+        assert_eq!(display_keys("RightCtrl").as_deref(), Some("Right ⌃"));
+        assert_eq!(display_keys("right option").as_deref(), Some("Right ⌥"));
+        // A combination is still one; "Alt" alone names no side and is no key.
+        assert!(matches!(
+            parse_keys("Alt+Space"),
+            Ok(Some(Shortcut::Keys(_)))
+        ));
+        assert_eq!(parse_keys("Alt"), Err(HotkeyError::Invalid));
+        // Paste-last takes combinations only.
+        let mut s = keys(None);
+        s.paste_last = Some("RightAlt".into());
+        assert_eq!(
+            parse_paste_last(&s),
+            Err(HotkeyError::ModifierDictationOnly)
+        );
+        assert_eq!(
+            parse_combination("Fn"),
+            Err(HotkeyError::ModifierDictationOnly)
+        );
+        // The recorder stores what reads back.
+        let (k, text) = recorded_modifier(ModKey::RightAlt, true).unwrap();
+        assert_eq!(parse_keys(&text), Ok(Some(k)));
+        assert_eq!(text, "RightAlt");
+        assert_eq!(
+            recorded_modifier(ModKey::Fn, false),
+            Err(HotkeyError::ModifierDictationOnly)
+        );
+        assert_eq!(
+            HotkeyError::InputMonitoring.code(),
+            "hotkey.input-monitoring"
+        );
+    }
+
+    #[test]
+    fn issue26_02_a_chord_cancels_only_the_recording_its_press_started() {
+        let mut g = Gestures::new();
+        // Started by the press, then a key joined: cancel.
+        assert_eq!(g.press(Auto, false, t(0)), Start);
+        assert_eq!(g.cancel(true), Intent::Cancel);
+        assert!(!g.is_held());
+        // The release that follows is nothing.
+        assert_eq!(g.release(Auto, false, t(900)), Nothing);
+        // A press that stopped a recording: the chord changes nothing.
+        assert_eq!(g.press(Toggle, true, t(2_000)), Stop);
+        assert_eq!(g.cancel(false), Nothing);
+        // Push to talk: the recording the press started is cancelled.
+        assert_eq!(g.press(PushToTalk, false, t(3_000)), Start);
+        assert_eq!(g.cancel(true), Intent::Cancel);
+        // No press seen: nothing.
+        assert_eq!(g.cancel(true), Nothing);
     }
 
     #[test]

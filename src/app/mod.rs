@@ -33,6 +33,7 @@ pub mod hotkey;
 #[cfg(unix)]
 pub mod instance;
 pub mod model;
+pub mod modkeys;
 pub mod paste;
 pub mod permission;
 mod platform;

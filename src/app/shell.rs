@@ -29,7 +29,11 @@
 //!   [`hotkey::Gestures`] over the instants the OS reported (tap, hold, repeat; Tap or hold,
 //!   Toggle, Push to talk), from whether a recording runs however it was started. The
 //!   paste-last shortcut and the menu's "Paste last transcription" are one action. While
-//!   Settings records a shortcut, both global grabs are let go and registered again after.
+//!   Settings records a shortcut, both global grabs are let go and registered again after,
+//!   and the keyboard is observed meanwhile for a modifier tapped alone
+//!   (`ShellEvent::ModifierTapped`). A modifier-only dictation key (observed, not grabbed:
+//!   [`super::modkeys`]) sends the same presses and releases; a key joining it after the
+//!   press (`ShellEvent::HotkeyChord`) cancels the recording that press started.
 
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -117,6 +121,9 @@ pub struct Shell {
     gestures: hotkey::Gestures,
     /// The grabs are let go while Settings records a shortcut.
     grabs_paused: bool,
+    /// While Settings records a shortcut: the keyboard observed for a modifier tapped alone
+    /// (`None` where it cannot be observed: the recorder then takes combinations only).
+    tap_watch: Option<super::modkeys::Observer>,
     /// Esc is grabbed (only while the recording indicator shows).
     escape_grabbed: bool,
     /// The start/stop cue player, and the tray state the last cue was chosen from.
@@ -206,6 +213,7 @@ impl Shell {
             hotkey_generation: None,
             gestures: hotkey::Gestures::new(),
             grabs_paused: false,
+            tap_watch: None,
             escape_grabbed: false,
             sounds: if options.play_sounds {
                 Sounds::spawn(sounds::play_on_default_output)
@@ -237,11 +245,19 @@ impl Shell {
         let recording = self.ui.is_recording_shortcut();
         if recording != self.grabs_paused {
             self.grabs_paused = recording;
-            self.hotkeys.release_slot(hotkey::Slot::Dictation);
+            self.hotkeys.release();
             self.hotkeys.release_slot(hotkey::Slot::PasteLast);
             self.hotkeys.release_slot(hotkey::Slot::Cancel);
             self.escape_grabbed = false;
             self.hotkey_generation = None;
+            self.tap_watch = None;
+            if recording && !self.options.no_hotkey {
+                let post = self.post.clone();
+                let watch = super::modkeys::Watch::Taps(Arc::new(move |key| {
+                    post(ShellEvent::ModifierTapped(key))
+                }));
+                self.tap_watch = super::modkeys::Observer::start(watch).ok();
+            }
         }
         if self.grabs_paused {
             return;
@@ -255,6 +271,7 @@ impl Shell {
         // "held" (every later press would read as a repeat).
         self.gestures = hotkey::Gestures::new();
         self.ui.hotkey_note = None;
+        self.ui.hotkey_needs_input_monitoring = false;
         self.ui.paste_hotkey_note = None;
         if self.options.no_hotkey {
             return;
@@ -262,11 +279,15 @@ impl Shell {
         let post = self.post.clone();
         let on_event: hotkey::OnHotkey =
             Arc::new(move |pressed, at| post(ShellEvent::Hotkey { pressed, at }));
+        let post = self.post.clone();
+        self.hotkeys
+            .set_on_cancel(Arc::new(move || post(ShellEvent::HotkeyChord)));
         let result = hotkey::parse(&self.ui.settings().hotkey)
             .and_then(|keys| self.hotkeys.set(keys, on_event));
         if let Err(e) = result {
             eprintln!("persyk: {e}");
             self.hotkeys.release();
+            self.ui.hotkey_needs_input_monitoring = e == hotkey::HotkeyError::InputMonitoring;
             self.ui.hotkey_note = Some(format!(
                 "The global hotkey is not active: {e}. The menu-bar icon and the Start button \
                  still work."
@@ -442,9 +463,17 @@ impl Shell {
                 match intent {
                     hotkey::Intent::Start => self.ui.start(),
                     hotkey::Intent::Stop => self.ui.stop(),
+                    hotkey::Intent::Cancel => self.ui.cancel(),
                     hotkey::Intent::Nothing => {}
                 }
             }
+            ShellEvent::HotkeyChord => {
+                let recording = self.ui.is_recording();
+                if self.gestures.cancel(recording) == hotkey::Intent::Cancel {
+                    self.ui.cancel();
+                }
+            }
+            ShellEvent::ModifierTapped(key) => self.ui.record_modifier(key),
         }
     }
 }

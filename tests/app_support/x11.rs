@@ -131,3 +131,45 @@ impl Drop for Target {
         let _ = self.child.wait();
     }
 }
+
+/// Presses (`down`) or releases the key whose first keysym is `keysym` through XTest, as a
+/// keyboard would: that key alone. (`xdotool keydown Alt_R` also presses Alt_L first, which
+/// no keyboard does.)
+#[cfg(target_os = "linux")]
+#[allow(dead_code)]
+pub fn key_event(keysym: u32, down: bool) {
+    use x11rb::connection::Connection;
+    use x11rb::protocol::xproto::{ConnectionExt as _, KEY_PRESS_EVENT, KEY_RELEASE_EVENT};
+    use x11rb::protocol::xtest::ConnectionExt as _;
+    use x11rb::wrapper::ConnectionExt as _;
+    let (conn, screen) = x11rb::connect(None).expect("an X display");
+    let setup = conn.setup();
+    let (min, max) = (setup.min_keycode, setup.max_keycode);
+    let root = setup.roots[screen].root;
+    let map = conn
+        .get_keyboard_mapping(min, max - min + 1)
+        .unwrap()
+        .reply()
+        .unwrap();
+    let per = usize::from(map.keysyms_per_keycode);
+    let index = map
+        .keysyms
+        .chunks(per)
+        .position(|syms| syms.first() == Some(&keysym))
+        .unwrap_or_else(|| panic!("no keycode has keysym {keysym:#x} first"));
+    let keycode = min + u8::try_from(index).unwrap();
+    let kind = if down {
+        KEY_PRESS_EVENT
+    } else {
+        KEY_RELEASE_EVENT
+    };
+    conn.xtest_fake_input(kind, keycode, 0, root, 0, 0, 0)
+        .unwrap()
+        .check()
+        .unwrap();
+    conn.sync().unwrap();
+}
+
+/// `Alt_R`, the keysym of the Right Alt key.
+#[allow(dead_code)]
+pub const ALT_R: u32 = 0xffea;

@@ -57,7 +57,10 @@ pub mod updates;
 mod virtual_list;
 mod widgets;
 
-pub use settings::{PRE_ROLL_CAPTION, SettingsForm, hotkey_in_use};
+pub use settings::{
+    FN_EMOJI_HELP, MODIFIER_ALONE_HELP, OPEN_INPUT_MONITORING, PRE_ROLL_CAPTION, SettingsForm,
+    hotkey_in_use,
+};
 pub use widgets::{highlighted, match_ranges};
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -405,6 +408,11 @@ pub struct PersykUi {
     tray_note: Option<String>,
     /// Shown in Settings when the hotkey could not be registered.
     pub hotkey_note: Option<String>,
+    /// The dictation key is a modifier alone and macOS refused to let Persyk observe the
+    /// keyboard: Settings offers the Input Monitoring pane.
+    pub hotkey_needs_input_monitoring: bool,
+    /// "Open Input Monitoring settings" was clicked (acted on after the page's pass).
+    open_input_monitoring: bool,
     /// Shown in Settings when the paste-last shortcut could not be registered.
     pub paste_hotkey_note: Option<String>,
     /// The "Paste last transcription" delivery running off the UI thread, by its id.
@@ -508,6 +516,8 @@ impl PersykUi {
             microphone_note: None,
             tray_note: None,
             hotkey_note: None,
+            hotkey_needs_input_monitoring: false,
+            open_input_monitoring: false,
             paste_hotkey_note: None,
             paste_last_delivering: None,
             autostart: AutostartView::new(super::autostart::LoginItem::system()),
@@ -746,6 +756,16 @@ impl PersykUi {
     /// loses the keyboard stops the recorder (see `process`).
     pub fn is_recording_shortcut(&self) -> bool {
         self.recorder.target.is_some() && self.page == Page::Settings
+    }
+
+    /// The keyboard observer saw `key` pressed and released alone while the recorder waits:
+    /// it becomes the dictation key (saved at once, as a recorded combination is); the
+    /// paste-last recorder refuses it.
+    pub fn record_modifier(&mut self, key: crate::app::modkeys::ModKey) {
+        if !self.is_recording_shortcut() {
+            return;
+        }
+        self.record_modifier_for(key);
     }
 
     /// What "Paste last transcription" pastes: the newest transcription (of this run, else

@@ -517,6 +517,27 @@ impl PersykUi {
             HotkeyMode::Toggle => "Press once to start dictating, again to stop.",
             HotkeyMode::PushToTalk => "Dictation runs while the keys are held.",
         }));
+        if let Ok(Some(hotkey::Shortcut::Modifier(key))) = hotkey::parse_keys(&f.hotkey) {
+            ui.label(style::caption(MODIFIER_ALONE_HELP));
+            if key == crate::app::modkeys::ModKey::Fn {
+                ui.label(style::caption(FN_EMOJI_HELP));
+            }
+        }
+        if self.hotkey_needs_input_monitoring {
+            widgets::row(ui, "", |ui, _| {
+                if ui.button(OPEN_INPUT_MONITORING).clicked() {
+                    self.open_input_monitoring = true;
+                }
+            });
+        }
+        if std::mem::take(&mut self.open_input_monitoring)
+            && let Err(reason) = self.effects.open_url(PRIVACY_INPUT_MONITORING_URL)
+        {
+            self.notice = Some((
+                format!("System Settings could not be opened ({reason})"),
+                true,
+            ));
+        }
         self.recorder_ui(ui, ShortcutTarget::PasteLast);
         let f = &mut self.form;
         field(ui, "Paste last transcription", |ui| {
@@ -560,13 +581,19 @@ impl PersykUi {
             ui.horizontal_wrapped(|ui| {
                 if recording {
                     ui.label(RichText::new("Press the keys… (Esc cancels)").strong());
+                    if target == ShortcutTarget::Dictation {
+                        ui.label(style::caption(RECORD_MODIFIER_HINT));
+                    }
                     captured = ui.input_mut(take_key_press);
                     cancel = ui.button("Cancel recording").clicked();
                     ui.ctx().request_repaint();
                 } else {
                     match &current {
-                        Ok(Some(keys)) => {
+                        Ok(Some(hotkey::Shortcut::Keys(keys))) => {
                             keys_label_ui(ui, keys);
+                        }
+                        Ok(Some(hotkey::Shortcut::Modifier(key))) => {
+                            modifier_label_ui(ui, *key);
                         }
                         Ok(None) => {
                             ui.label(RichText::new("None").strong());
@@ -616,6 +643,22 @@ impl PersykUi {
                 }
             }
             None => {}
+        }
+    }
+
+    /// A modifier tapped alone while the recorder waits (the shell's keyboard observer):
+    /// the dictation key becomes that modifier; the paste-last recorder refuses it.
+    pub(super) fn record_modifier_for(&mut self, key: crate::app::modkeys::ModKey) {
+        let Some(target) = self.recorder.target else {
+            return;
+        };
+        self.recorder.target = None;
+        match hotkey::recorded_modifier(key, target == ShortcutTarget::Dictation) {
+            Ok((_, text)) => {
+                self.recorder.refused = None;
+                self.form.hotkey = text;
+            }
+            Err(e) => self.recorder.refused = Some((target, e)),
         }
     }
 
@@ -934,6 +977,37 @@ pub fn hotkey_in_use(saved: &crate::settings::HotkeySettings) -> Option<String> 
 }
 
 pub const RECORD_SHORTCUT: &str = "Record shortcut";
+
+/// While the dictation recorder waits: a modifier alone is a shortcut too.
+#[cfg(target_os = "macos")]
+pub const RECORD_MODIFIER_HINT: &str = "Or press and release Fn or one modifier alone (Right \
+     Option, Right Control…). Until Persyk may use Input Monitoring, type its name in the \
+     field below instead (Fn, RightAlt): macOS asks once it is saved.";
+#[cfg(not(target_os = "macos"))]
+pub const RECORD_MODIFIER_HINT: &str = "Or press and release one modifier alone (Right Alt, \
+     Right Ctrl…).";
+
+/// Under the hotkey mode when the dictation key is a modifier alone (issue #26 item 2).
+#[cfg(target_os = "macos")]
+pub const MODIFIER_ALONE_HELP: &str = "Persyk watches for this key alone (macOS asks once for \
+     Input Monitoring) and never takes it from other apps: pressed with another key, it does \
+     what it always did and starts nothing.";
+#[cfg(not(target_os = "macos"))]
+pub const MODIFIER_ALONE_HELP: &str = "Persyk watches for this key alone and never takes it \
+     from other apps: pressed with another key, it does what it always did and starts nothing.";
+
+/// How to stop Fn (Globe) opening the emoji picker or switching the input source, shown
+/// when Fn is the dictation key. macOS labels the setting "Press 🌐 key to"; egui's fonts
+/// have no 🌐, so the key is named in words.
+pub const FN_EMOJI_HELP: &str = "So that Fn does nothing else when you press it alone: System \
+     Settings › Keyboard › \"Press Globe key to\": choose \"Do Nothing\".";
+
+/// The button shown when macOS refused the keyboard observer.
+pub const OPEN_INPUT_MONITORING: &str = "Open Input Monitoring settings";
+
+/// System Settings › Privacy & Security › Input Monitoring.
+pub const PRIVACY_INPUT_MONITORING_URL: &str =
+    "x-apple.systempreferences:com.apple.preference.security?Privacy_ListenEvent";
 pub const RECORD_PASTE_SHORTCUT: &str = "Record paste shortcut";
 
 /// Which shortcut the recorder sets.
@@ -954,6 +1028,9 @@ pub(super) struct Recorder {
 fn refused_sentence(e: &HotkeyError) -> &'static str {
     match e {
         HotkeyError::NeedsModifier => MODIFIER_NEEDED,
+        HotkeyError::ModifierDictationOnly => {
+            "A modifier alone can only be the dictation key: press a combination for pasting."
+        }
         _ => "Persyk cannot use that key for a shortcut: choose another.",
     }
 }
@@ -1006,6 +1083,46 @@ fn keys_label_ui(ui: &mut egui::Ui, keys: &global_hotkey::hotkey::HotKey) -> egu
         galley,
         color,
     );
+    response
+}
+
+/// A modifier alone the Mac way: "Fn", or the side in words and the modifier's symbol
+/// painted ("Right ⌥"); the accessible label is the text ([`ModKey::display`]).
+fn modifier_label_ui(ui: &mut egui::Ui, key: crate::app::modkeys::ModKey) -> egui::Response {
+    use crate::app::modkeys::ModKey;
+    let font = egui::FontId::proportional(style::HEADING_SIZE);
+    let color = ui.visuals().strong_text_color();
+    let (word, symbol) = match key.side() {
+        None => ("Fn", None),
+        Some((side, _)) => (
+            side,
+            Some(match key {
+                ModKey::LeftCtrl | ModKey::RightCtrl => Modifiers::CONTROL,
+                ModKey::LeftAlt | ModKey::RightAlt => Modifiers::ALT,
+                ModKey::LeftShift | ModKey::RightShift => Modifiers::SHIFT,
+                _ => Modifiers::META,
+            }),
+        ),
+    };
+    let galley = ui.painter().layout_no_wrap(word.to_owned(), font, color);
+    let glyph = galley.size().y * 0.62;
+    let extra = if symbol.is_some() { glyph + 6.0 } else { 0.0 };
+    let size = egui::vec2(galley.size().x + extra, galley.size().y);
+    let (rect, response) = ui.allocate_exact_size(size, egui::Sense::hover());
+    let label = key.display();
+    response.widget_info(|| egui::WidgetInfo::labeled(egui::Role::Label, true, label.as_str()));
+    let painter = ui.painter_at(rect.expand(1.0));
+    let width = galley.size().x;
+    painter.galley(rect.left_top(), galley, color);
+    if let Some(m) = symbol {
+        let min = egui::pos2(rect.left() + width + 6.0, rect.center().y - glyph / 2.0);
+        paint_modifier(
+            &painter,
+            egui::Rect::from_min_size(min, egui::vec2(glyph, glyph)),
+            m,
+            egui::Stroke::new(1.4, color),
+        );
+    }
     response
 }
 
@@ -1249,12 +1366,13 @@ impl PasteLastProblem {
 }
 
 fn paste_last_problem(form: &SettingsForm) -> Option<PasteLastProblem> {
-    match hotkey::parse_keys(&form.paste_last) {
+    match hotkey::parse_combination(&form.paste_last) {
         Err(_) => Some(PasteLastProblem::Invalid),
         Ok(Some(paste))
             if hotkey::parse_keys(&form.hotkey)
                 .ok()
                 .flatten()
+                .and_then(hotkey::Shortcut::keys)
                 .is_some_and(|dictation| dictation.id() == paste.id()) =>
         {
             Some(PasteLastProblem::SameAsHotkey)
