@@ -368,6 +368,11 @@ pub struct HotkeySettings {
     /// The "Paste last transcription" shortcut; `None` or `""`: none (the default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paste_last: Option<String>,
+    /// The "Dictate + clean" shortcut: dictation whose words go through
+    /// `cleanup.shortcutMode` (Tidy unless set), whatever the usual mode; `None` or `""`:
+    /// none (the default). Same gestures as the dictation key (`mode`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dictate_clean: Option<String>,
 }
 
 /// The `updates` section: the update check (`crate::update`).

@@ -13,6 +13,9 @@
 #![cfg(all(feature = "app", target_os = "linux"))]
 
 mod app_support;
+#[allow(dead_code)]
+#[path = "support/chat.rs"]
+mod chat;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -21,6 +24,7 @@ use app_support::shell::shell_harness;
 use app_support::ui::UiApp;
 use app_support::x11::{Target, in_xvfb_child};
 use app_support::{Fixture, ToneMic, fixture, fixture_with, one_utterance, scenario};
+use chat::{ChatServer, Reply};
 use eframe::egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::{NodeT, Queryable};
@@ -36,6 +40,8 @@ use persyk::settings::{AfterDictationSettings, HotkeyMode, Settings, TAP_MAX_MS}
 /// A guard against hangs only (never a performance threshold).
 const WAIT: Duration = Duration::from_secs(30);
 const SAID: &str = "One key for both gestures.";
+/// What the scripted model makes of [`SAID`] (the guard lets it through).
+const TIDY_SAID: &str = "One key, for both gestures.";
 
 // ---------------------------------------------------------------------------------------------
 // The shell, headless.
@@ -463,6 +469,131 @@ fn issue26_04_the_paste_last_shortcut_is_saved_or_refused_beside_its_field() {
         Some("Ctrl+Alt+V")
     );
     app.shutdown();
+}
+
+/// Issue #27 item 7: "Dictate + clean" is its own shortcut, saved beside its mode (Tidy
+/// unless chosen), refused when it is another Persyk shortcut.
+#[test]
+fn issue27_07_the_dictate_and_clean_shortcut_is_saved_with_its_mode() {
+    let mut app = settings_app(|_| {});
+    assert_eq!(app.harness.state().settings().hotkey.dictate_clean, None);
+    type_into(&mut app, "Dictate + clean", "Alt+Space");
+    app.wait_label("This is already another Persyk shortcut");
+    assert!(app.has_label("hotkey.taken"));
+    type_into(&mut app, "Dictate + clean", "Ctrl+Alt+C");
+    app.wait_until("the shortcut to be saved", |h| {
+        h.state().settings().hotkey.dictate_clean.as_deref() == Some("Ctrl+Alt+C")
+    });
+    // No server yet: said under the shortcut.
+    app.wait_label("This shortcut needs a model server");
+    app.harness
+        .get_by_label("Clean-up for this shortcut")
+        .click();
+    app.harness.step();
+    app.harness.step();
+    app.harness
+        .get_by_role_and_label(Role::Button, "Polish")
+        .click();
+    app.harness.step();
+    app.click("Save settings");
+    app.wait_label("Settings saved");
+    let saved = Settings::load(&app.config).unwrap();
+    assert_eq!(saved.hotkey.dictate_clean.as_deref(), Some("Ctrl+Alt+C"));
+    assert_eq!(
+        saved.cleanup.shortcut_mode(),
+        persyk::cleanup::settings::CleanupMode::Polish
+    );
+    // The usual mode is untouched.
+    assert_eq!(
+        saved.cleanup.mode,
+        persyk::cleanup::settings::CleanupMode::AsSpoken
+    );
+    app.shutdown();
+}
+
+/// Issue #27 item 7: a tap of "Dictate + clean" dictates through its mode (Tidy) while the
+/// usual mode is As spoken: the indicator names it, the model is asked, the clean-up is
+/// copied; a tap of the dictation key right after dictates as spoken, asking nothing.
+#[test]
+fn issue27_07_dictate_and_clean_cleans_up_while_the_dictation_key_does_not() {
+    let server = ChatServer::start(vec![Reply::Content(TIDY_SAID.into())]);
+    let url = server.url();
+    // Two recordings: two connections, each transcribing one utterance.
+    let connection = format!(
+        r#"{{"utterances": [{{"end_ms": 400, "transcript": "{SAID}", "delay_ms": 50}}],
+            "close_after_commit_ms": 200}}"#
+    );
+    let two = scenario(&format!(
+        r#"{{"name": "keys-clean", "connections": [{connection}, {connection}]}}"#
+    ));
+    let effects = Pasted::default();
+    let f = fixture_with(
+        Some(two),
+        Some("sk-test"),
+        Arc::new(ToneMic { seconds: 30.0 }),
+        Some(Box::new(effects.clone())),
+        move |s| {
+            s.cleanup.base_url = url;
+            s.cleanup.model = "tiny-cleaner".into();
+        },
+    );
+    let mut app = shell_app(f, effects, true);
+    app.harness.step();
+    let at = Instant::now();
+    (app.post)(ShellEvent::CleanHotkey { pressed: true, at });
+    (app.post)(ShellEvent::CleanHotkey {
+        pressed: false,
+        at: at + Duration::from_millis(90),
+    });
+    app.harness.step();
+    assert_eq!(
+        app.harness
+            .state()
+            .view()
+            .indicator()
+            .and_then(|m| m.cleanup),
+        Some("Tidy")
+    );
+    app.wait_recording();
+    assert_eq!(
+        app.harness
+            .state()
+            .view()
+            .indicator()
+            .and_then(|m| m.cleanup),
+        Some("Tidy")
+    );
+    // A second tap of the same shortcut stops it.
+    let at = Instant::now();
+    (app.post)(ShellEvent::CleanHotkey { pressed: true, at });
+    (app.post)(ShellEvent::CleanHotkey {
+        pressed: false,
+        at: at + Duration::from_millis(90),
+    });
+    app.wait_finished();
+    assert_eq!(app.effects.copies.lock().unwrap().as_slice(), [TIDY_SAID]);
+    assert_eq!(server.requests().len(), 1);
+
+    // The dictation key: the usual mode, As spoken.
+    app.tap(90);
+    app.wait_recording();
+    assert_eq!(
+        app.harness
+            .state()
+            .view()
+            .indicator()
+            .and_then(|m| m.cleanup),
+        None
+    );
+    app.tap(90);
+    app.wait_until("the second recording to finish", |a| {
+        !a.recording() && a.effects.copies.lock().unwrap().len() == 2
+    });
+    assert_eq!(
+        app.effects.copies.lock().unwrap().as_slice(),
+        [TIDY_SAID, SAID]
+    );
+    assert_eq!(server.requests().len(), 1);
 }
 
 /// Item 5: "Start Persyk at login" is off by default; ticking it writes the XDG autostart

@@ -556,15 +556,15 @@ impl Backend {
     async fn handle(&mut self, command: Command) {
         let notify = self.notifier();
         match command {
-            Command::Start => {
-                if let Err(code) = self.start(AudioOrigin::Microphone).await {
+            Command::Start { cleanup } => {
+                if let Err(code) = self.start(AudioOrigin::Microphone, cleanup).await {
                     // The code only: the window says what it means.
                     eprintln!("persyk: the recording could not start: {code}");
                     notify.send(Update::StartFailed { code }).await;
                 }
             }
             Command::TranscribeAgain { wav } => {
-                if let Err(code) = self.start(AudioOrigin::File(wav)).await {
+                if let Err(code) = self.start(AudioOrigin::File(wav), None).await {
                     eprintln!("persyk: the recording could not start: {code}");
                     notify.send(Update::StartFailed { code }).await;
                 }
@@ -877,7 +877,13 @@ impl Backend {
         }
     }
 
-    async fn start(&mut self, origin: AudioOrigin) -> Result<(), String> {
+    /// Starts a recording; `mode`: the clean-up mode asked for (the "Dictate + clean"
+    /// shortcut), else the app in front's or the default.
+    async fn start(
+        &mut self,
+        origin: AudioOrigin,
+        mode: Option<crate::cleanup::settings::CleanupMode>,
+    ) -> Result<(), String> {
         if self.active.is_some() {
             return Err("app.already-recording".into());
         }
@@ -950,7 +956,10 @@ impl Backend {
             .continuation(&LeafSelector::Default)
             .map_err(|e| e.code().to_owned())?;
         let session = handle.dir().to_path_buf();
-        let (cleanup_settings, _) = self.settings.cleanup.for_app(&front);
+        let cleanup_settings = match mode {
+            Some(mode) => self.settings.cleanup.with_mode(mode),
+            None => self.settings.cleanup.for_app(&front).0,
+        };
         let cleanup_mode = cleanup_settings.mode;
         let cleanup = self.cleanup_plan(cleanup_settings).await;
         let cleanup_cancel = Arc::new(Mutex::new(None));

@@ -50,6 +50,11 @@ pub enum ShellEvent {
     ModifierTapped(crate::app::modkeys::ModKey),
     /// The "Paste last transcription" shortcut was pressed.
     PasteLastHotkey,
+    /// The "Dictate + clean" shortcut was pressed (`true`) or released, at `at`.
+    CleanHotkey {
+        pressed: bool,
+        at: Instant,
+    },
     /// Esc while the recording indicator shows (grabbed globally only then).
     EscapeHotkey,
     /// Persyk was launched again (a second `persyk`, Finder, Spotlight, the Dock's reopen

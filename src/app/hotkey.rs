@@ -112,6 +112,16 @@ pub fn parse_paste_last(settings: &HotkeySettings) -> Result<Option<HotKey>, Hot
     }
 }
 
+/// The configured "Dictate + clean" combination: `None` when there is none (the default).
+/// A modifier alone is refused, as for paste-last.
+pub fn parse_dictate_clean(settings: &HotkeySettings) -> Result<Option<HotKey>, HotkeyError> {
+    match parse_keys(settings.dictate_clean.as_deref().unwrap_or(""))? {
+        None => Ok(None),
+        Some(Shortcut::Keys(k)) => Ok(Some(k)),
+        Some(Shortcut::Modifier(_)) => Err(HotkeyError::ModifierDictationOnly),
+    }
+}
+
 /// A shortcut as typed or stored: a combination (`"Alt+Space"`, `"Ctrl+Shift+D"`) or a
 /// modifier alone (`"Fn"`, `"RightAlt"`: [`ModKey::parse`]); empty: none.
 pub fn parse_keys(text: &str) -> Result<Option<Shortcut>, HotkeyError> {
@@ -146,6 +156,9 @@ pub enum Slot {
     /// Esc, grabbed only while the recording indicator shows: cancel the recording (or,
     /// during a clean-up, deliver the words as spoken).
     Cancel = 2,
+    /// "Dictate + clean": dictation through the shortcut's clean-up mode (the dictation
+    /// key's gestures, with a [`Gestures`] of its own).
+    DictateClean = 3,
 }
 
 /// The combination of [`Slot::Cancel`]: Esc alone.
@@ -393,7 +406,7 @@ pub type OnHotkey = Arc<dyn Fn(bool, Instant) + Send + Sync>;
 type Route = Option<(u32, OnHotkey)>;
 
 /// Each slot's registration id and callback: what the process-wide handler routes to.
-static ROUTES: Mutex<[Route; 3]> = Mutex::new([None, None, None]);
+static ROUTES: Mutex<[Route; 4]> = Mutex::new([None, None, None, None]);
 static HANDLER: Once = Once::new();
 
 fn set_route(slot: Slot, route: Route) {
@@ -434,7 +447,7 @@ struct ModRoute {
 /// slot a modifier alone, observed.
 pub struct Hotkeys {
     manager: Option<GlobalHotKeyManager>,
-    current: [Option<HotKey>; 3],
+    current: [Option<HotKey>; 4],
     /// The dictation slot's modifier-only shortcut and its observer.
     observed: Option<(ModKey, Observer)>,
     mod_route: Arc<Mutex<ModRoute>>,
@@ -451,7 +464,7 @@ impl Hotkeys {
     pub fn new() -> Hotkeys {
         Hotkeys {
             manager: None,
-            current: [None, None, None],
+            current: [None, None, None, None],
             observed: None,
             mod_route: Arc::default(),
         }
@@ -601,6 +614,7 @@ impl Drop for Hotkeys {
         self.stop_observing();
         self.release_slot(Slot::Dictation);
         self.release_slot(Slot::PasteLast);
+        self.release_slot(Slot::DictateClean);
     }
 }
 
@@ -613,6 +627,7 @@ mod tests {
             keys: k.map(str::to_owned),
             mode: HotkeyMode::Toggle,
             paste_last: None,
+            dictate_clean: None,
         }
     }
 

@@ -24,8 +24,11 @@ use crate::settings::Settings;
 /// What the UI asks the backend to do.
 #[derive(Debug)]
 pub enum Command {
-    /// Start dictating from the microphone into a new session.
-    Start,
+    /// Start dictating from the microphone into a new session; `cleanup`: the clean-up mode
+    /// asked for by the "Dictate + clean" shortcut, in place of the usual one.
+    Start {
+        cleanup: Option<crate::cleanup::settings::CleanupMode>,
+    },
     /// Stream a saved recording through the file source into a new session.
     TranscribeAgain { wav: PathBuf },
     /// Stop the running recording (it finishes and is saved).

@@ -119,6 +119,8 @@ pub struct Shell {
     hotkey_generation: Option<u64>,
     /// What the dictation key's presses and releases mean (tap, hold, repeat).
     gestures: hotkey::Gestures,
+    /// The "Dictate + clean" shortcut's own tap/hold state.
+    clean_gestures: hotkey::Gestures,
     /// The grabs are let go while Settings records a shortcut.
     grabs_paused: bool,
     /// While Settings records a shortcut: the keyboard observed for a modifier tapped alone
@@ -212,6 +214,7 @@ impl Shell {
             hotkeys: hotkey::Hotkeys::new(),
             hotkey_generation: None,
             gestures: hotkey::Gestures::new(),
+            clean_gestures: hotkey::Gestures::new(),
             grabs_paused: false,
             tap_watch: None,
             escape_grabbed: false,
@@ -247,6 +250,7 @@ impl Shell {
             self.grabs_paused = recording;
             self.hotkeys.release();
             self.hotkeys.release_slot(hotkey::Slot::PasteLast);
+            self.hotkeys.release_slot(hotkey::Slot::DictateClean);
             self.hotkeys.release_slot(hotkey::Slot::Cancel);
             self.escape_grabbed = false;
             self.hotkey_generation = None;
@@ -270,9 +274,11 @@ impl Shell {
         // A release that the old registration never forwarded must not leave the key
         // "held" (every later press would read as a repeat).
         self.gestures = hotkey::Gestures::new();
+        self.clean_gestures = hotkey::Gestures::new();
         self.ui.hotkey_note = None;
         self.ui.hotkey_needs_input_monitoring = false;
         self.ui.paste_hotkey_note = None;
+        self.ui.clean_hotkey_note = None;
         if self.options.no_hotkey {
             return;
         }
@@ -310,6 +316,19 @@ impl Shell {
                 "The paste-last shortcut is not active: {e}. The menu-bar menu's \
                  \"Paste last transcription\" still works."
             ));
+        }
+        let post = self.post.clone();
+        let on_clean: hotkey::OnHotkey =
+            Arc::new(move |pressed, at| post(ShellEvent::CleanHotkey { pressed, at }));
+        let result = hotkey::parse_dictate_clean(&self.ui.settings().hotkey).and_then(|keys| {
+            self.hotkeys
+                .set_slot(hotkey::Slot::DictateClean, keys, on_clean)
+        });
+        if let Err(e) = result {
+            eprintln!("persyk: the dictate + clean shortcut: {e}");
+            self.hotkeys.release_slot(hotkey::Slot::DictateClean);
+            self.ui.clean_hotkey_note =
+                Some(format!("The Dictate + clean shortcut is not active: {e}."));
         }
     }
 
@@ -462,6 +481,24 @@ impl Shell {
                 };
                 match intent {
                     hotkey::Intent::Start => self.ui.start(),
+                    hotkey::Intent::Stop => self.ui.stop(),
+                    hotkey::Intent::Cancel => self.ui.cancel(),
+                    hotkey::Intent::Nothing => {}
+                }
+            }
+            ShellEvent::CleanHotkey { pressed, at } => {
+                let mode = self.ui.settings().hotkey.mode;
+                let recording = self.ui.is_recording();
+                let intent = if pressed {
+                    self.clean_gestures.press(mode, recording, at)
+                } else {
+                    self.clean_gestures.release(mode, recording, at)
+                };
+                match intent {
+                    hotkey::Intent::Start => {
+                        let clean = self.ui.settings().cleanup.shortcut_mode();
+                        self.ui.start_with(Some(clean));
+                    }
                     hotkey::Intent::Stop => self.ui.stop(),
                     hotkey::Intent::Cancel => self.ui.cancel(),
                     hotkey::Intent::Nothing => {}

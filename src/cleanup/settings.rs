@@ -145,6 +145,9 @@ pub struct CleanupSettings {
     /// Modes by app, first match wins; every other app gets `mode`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub per_app: Vec<AppRule>,
+    /// The mode of the "Dictate + clean" shortcut (`hotkey.dictateClean`); `None` = Tidy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shortcut_mode: Option<CleanupMode>,
     /// Translate's target language, e.g. "German".
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub language: String,
@@ -181,6 +184,20 @@ impl CleanupSettings {
                 true,
             ),
             None => (self.clone(), false),
+        }
+    }
+
+    /// The mode of the "Dictate + clean" shortcut.
+    pub fn shortcut_mode(&self) -> CleanupMode {
+        self.shortcut_mode.unwrap_or(CleanupMode::Tidy)
+    }
+
+    /// These settings with `mode` in place of every other choice (the "Dictate + clean"
+    /// shortcut overrides the default and the app's mode).
+    pub fn with_mode(&self, mode: CleanupMode) -> CleanupSettings {
+        CleanupSettings {
+            mode,
+            ..self.clone()
         }
     }
 
@@ -443,5 +460,12 @@ mod tests {
         assert_eq!(back, s);
         let old: CleanupSettings = serde_json::from_str(r#"{"mode":"tidy"}"#).expect("old");
         assert!(old.per_app.is_empty());
+        // The "Dictate + clean" shortcut's mode: Tidy unless set; it replaces every other.
+        assert_eq!(old.shortcut_mode(), CleanupMode::Tidy);
+        let polish: CleanupSettings =
+            serde_json::from_str(r#"{"shortcutMode":"polish"}"#).expect("shortcut mode");
+        assert_eq!(polish.shortcut_mode(), CleanupMode::Polish);
+        assert_eq!(s.with_mode(CleanupMode::Email).mode, CleanupMode::Email);
+        assert_eq!(s.with_mode(CleanupMode::Email).per_app, s.per_app);
     }
 }

@@ -27,6 +27,8 @@ pub struct CleanupForm {
     pub replacements: Vec<(String, String)>,
     /// Modes by app: (app identifier, mode). Rows without an app are dropped on save.
     pub per_app: Vec<(String, CleanupMode)>,
+    /// The "Dictate + clean" shortcut's mode.
+    pub shortcut_mode: CleanupMode,
 }
 
 /// How a replacement's "written" side names a line break in the form (typed as the two
@@ -48,6 +50,7 @@ impl CleanupForm {
                 .map(|r| (r.from.clone(), r.to.replace('\n', LINE_BREAK)))
                 .collect(),
             per_app: s.per_app.iter().map(|r| (r.app.clone(), r.mode)).collect(),
+            shortcut_mode: s.shortcut_mode(),
         }
     }
 
@@ -100,6 +103,10 @@ impl CleanupForm {
                 })
                 .collect(),
             deadline_ms: base.deadline_ms,
+            // Written only when it is not the default (Tidy), or when the file had it.
+            shortcut_mode: (self.shortcut_mode != CleanupMode::Tidy
+                || base.shortcut_mode.is_some())
+            .then_some(self.shortcut_mode),
             per_app: self
                 .per_app
                 .iter()

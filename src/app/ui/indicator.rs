@@ -225,7 +225,7 @@ pub fn indicator_ui(ui: &mut egui::Ui, view: &IndicatorView) -> Option<Indicator
 impl PersykUi {
     /// The clean-up mode's name when a model mode is set (replacements alone are not shown).
     fn cleanup_label(&self) -> Option<&'static str> {
-        let mode = self.settings.cleanup.mode;
+        let mode = self.starting_cleanup.unwrap_or(self.settings.cleanup.mode);
         mode.uses_model().then(|| mode.label())
     }
 

@@ -384,6 +384,9 @@ pub struct PersykUi {
     /// The app in front when the last dictation started (Settings › Clean-up offers to give
     /// it a mode of its own).
     last_app: Option<String>,
+    /// The clean-up mode the dictation being started asked for (the "Dictate + clean"
+    /// shortcut), shown on the indicator until the backend says which mode it runs.
+    starting_cleanup: Option<crate::cleanup::settings::CleanupMode>,
     /// The newest transcriptions (newest first, at most [`RECENT_LEN`]) for the menu-bar
     /// menu: read from the history at start, then each finished recording goes first.
     recent: Vec<RecentItem>,
@@ -415,6 +418,8 @@ pub struct PersykUi {
     open_input_monitoring: bool,
     /// Shown in Settings when the paste-last shortcut could not be registered.
     pub paste_hotkey_note: Option<String>,
+    /// Shown in Settings when the Dictate + clean shortcut could not be registered.
+    pub clean_hotkey_note: Option<String>,
     /// The "Paste last transcription" delivery running off the UI thread, by its id.
     paste_last_delivering: Option<u64>,
     /// Settings › Startup (start at login).
@@ -519,6 +524,7 @@ impl PersykUi {
             hotkey_needs_input_monitoring: false,
             open_input_monitoring: false,
             paste_hotkey_note: None,
+            clean_hotkey_note: None,
             paste_last_delivering: None,
             autostart: AutostartView::new(super::autostart::LoginItem::system()),
             updates: updates::UpdateView::default(),
@@ -543,6 +549,7 @@ impl PersykUi {
             dictation_worked: false,
             history_known: false,
             last_app: None,
+            starting_cleanup: None,
             welcome_key: String::new(),
             key_check: None,
             focus_key: false,
@@ -608,8 +615,15 @@ impl PersykUi {
     }
 
     pub fn start(&mut self) {
+        self.start_with(None);
+    }
+
+    /// Starts a dictation whose words go through `cleanup` (the "Dictate + clean"
+    /// shortcut), or through the usual mode (`None`).
+    pub fn start_with(&mut self, cleanup: Option<crate::cleanup::settings::CleanupMode>) {
         if !self.is_recording() {
-            self.send(Command::Start);
+            self.send(Command::Start { cleanup });
+            self.starting_cleanup = cleanup;
             self.stop_on_start = false;
             self.removals.clear();
             self.confirm_discard = None;

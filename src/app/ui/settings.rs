@@ -16,6 +16,7 @@ use super::widgets::{self, fmt_mib};
 use super::*;
 use crate::app::autostart::AutostartState;
 use crate::app::hotkey::HotkeyError;
+use crate::cleanup::settings::CleanupMode;
 use global_hotkey::hotkey::{Code, Modifiers};
 
 /// The Settings page's editable copy.
@@ -42,6 +43,8 @@ pub struct SettingsForm {
     pub hotkey_mode: HotkeyMode,
     /// The "Paste last transcription" shortcut (empty: none).
     pub paste_last: String,
+    /// The "Dictate + clean" shortcut (empty: none).
+    pub dictate_clean: String,
     /// Recognition on this device (Whisper) instead of OpenAI.
     pub local: bool,
     /// The catalog model (when `use_model_file` is off).
@@ -99,6 +102,7 @@ impl SettingsForm {
                 .unwrap_or_else(|| crate::settings::DEFAULT_HOTKEY.to_owned()),
             hotkey_mode: s.hotkey.mode,
             paste_last: s.hotkey.paste_last.clone().unwrap_or_default(),
+            dictate_clean: s.hotkey.dictate_clean.clone().unwrap_or_default(),
             local: s.recognition.engine == RecognitionEngine::Local,
             local_model: match &s.recognition.local_model {
                 Some(m) if !m.contains('/') => m.trim().to_owned(),
@@ -157,6 +161,7 @@ impl SettingsForm {
         s.hotkey.keys = Some(self.hotkey.trim().to_owned());
         s.hotkey.mode = self.hotkey_mode;
         s.hotkey.paste_last = opt(&self.paste_last);
+        s.hotkey.dictate_clean = opt(&self.dictate_clean);
         s.recognition.engine = if self.local {
             RecognitionEngine::Local
         } else {
@@ -557,6 +562,51 @@ impl PersykUi {
                 ui.colored_label(ui.visuals().warn_fg_color, note);
             });
         }
+        self.dictate_clean_ui(ui);
+    }
+
+    /// "Dictate + clean": a second dictation shortcut whose words go through a clean-up
+    /// mode of its own, whatever the usual mode (or the app's) is.
+    fn dictate_clean_ui(&mut self, ui: &mut egui::Ui) {
+        self.recorder_ui(ui, ShortcutTarget::DictateClean);
+        let f = &mut self.form;
+        field(ui, "Dictate + clean", |ui| {
+            ui.add(
+                egui::TextEdit::singleline(&mut f.dictate_clean)
+                    .desired_width(f32::INFINITY)
+                    .hint_text("empty: no shortcut"),
+            )
+        });
+        field(ui, "Clean-up for this shortcut", |ui| {
+            egui::ComboBox::from_id_salt("dictate-clean-mode")
+                .selected_text(f.cleanup.shortcut_mode.label())
+                .show_ui(ui, |ui| {
+                    for mode in CleanupMode::ALL.into_iter().filter(|m| m.uses_model()) {
+                        ui.selectable_value(&mut f.cleanup.shortcut_mode, mode, mode.label());
+                    }
+                })
+                .response
+        });
+        if let Some(problem) = dictate_clean_problem(f) {
+            widgets::row(ui, "", |ui, _| {
+                ui.colored_label(ui.visuals().error_fg_color, problem.sentence());
+                super::onboarding::details_ui(ui, problem.code());
+            });
+        } else if let Some(note) = &self.clean_hotkey_note {
+            widgets::row(ui, "", |ui, _| {
+                ui.colored_label(ui.visuals().warn_fg_color, note);
+            });
+        } else if !f.dictate_clean.trim().is_empty() {
+            let needs_server =
+                f.cleanup.base_url.trim().is_empty() || f.cleanup.model.trim().is_empty();
+            ui.label(style::caption(if needs_server {
+                "This shortcut needs a model server: add one under Clean-up below. Until \
+                 then its words are pasted as spoken."
+            } else {
+                "Dictation by this shortcut goes through this clean-up, whatever the mode \
+                 below or the app's own mode is; the dictation key keeps them."
+            }));
+        }
     }
 
     /// One shortcut the Mac way (`⌥Space`) with "Record shortcut": while recording, the next
@@ -567,10 +617,12 @@ impl PersykUi {
         let (row, record) = match target {
             ShortcutTarget::Dictation => ("Shortcut", RECORD_SHORTCUT),
             ShortcutTarget::PasteLast => ("Paste shortcut", RECORD_PASTE_SHORTCUT),
+            ShortcutTarget::DictateClean => ("Clean shortcut", RECORD_CLEAN_SHORTCUT),
         };
         let text = match target {
             ShortcutTarget::Dictation => &self.form.hotkey,
             ShortcutTarget::PasteLast => &self.form.paste_last,
+            ShortcutTarget::DictateClean => &self.form.dictate_clean,
         };
         let current = hotkey::parse_keys(text);
         let recording = self.recorder.target == Some(target);
@@ -637,6 +689,7 @@ impl PersykUi {
                         match target {
                             ShortcutTarget::Dictation => self.form.hotkey = text,
                             ShortcutTarget::PasteLast => self.form.paste_last = text,
+                            ShortcutTarget::DictateClean => self.form.dictate_clean = text,
                         }
                     }
                     Err(e) => self.recorder.refused = Some((target, e)),
@@ -902,7 +955,10 @@ impl PersykUi {
             self.form_error = Some(e.to_string());
             return;
         }
-        if hotkey::parse(&settings.hotkey).is_err() || paste_last_problem(&self.form).is_some() {
+        if hotkey::parse(&settings.hotkey).is_err()
+            || paste_last_problem(&self.form).is_some()
+            || dictate_clean_problem(&self.form).is_some()
+        {
             // Said beside the shortcut's field (`shortcut_ui`), until it is fixed.
             self.form_error = None;
             return;
@@ -1009,12 +1065,14 @@ pub const OPEN_INPUT_MONITORING: &str = "Open Input Monitoring settings";
 pub const PRIVACY_INPUT_MONITORING_URL: &str =
     "x-apple.systempreferences:com.apple.preference.security?Privacy_ListenEvent";
 pub const RECORD_PASTE_SHORTCUT: &str = "Record paste shortcut";
+pub const RECORD_CLEAN_SHORTCUT: &str = "Record clean shortcut";
 
 /// Which shortcut the recorder sets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum ShortcutTarget {
     Dictation,
     PasteLast,
+    DictateClean,
 }
 
 /// The key recorder (Settings › Shortcut): which shortcut is being recorded, and why the
@@ -1343,6 +1401,8 @@ pub const NEEDS_LOGIN_APPROVAL: &str = "macOS asks you to allow Persyk to start 
 enum PasteLastProblem {
     Invalid,
     SameAsHotkey,
+    /// Already the dictation key or the paste-last shortcut (for Dictate + clean).
+    SameAsAnother,
 }
 
 impl PasteLastProblem {
@@ -1354,14 +1414,40 @@ impl PasteLastProblem {
             PasteLastProblem::SameAsHotkey => {
                 "This is already the dictation hotkey: choose another combination."
             }
+            PasteLastProblem::SameAsAnother => {
+                "This is already another Persyk shortcut: choose another combination."
+            }
         }
     }
 
     fn code(self) -> &'static str {
         match self {
             PasteLastProblem::Invalid => "hotkey.invalid",
-            PasteLastProblem::SameAsHotkey => "hotkey.taken",
+            PasteLastProblem::SameAsHotkey | PasteLastProblem::SameAsAnother => "hotkey.taken",
         }
+    }
+}
+
+/// Why the typed Dictate + clean shortcut cannot be used: not a combination, or the
+/// dictation key's or the paste-last shortcut's.
+fn dictate_clean_problem(form: &SettingsForm) -> Option<PasteLastProblem> {
+    let other = |text: &str| {
+        hotkey::parse_keys(text)
+            .ok()
+            .flatten()
+            .and_then(hotkey::Shortcut::keys)
+    };
+    match hotkey::parse_combination(&form.dictate_clean) {
+        Err(_) => Some(PasteLastProblem::Invalid),
+        Ok(Some(clean))
+            if [other(&form.hotkey), other(&form.paste_last)]
+                .into_iter()
+                .flatten()
+                .any(|k| k.id() == clean.id()) =>
+        {
+            Some(PasteLastProblem::SameAsAnother)
+        }
+        Ok(_) => None,
     }
 }
 
