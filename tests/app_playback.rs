@@ -4,8 +4,10 @@
 //! for exactly the samples of that message's range (checked against an independent hound read
 //! of the WAV), its button reads "Stop playback" while it plays, and Stop stops it; "Play
 //! recording" plays every sample; only one playback at a time; closing the session or
-//! starting a dictation stops it; a missing WAV is a sentence. The player is a recorder in
-//! place of the output device (tests/playback_pulse.rs plays through a real one).
+//! starting a dictation stops it; a missing WAV is a sentence. A real dictation with client
+//! turns (against the fake provider) plays exactly the capture bytes its `replay.audio`
+//! names. The player is a recorder in place of the output device (tests/playback_pulse.rs
+//! plays through a real one).
 #![cfg(feature = "app")]
 
 mod app_support;
@@ -319,5 +321,69 @@ fn a_recording_whose_file_is_gone_says_so_in_a_sentence() {
     assert!(player.asked().played.is_empty());
     assert_eq!(app.buttons("Stop playback"), 0);
     assert_eq!(app.buttons("Play"), 3);
+    app.shutdown();
+}
+
+/// A dictation with client turns (the default model, here against the fake provider): the
+/// message's `replay.audio` names the capture bytes its commit covered, and its Play plays
+/// exactly those samples of the recording's WAV.
+#[test]
+fn a_dictated_message_plays_the_audio_its_turn_committed() {
+    let player = FakePlayer::default();
+    let scenario = app_support::scenario(
+        r#"{"name": "client-turns", "connections": [{
+            "utterances": [{"end_ms": 1, "transcript": "Please send the report.", "delay_ms": 50}],
+            "close_after_commit_ms": 400}]}"#,
+    );
+    let mut f = fixture(Some(scenario), Some("sk-test"), 2.0, |s| {
+        s.provider.transcription_model = Some("gpt-live-transcribe".into());
+    });
+    f.ui.set_player(Box::new(player.clone()));
+    let mut app = UiApp::new(f, 640.0, 900.0);
+    app.click("Start dictation");
+    app.wait_label("Please send the report.");
+    app.wait_until("the recording to end", |h| !h.state().is_recording());
+
+    // What the session says, read independently: the message's replay range and the WAV.
+    let session = std::fs::read_dir(&app.root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.join("session.jsonl").is_file())
+        .expect("the dictation's session");
+    let lines = std::fs::read_to_string(session.join("session.jsonl")).unwrap();
+    let audio = lines
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find_map(|v| {
+            let a = &v["message"]["replay"]["audio"];
+            a.is_object().then(|| a.clone())
+        })
+        .expect("a message with replay.audio");
+    let wav = session.join(audio["path"].as_str().unwrap());
+    let (start, end) = (
+        audio["byteRange"]["start"].as_u64().unwrap(),
+        audio["byteRange"]["end"].as_u64().unwrap(),
+    );
+    let all = hound_samples(&wav);
+    let expected = &all[(start as usize - 44) / 2..(end as usize - 44) / 2];
+    assert!(expected.len() >= 2_400, "a turn of at least 100 ms");
+
+    app.harness.state_mut().show_page(Page::Search);
+    app.wait_until("the session's row", |h| {
+        h.query_all_by_role_and_label(Role::Button, "Open")
+            .next()
+            .is_some()
+    });
+    app.click("Open");
+    app.wait_until("the message's Play", |h| {
+        h.query_all_by_role_and_label(Role::Button, "Play").count() == 1
+    });
+    assert_eq!(app.buttons("Play recording"), 1);
+    app.click("Play");
+    app.wait_played(&player, 1);
+    let asked = player.asked();
+    assert_eq!(asked.played[0].1, RATE);
+    assert!(asked.played[0].0[..] == *expected, "not the turn's samples");
+    drop(asked);
     app.shutdown();
 }
