@@ -48,6 +48,7 @@ use super::model::{
     OpenedSession, RecentItem, ResultRow, SearchResults, Update, Waker,
 };
 use super::permission::{self, MicrophonePermission};
+use crate::audio::clip::{ClipRequest, read_clip};
 use crate::capture::preroll::WarmInput;
 use crate::capture::source::{AudioSource, FileSource};
 use crate::pipeline::{self, LiveTap, Recognition, RecordOptions, RemovalRequest, SourceKind};
@@ -66,6 +67,9 @@ pub const SEARCH_LIMIT: usize = 50;
 pub const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(30);
 /// How long a new recording may take to show its engine.
 const START_DEADLINE: Duration = Duration::from_secs(10);
+/// The longest stretch "Play" reads into memory (30 minutes are about 86 MB of samples); a
+/// longer recording plays its first 30 minutes, and the window says so.
+pub const MAX_PLAYBACK_MS: u64 = 30 * 60 * 1000;
 
 /// Opens the audio input for a recording.
 pub trait Microphone: Send + Sync {
@@ -812,6 +816,24 @@ impl Backend {
                 });
             }
             Command::CheckUpdates => self.check_updates(true),
+            Command::ReadClip {
+                location,
+                clip,
+                generation,
+            } => {
+                tokio::spawn(async move {
+                    let result = tokio::task::spawn_blocking(move || {
+                        read_clip(&location, &clip, MAX_PLAYBACK_MS).map_err(|e| {
+                            // The code only: the window says what it means.
+                            eprintln!("persyk: playback: {}", e.code());
+                            e.code().to_owned()
+                        })
+                    })
+                    .await
+                    .unwrap_or_else(|_| Err("app.task-failed".into()));
+                    notify.send(Update::Clip { generation, result }).await;
+                });
+            }
             Command::Autostart { item, on } => {
                 tokio::spawn(async move {
                     let result = tokio::task::spawn_blocking(move || match on {
@@ -1818,12 +1840,17 @@ fn opened_message(entry: &Entry) -> OpenedMessage {
         // The conversation holds messages and custom messages only.
         _ => ("note", String::new()),
     };
+    let audio = match &entry.body {
+        EntryBody::Message(m) => ClipRequest::of_message(&m.content, m.replay.as_ref()),
+        _ => None,
+    };
     OpenedMessage {
         id: entry.id.clone(),
         role,
         text,
         timestamp: entry.timestamp.clone(),
         cleanup,
+        audio,
     }
 }
 
@@ -1873,6 +1900,7 @@ pub fn open_session_with(
         .collect();
     let lifecycle = read_spans(&file, cached.recordings())?;
     let retranscribable = retranscribable(location, lifecycle.iter().map(|e| &e.body));
+    let recordings = recordings(location, lifecycle.iter().map(|e| &e.body));
     let leaf = cached.leaf_id().map(str::to_owned);
     let pinned = leaf.clone();
     let pages = (total > 0).then(|| {
@@ -1913,6 +1941,7 @@ pub fn open_session_with(
         messages,
         pages,
         retranscribable,
+        recordings,
     })
 }
 
@@ -1972,6 +2001,15 @@ fn retranscribable<'a>(
         .collect()
 }
 
+/// The WAV assets of every recording whose file is there, from the lifecycle entries.
+fn recordings<'a>(location: &Path, lifecycle: impl Iterator<Item = &'a EntryBody>) -> Vec<String> {
+    recover::recording_states(lifecycle)
+        .into_iter()
+        .map(|r| r.asset)
+        .filter(|a| location.join(session::ASSETS_DIR).join(a).is_file())
+        .collect()
+}
+
 /// [`open_session`] by a scan of `file`.
 fn open_scanned(
     location: &Path,
@@ -1988,6 +2026,7 @@ fn open_scanned(
     )
     .map_err(|e| e.code().to_owned())?;
     let retranscribable = retranscribable(location, lifecycle.iter().map(|h| &h.entry.body));
+    let recordings = recordings(location, lifecycle.iter().map(|h| &h.entry.body));
     let leaf = leaf_pos.map(|p| scanned.index.id(p).into_owned());
     let total = scanned.positions.len();
     let path = session::session_file(location);
@@ -2003,6 +2042,7 @@ fn open_scanned(
         messages,
         pages,
         retranscribable,
+        recordings,
     })
 }
 

@@ -12,7 +12,7 @@
 //! Module map: [`model`] (messages and view data), [`backend`] (the worker), [`ui`] (egui
 //! rendering of the view model; tested headless with egui_kittest), [`effects`] (clipboard,
 //! notifications), [`paste`] (the paste keystroke after a dictation), [`sounds`]
-//! (start/stop cues), [`tray`], [`hotkey`], [`permission`] (microphone access), `instance`
+//! (start/stop cues), [`playback`] (a saved recording played back in history), [`tray`], [`hotkey`], [`permission`] (microphone access), `instance`
 //! (one Persyk per user: a second launch shows the running one's window), [`shell`] (the
 //! eframe `App`), `platform` (window-level OS glue; AppKit pieces on macOS).
 //!
@@ -37,6 +37,7 @@ pub mod modkeys;
 pub mod paste;
 pub mod permission;
 mod platform;
+pub mod playback;
 #[cfg(target_os = "linux")]
 pub use platform::portal;
 pub mod shell;

@@ -16,6 +16,7 @@ use eframe::egui;
 use tokio::sync::watch;
 
 use super::autostart::{AutostartError, AutostartState, LoginItem};
+use crate::audio::clip::{Clip, ClipRequest};
 use crate::local::models::{ModelInfo, ModelStore, Progress};
 use crate::recognize::{EngineView, RemovalOutcome};
 use crate::session::search::Cursor;
@@ -113,6 +114,13 @@ pub enum Command {
     Autostart { item: LoginItem, on: Option<bool> },
     /// Check the release feed now (answered with `UpdateChecked`, `manual: true`).
     CheckUpdates,
+    /// Read the samples of `clip` from the session at `location` for playback (answered with
+    /// `Clip`, the same `generation`).
+    ReadClip {
+        location: PathBuf,
+        clip: ClipRequest,
+        generation: u64,
+    },
 }
 
 /// Where a recording's audio comes from.
@@ -230,6 +238,9 @@ pub struct OpenedMessage {
     pub timestamp: String,
     /// For a clean-up: where it came from and whether it was delivered.
     pub cleanup: Option<CleanupMeta>,
+    /// The stretch of a recording the message was recognized from (its Play button): its
+    /// audio block, or the capture bytes its `replay.audio` names.
+    pub audio: Option<ClipRequest>,
 }
 
 /// What history shows about a stored clean-up (read from its `details`; a field it cannot
@@ -332,6 +343,9 @@ pub struct OpenedSession {
     pub pages: Option<MessagePages>,
     /// WAVs of recordings that failed or are incomplete ("Transcribe again").
     pub retranscribable: Vec<PathBuf>,
+    /// The WAV assets (names inside `assets/`) of the session's recordings that are there,
+    /// in the order they were recorded ("Play recording").
+    pub recordings: Vec<String>,
 }
 
 /// What the backend tells the UI.
@@ -451,6 +465,11 @@ pub enum Update {
     UpdateChecked {
         manual: bool,
         result: Result<crate::update::Checked, crate::update::UpdateError>,
+    },
+    /// The answer to `Command::ReadClip`: the samples to play, or a stable code.
+    Clip {
+        generation: u64,
+        result: Result<Clip, String>,
     },
 }
 

@@ -1,9 +1,10 @@
 //! Audio: the floor every recognizer and every source stands on.
 //!
-//! Pure sample work, no I/O beyond what the caller hands in: [`convert`] turns any input
-//! (rate, channels, sample format) into 24 kHz mono PCM16 with rubato; [`segment`] is the one
-//! voice-activity rule that cuts a recording into utterances (client-side turn commits and
-//! on-device recognition both use it); the constants here fix the one PCM format that the WAV
+//! Sample work: [`convert`] turns any input (rate, channels, sample format) into 24 kHz mono
+//! PCM16 with rubato; [`segment`] is the one voice-activity rule that cuts a recording into
+//! utterances (client-side turn commits and on-device recognition both use it); [`clip`]
+//! reads a stretch of a session's WAV asset back for playback (the only file I/O here, through
+//! the session store's asset check); the constants here fix the one PCM format that the WAV
 //! asset, the provider and the on-device engine share.
 //!
 //! Invariants:
@@ -13,6 +14,7 @@
 //!   data chunk exactly as it is sent for recognition, so a byte range of the WAV names the
 //!   audio a message was recognized from.
 
+pub mod clip;
 pub mod convert;
 pub mod segment;
 

@@ -33,6 +33,7 @@ impl PersykUi {
             .as_ref()
             .is_some_and(|o| o.location == session)
         {
+            self.stop_playback();
             self.search.opened = None;
             self.search.opened_pages.clear();
             self.search.pages_asked.clear();
@@ -169,12 +170,15 @@ impl PersykUi {
         let mut actions = Vec::new();
         let recording = self.is_recording();
         let clean_up_set = self.settings.cleanup.is_active();
+        let position = self.playback_position();
         if let Some(opened) = &self.search.opened {
             let rows = &mut self.search.opened_rows;
             let pages = &self.search.opened_pages;
             let state = OpenedState {
                 recording,
                 clean_up_set,
+                playing: self.playback.as_ref().map(|p| &p.key),
+                position: position.as_deref(),
             };
             // When it was recorded and for how long, from the row it was opened from.
             if let Some(row) = self
@@ -193,6 +197,10 @@ impl PersykUi {
                     line.push_str(&format!(" · {d} recorded"));
                 }
                 ui.label(RichText::new(line).strong());
+            }
+            if let Some((sentence, code)) = &self.playback_note {
+                ui.colored_label(ui.visuals().error_fg_color, *sentence);
+                super::onboarding::details_ui(ui, code);
             }
             opened_session(ui, opened, pages, rows, state, &mut actions);
             self.pending.extend(actions);
@@ -584,11 +592,51 @@ pub(super) const NEW_TEXT_PER_FRAME: usize = 1_200;
 
 /// What the opened session's controls depend on besides the session.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct OpenedState {
-    /// A recording is running (nothing that writes or records starts).
+pub(super) struct OpenedState<'a> {
+    /// A recording is running (nothing that writes or records starts, nothing plays).
     pub recording: bool,
     /// A clean-up is set up in Settings ("Clean up again").
     pub clean_up_set: bool,
+    /// What plays back (or is being read to play): its button reads "Stop playback".
+    pub playing: Option<&'a PlayKey>,
+    /// How far it played, `0:03 / 0:10`, once it plays.
+    pub position: Option<&'a str>,
+}
+
+/// The button that plays (labelled `label`; `small` in a message's row; a click asks for
+/// `play`), or stops what plays while `playing`, with its position beside it.
+fn play_button(
+    ui: &mut egui::Ui,
+    playing: bool,
+    (label, hover): (&str, &str),
+    small: bool,
+    state: OpenedState<'_>,
+    play: impl FnOnce() -> Action,
+    actions: &mut Vec<Action>,
+) {
+    let button = |text: &str| {
+        let b = egui::Button::new(text);
+        if small { b.small() } else { b }
+    };
+    if playing {
+        if ui
+            .add(button("Stop playback"))
+            .on_hover_text("Stop playing the recording")
+            .clicked()
+        {
+            actions.push(Action::StopPlayback);
+        }
+        if let Some(p) = state.position {
+            ui.label(RichText::new(p).small().weak().monospace());
+        }
+    } else if ui
+        .add_enabled(!state.recording, button(label))
+        .on_hover_text(hover)
+        .on_disabled_hover_text("Nothing plays while a recording runs")
+        .clicked()
+    {
+        actions.push(play());
+    }
 }
 
 pub(super) fn opened_session(
@@ -596,12 +644,13 @@ pub(super) fn opened_session(
     opened: &OpenedSession,
     pages: &BTreeMap<usize, Vec<OpenedMessage>>,
     rows: &mut RowHeights,
-    state: OpenedState,
+    state: OpenedState<'_>,
     actions: &mut Vec<Action>,
 ) {
     let OpenedState {
         recording,
         clean_up_set,
+        ..
     } = state;
     let total = opened.pages.as_ref().map_or(0, |p| p.total);
     ui.horizontal(|ui| {
@@ -637,6 +686,22 @@ pub(super) fn opened_session(
                 .clicked()
         {
             actions.push(Action::CleanUpAgain);
+        }
+        // The whole recording (each one, when the session holds several).
+        let count = opened.recordings.len();
+        for (i, asset) in opened.recordings.iter().enumerate() {
+            let hover = if count > 1 {
+                format!("Play recording {} of {count} from its start", i + 1)
+            } else {
+                "Play the whole recording from its start".to_owned()
+            };
+            let playing = matches!(state.playing, Some(PlayKey::Recording(a)) if a == asset);
+            let label = ("Play recording", hover.as_str());
+            let play = || {
+                let clip = ClipRequest::whole(asset.clone());
+                Action::Play(PlayKey::Recording(asset.clone()), clip)
+            };
+            play_button(ui, playing, label, false, state, play, actions);
         }
         for wav in &opened.retranscribable {
             if ui
@@ -691,6 +756,13 @@ pub(super) fn opened_session(
             ui.label(&m.text);
             if ui.small_button("Copy").clicked() {
                 actions.push(Action::Copy(m.text.clone()));
+            }
+            // The stretch of the recording this message was recognized from.
+            if let Some(clip) = &m.audio {
+                let playing = matches!(state.playing, Some(PlayKey::Message(id)) if id == &m.id);
+                let label = ("Play", "Play the recording of this message");
+                let play = || Action::Play(PlayKey::Message(m.id.clone()), clip.clone());
+                play_button(ui, playing, label, true, state, play, actions);
             }
             // What the clean-up changed in the words it was made from (when they are loaded).
             if let Some(c) = &m.cleanup {

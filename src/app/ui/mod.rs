@@ -27,7 +27,11 @@
 //!   recording's text is ever pasted (`Effects::deliver_transcript`), and not while
 //!   Persyk's own window has keyboard focus.
 //! - No timer runs while idle: repaints are requested only while a recording runs (meter and
-//!   elapsed time) or a search is debouncing.
+//!   elapsed time), a search is debouncing or a recording plays back (its position).
+//! - One playback at a time, never during a recording: the opened session's Play asks the
+//!   backend for the samples (`Command::ReadClip`), an answer for an older request is dropped,
+//!   and the [`Player`] gets them; closing or leaving the session, or starting a dictation,
+//!   stops it.
 //! - Model downloads run in the backend; the Settings page only shows their `ModelProgress`
 //!   updates (the backend's waker repaints) and sends Download / Cancel / Delete. Until one
 //!   dictation has worked a welcome card offers both a key (checked at once) and an offline
@@ -80,6 +84,8 @@ use super::model::{
     RecentItem, ResultRow, SearchResults, Update, Waker, problem,
 };
 use super::paste::{Delivery, PasteAvailability, PasteError};
+use super::playback::{OutputPlayer, Player, PlayerState};
+use crate::audio::clip::ClipRequest;
 use crate::local::models::DEFAULT_LOCAL_MODEL;
 use crate::local::models::{ModelInfo, ModelState, ModelStore, Phase, Progress};
 use crate::realtime::protocol::{
@@ -93,6 +99,8 @@ use crate::settings::{HotkeyMode, RecognitionEngine, Settings, ThemeChoice};
 pub const SEARCH_DEBOUNCE: Duration = Duration::from_millis(250);
 /// Repaint cadence while a recording runs (level meter, elapsed time).
 const LIVE_REPAINT: Duration = Duration::from_millis(100);
+/// Repaint cadence while a recording plays back (its position, and its end).
+const PLAYBACK_REPAINT: Duration = Duration::from_millis(250);
 
 /// The window's pages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -230,6 +238,24 @@ impl SearchState {
     }
 }
 
+/// What plays back in the opened session: a whole recording (its WAV asset) or a message
+/// (its entry id).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum PlayKey {
+    Recording(String),
+    Message(String),
+}
+
+/// The playback the window asked for: its samples are being read (`loading`), then the
+/// player plays them.
+#[derive(Debug)]
+struct PlaybackView {
+    key: PlayKey,
+    /// Answers of earlier requests are dropped.
+    generation: u64,
+    loading: bool,
+}
+
 /// What a click asks for; applied after the frame's layout.
 enum Action {
     Page(Page),
@@ -267,6 +293,9 @@ enum Action {
     CopyRow(ResultRow),
     /// The first and last page (by first message) of the opened session in view.
     ShowPages(usize, usize),
+    /// Play a recording or a message's stretch of it (stopping any other playback).
+    Play(PlayKey, ClipRequest),
+    StopPlayback,
     MoreResults,
     Recover(PathBuf),
     SaveSettings,
@@ -479,6 +508,14 @@ pub struct PersykUi {
     /// Persyk's own window has keyboard focus (as of the last frame): a finished recording
     /// is then copied, not pasted — there is no other app to paste into.
     window_focused: bool,
+    /// Plays recordings back (the default output device; tests substitute a recorder).
+    player: Box<dyn Player>,
+    /// The playback asked for, while it is read or plays (one at a time).
+    playback: Option<PlaybackView>,
+    playback_generation: u64,
+    /// Why the last playback could not play (a sentence, and its code for the details line),
+    /// shown in the opened session until the next Play or until it closes.
+    playback_note: Option<(&'static str, String)>,
 }
 
 impl PersykUi {
@@ -492,6 +529,8 @@ impl PersykUi {
     ) -> PersykUi {
         let form = SettingsForm::from_settings(&settings, key_stored);
         let paste_availability = effects.paste_availability();
+        let wake = waker.clone();
+        let player = Box::new(OutputPlayer::new(move || wake.wake()));
         let mut ui = PersykUi {
             backend,
             effects,
@@ -561,6 +600,10 @@ impl PersykUi {
             sent_cleanup_key: String::new(),
             checked_key: String::new(),
             saving: VecDeque::new(),
+            player,
+            playback: None,
+            playback_generation: 0,
+            playback_note: None,
         };
         ui.sent = ui.form.to_settings(&ui.settings);
         ui.send(Command::Recent { limit: RECENT_LEN });
@@ -622,6 +665,7 @@ impl PersykUi {
     /// shortcut), or through the usual mode (`None`).
     pub fn start_with(&mut self, cleanup: Option<crate::cleanup::settings::CleanupMode>) {
         if !self.is_recording() {
+            self.stop_playback();
             self.send(Command::Start { cleanup });
             self.starting_cleanup = cleanup;
             self.stop_on_start = false;
@@ -641,6 +685,92 @@ impl PersykUi {
             // Released before the recording showed itself (push-to-talk): stop on arrival.
             Dictation::Starting => self.stop_on_start = true,
             _ => {}
+        }
+    }
+
+    /// Plays recordings with `player` from now on (tests substitute a recorder).
+    pub fn set_player(&mut self, player: Box<dyn Player>) {
+        self.stop_playback();
+        self.player = player;
+    }
+
+    /// Whether a recording is being played back (or read to be played).
+    pub fn is_playing(&self) -> bool {
+        self.playback.is_some()
+    }
+
+    /// Stops any playback at once.
+    pub fn stop_playback(&mut self) {
+        self.playback_note = None;
+        if self.playback.take().is_some() {
+            self.player.stop();
+        }
+    }
+
+    /// A playback could not play: said in the opened session; the code goes to its details
+    /// line and the log.
+    fn playback_failed(&mut self, sentence: &'static str, code: String) {
+        eprintln!("persyk: {sentence} ({code})");
+        self.playback = None;
+        self.playback_note = Some((sentence, code));
+    }
+
+    /// Asks the backend for the samples of `clip` in the opened session; they play when they
+    /// arrive (`Update::Clip`). Never while recording.
+    fn play(&mut self, key: PlayKey, clip: ClipRequest) {
+        let Some(location) = self.search.opened.as_ref().map(|o| o.location.clone()) else {
+            return;
+        };
+        if self.is_recording() {
+            return;
+        }
+        self.stop_playback();
+        self.playback_generation += 1;
+        let generation = self.playback_generation;
+        match self.backend.send(Command::ReadClip {
+            location,
+            clip,
+            generation,
+        }) {
+            Ok(()) => {
+                self.playback = Some(PlaybackView {
+                    key,
+                    generation,
+                    loading: true,
+                });
+            }
+            Err(e) => self.notice = Some((e.to_string(), true)),
+        }
+    }
+
+    /// Follows the player: a playback that ended or failed is over (a failure is said as a
+    /// sentence); one that plays repaints for its position.
+    fn follow_playback(&mut self, ctx: &egui::Context) {
+        if self.playback.as_ref().is_none_or(|p| p.loading) {
+            return;
+        }
+        match self.player.state() {
+            PlayerState::Playing { .. } => ctx.request_repaint_after(PLAYBACK_REPAINT),
+            PlayerState::Idle => self.playback = None,
+            PlayerState::Failed(e) => self.playback_failed(e.sentence(), e.code().to_owned()),
+        }
+    }
+
+    /// `0:03 / 0:10` while something plays.
+    fn playback_position(&self) -> Option<String> {
+        match (self.playback.as_ref(), self.player.state()) {
+            (
+                Some(p),
+                PlayerState::Playing {
+                    position_ms,
+                    length_ms,
+                },
+            ) if !p.loading => Some(format!(
+                "{} / {}",
+                history::format_duration(position_ms),
+                history::format_duration(length_ms)
+            )),
+            _ => None,
         }
     }
 
@@ -950,6 +1080,7 @@ impl PersykUi {
             self.apply(update);
         }
         self.expire_cancelled(ctx);
+        self.follow_playback(ctx);
         while let Some((id, delivery)) = self.effects.delivered() {
             if self.paste_last_delivering == Some(id) {
                 self.paste_last_delivering = None;
@@ -1143,6 +1274,23 @@ impl PersykUi {
                     self.search.waiting = false;
                 }
             }
+            Update::Clip { generation, result } => match &mut self.playback {
+                Some(p) if p.generation == generation && p.loading => match result {
+                    Ok(clip) => {
+                        p.loading = false;
+                        if clip.truncated {
+                            self.notice = Some((
+                                "This recording is long: its first 30 minutes play.".into(),
+                                false,
+                            ));
+                        }
+                        self.player.play(clip.samples, clip.sample_rate);
+                    }
+                    Err(code) => self.playback_failed(clip_sentence(&code), code),
+                },
+                // Stopped, or another playback was asked for since.
+                _ => {}
+            },
             Update::Opened(opened) => {
                 self.search.opening = false;
                 self.search.open_generation += 1;
@@ -1496,6 +1644,7 @@ impl PersykUi {
             }
             Action::TranscribeAgain(wav) => {
                 if !self.is_recording() {
+                    self.stop_playback();
                     self.send(Command::TranscribeAgain { wav });
                     self.removals.clear();
                     self.dictation = Dictation::Starting;
@@ -1503,6 +1652,7 @@ impl PersykUi {
                 }
             }
             Action::Open(row) => {
+                self.stop_playback();
                 self.search.opening = true;
                 self.search.opened_from = Some(row.clone());
                 self.send(Command::Open {
@@ -1515,6 +1665,7 @@ impl PersykUi {
                 leaf: row.leaf,
             }),
             Action::CloseOpened => {
+                self.stop_playback();
                 self.search.opened = None;
                 self.search.opened_pages.clear();
                 self.search.pages_asked.clear();
@@ -1542,6 +1693,8 @@ impl PersykUi {
                 }
             }
             Action::ShowPages(first, last) => self.show_pages(first, last),
+            Action::Play(key, clip) => self.play(key, clip),
+            Action::StopPlayback => self.stop_playback(),
             Action::MoreResults => self.more_results(),
             Action::Recover(location) => {
                 self.search.message = Some(("Recovering…".into(), false));
@@ -1654,4 +1807,16 @@ fn record_delivery(
     done.clipboard = Some(delivery.copied);
     done.paste = delivery.pasted;
     delivery.kept
+}
+
+/// Why a recording cannot be played, as the window says it (a `clip.*` code from the backend).
+fn clip_sentence(code: &str) -> &'static str {
+    match code {
+        "clip.missing" => "The recording cannot be played: its audio file is no longer there.",
+        "clip.out-of-range" => {
+            "This part of the recording cannot be played: its audio file ends before it (the \
+             recording may have been cut short)."
+        }
+        _ => "The recording cannot be played: its audio file could not be read.",
+    }
 }
