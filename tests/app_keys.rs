@@ -892,6 +892,40 @@ fn issue26_01_04_tap_hold_and_paste_last_through_the_real_x11_grab() {
     wait_entry(&mut target, &mut app, &format!("{SAID}{SAID}"));
 }
 
+/// Issue #27 item 7 through the real X11 grab: Ctrl+Alt+C as "Dictate + clean", tapped to
+/// start and tapped again to stop, dictates through Tidy (the model on loopback is asked
+/// once, its clean-up copied) while As spoken stays the usual mode.
+#[test]
+fn issue27_07_dictate_and_clean_through_the_real_x11_grab() {
+    if !in_xvfb_child("issue27_07_dictate_and_clean_through_the_real_x11_grab") {
+        return;
+    }
+    let server = ChatServer::start(vec![Reply::Content(TIDY_SAID.into())]);
+    let url = server.url();
+    let effects = Pasted::default();
+    let f = fixture_with(
+        Some(one_utterance("keys-clean-x11", SAID)),
+        Some("sk-test"),
+        Arc::new(ToneMic { seconds: 30.0 }),
+        Some(Box::new(effects.clone())),
+        move |s| {
+            s.hotkey.dictate_clean = Some("Ctrl+Alt+C".into());
+            s.cleanup.base_url = url;
+            s.cleanup.model = "tiny-cleaner".into();
+        },
+    );
+    let mut app = shell_app(f, effects, false);
+    app.harness.step();
+    assert_eq!(app.harness.state().view().clean_hotkey_note, None);
+    xdotool(&["key", "ctrl+alt+c"]);
+    app.wait_recording();
+    assert!(app.recording(), "a tap must leave the recording running");
+    xdotool(&["key", "ctrl+alt+c"]);
+    app.wait_finished();
+    assert_eq!(app.effects.copies.lock().unwrap().as_slice(), [TIDY_SAID]);
+    assert_eq!(server.requests().len(), 1);
+}
+
 /// Item 3 through the real X11 grab: while "Record shortcut" waits, the grabbed Alt+Space
 /// is let go (pressing it starts no dictation); a combination another X client holds is
 /// recorded and saved, and Settings says it is taken (`hotkey.taken`); once a free one is
