@@ -180,6 +180,15 @@ pub struct RecognitionSettings {
     /// from 0.163 to 0.196 while it fixed the names it holds (docs/verification.md).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub local_vocabulary: bool,
+    /// The language a multilingual on-device model listens for, as a Whisper code
+    /// (`"de"`); `None` = detected in each utterance. English-only models always hear
+    /// English.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_language: Option<String>,
+    /// "Translate to English": a multilingual on-device model writes what was said in any
+    /// language as English (Whisper's translate task); the message is the English text.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub local_translate: bool,
 }
 
 impl RecognitionSettings {
@@ -224,6 +233,32 @@ impl RecognitionSettings {
     }
 
     /// The inference threads (validated); `None` = the default.
+    /// The on-device language (validated): `None` = detect.
+    pub fn local_language(&self) -> Result<Option<String>, SettingsError> {
+        match self.local_language.as_deref().map(str::trim) {
+            None | Some("") | Some("auto") => Ok(None),
+            Some(code) if crate::local::languages::name(code).is_some() => Ok(Some(code.into())),
+            Some(_) => Err(SettingsError::BadLanguage),
+        }
+    }
+
+    /// How an on-device model recognizes under these settings: threads, the vocabulary
+    /// (`keywords`, when asked), and for a `multilingual` model the language and translation
+    /// (an English-only model gets the `en` hint and never translates).
+    pub fn local_options(
+        &self,
+        keywords: &[String],
+        multilingual: bool,
+    ) -> Result<crate::local::LocalOptions, SettingsError> {
+        let mut options = crate::local::options_for(self.local_threads()?, !multilingual);
+        options.vocabulary = self.local_vocabulary_words(keywords);
+        if multilingual {
+            options.language = self.local_language()?;
+            options.translate = self.local_translate;
+        }
+        Ok(options)
+    }
+
     pub fn local_threads(&self) -> Result<Option<usize>, SettingsError> {
         match self.local_threads {
             None => Ok(None),

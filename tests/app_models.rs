@@ -539,3 +539,31 @@ fn issue23_05_a_key_saved_in_settings_is_checked_with_the_provider() {
     });
     app.shutdown();
 }
+
+/// Issue #26 item 7: on the device, the spoken language is picked from Whisper's list (or
+/// detected) and "Translate to English" is one checkbox; both are saved.
+#[test]
+fn issue26_07_the_spoken_language_and_translation_are_saved() {
+    let mut app = app(Some("sk-test"), vec![Serve::Full]);
+    app.choose_on_this_device();
+    app.wait_label("Spoken language");
+    app.harness.get_by_label("Spoken language").click();
+    app.harness.step();
+    app.harness.step();
+    app.harness
+        .get_by_role_and_label(Role::Button, "German")
+        .click();
+    app.harness.step();
+    app.harness
+        .get_by_role_and_label(Role::CheckBox, "Translate to English")
+        .click();
+    app.harness.step();
+    app.click("Save settings");
+    app.wait_until("the language saved", |h| {
+        h.state().settings().recognition.local_language.as_deref() == Some("de")
+    });
+    let saved = Settings::load(&app.config).unwrap();
+    assert_eq!(saved.recognition.local_language.as_deref(), Some("de"));
+    assert!(saved.recognition.local_translate);
+    app.shutdown();
+}

@@ -404,6 +404,8 @@ fn utterances_left_at_the_stop_deadline_are_gaps_and_nothing_is_written_after_st
         provenance: Provenance {
             model_id: "slow".into(),
             api: "test".into(),
+            language: None,
+            translated: false,
         },
         drain_deadline: Duration::from_millis(300),
     };
@@ -514,6 +516,8 @@ fn a_wav_range_that_is_not_durable_or_not_equal_falls_back_to_an_asset_of_its_ow
             provenance: Provenance {
                 model_id: "heard".into(),
                 api: "test".into(),
+                language: None,
+                translated: false,
             },
             drain_deadline: Duration::from_secs(30),
         };

@@ -20,6 +20,7 @@ fn options() -> LocalOptions {
     LocalOptions {
         threads: 2,
         language: Some("en".into()),
+        translate: false,
         vocabulary: Vec::new(),
     }
 }
@@ -120,4 +121,205 @@ fn issue26_08_a_vocabulary_word_is_recognized_on_the_device() {
         .expect("recognized")
         .text;
     assert!(text.contains("quarterly"), "{text}");
+}
+
+/// German spoken by espeak-ng (the registries carry no human non-English speech that is
+/// free to use): a doctor's appointment at three in the afternoon, then the park.
+const GERMAN: &str = "Guten Morgen. Ich möchte heute Nachmittag um drei Uhr einen Termin \
+    beim Arzt vereinbaren. Das Wetter ist schön, und wir gehen danach in den Park.";
+
+/// Words of [`GERMAN`] a German transcript should mostly keep.
+const GERMAN_WORDS: &[&str] = &[
+    "guten",
+    "morgen",
+    "ich",
+    "möchte",
+    "heute",
+    "nachmittag",
+    "um",
+    "drei",
+    "uhr",
+    "einen",
+    "termin",
+    "beim",
+    "arzt",
+    "vereinbaren",
+    "das",
+    "wetter",
+    "ist",
+    "schön",
+    "und",
+    "wir",
+    "gehen",
+    "danach",
+    "in",
+    "den",
+    "park",
+];
+/// Words only a German transcript has.
+const GERMAN_ONLY: &[&str] = &[
+    "guten",
+    "ich",
+    "möchte",
+    "heute",
+    "nachmittag",
+    "uhr",
+    "einen",
+    "termin",
+    "beim",
+    "arzt",
+    "vereinbaren",
+    "das",
+    "wetter",
+    "ist",
+    "schön",
+    "und",
+    "wir",
+    "gehen",
+    "danach",
+    "den",
+];
+/// Words only an English rendering has.
+const ENGLISH_ONLY: &[&str] = &[
+    "good",
+    "morning",
+    "i",
+    "would",
+    "like",
+    "to",
+    "today",
+    "afternoon",
+    "three",
+    "o",
+    "clock",
+    "an",
+    "appointment",
+    "with",
+    "the",
+    "doctor",
+    "weather",
+    "is",
+    "nice",
+    "beautiful",
+    "and",
+    "we",
+    "go",
+    "after",
+    "that",
+    "then",
+    "park",
+    "make",
+];
+
+/// How many distinct words of `list` `text` has.
+fn hits(text: &str, list: &[&str]) -> usize {
+    let w = words(text);
+    list.iter().filter(|l| w.iter().any(|x| x == *l)).count()
+}
+
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// Issue #26 item 7: a multilingual model (Whisper base, built offline by
+/// scripts/fetch-test-model) hears German as German when it detects the language or is told
+/// it, and writes it as English with the translate task; English stays English.
+#[test]
+fn issue26_07_a_multilingual_model_transcribes_and_translates_german() {
+    let model = LocalModel::load(&support::multilingual_model()).expect("base loads");
+    assert!(model.is_multilingual());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let german = support::espeak_voice_as_recorded(dir.path(), "de", "german", GERMAN);
+    let run = |language: Option<&str>, translate: bool, audio: &[i16]| {
+        let options = LocalOptions {
+            threads: 2,
+            language: language.map(str::to_owned),
+            translate,
+            vocabulary: Vec::new(),
+        };
+        let mut recognizer = model.recognizer(options).expect("state");
+        match recognizer.transcribe(audio).expect("transcribe") {
+            Verdict::Text(text) => text,
+            Verdict::NoSpeech => panic!("speech judged as none"),
+        }
+    };
+    for language in [None, Some("de")] {
+        let text = run(language, false, &german);
+        eprintln!("German, {language:?}: {text}");
+        assert!(hits(&text, GERMAN_WORDS) >= 8, "{text}");
+        assert!(hits(&text, ENGLISH_ONLY) <= 1, "{text}");
+    }
+    let english = run(Some("de"), true, &german);
+    eprintln!("German translated: {english}");
+    assert!(hits(&english, ENGLISH_ONLY) >= 5, "{english}");
+    assert!(hits(&english, GERMAN_ONLY) <= 1, "{english}");
+    // English through the same model, detected: the JFK words.
+    let jfk = run(None, false, &jfk_24k());
+    let error = wer(JFK, &jfk);
+    assert!(error <= 0.1, "WER {error}: {jfk:?}");
+}
+
+/// Issue #26 item 7: `persyk transcribe` with the settings' language and "Translate to
+/// English" records the English words as the message and the language and task in its
+/// replay metadata; the session validates.
+#[test]
+fn issue26_07_a_translated_dictation_keeps_the_english_words_and_says_the_language() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let _ = support::espeak_voice_as_recorded(dir.path(), "de", "german", GERMAN);
+    let settings = dir.path().join("settings.json");
+    std::fs::write(
+        &settings,
+        r#"{"recognition": {"engine": "local", "localLanguage": "de", "localTranslate": true}}"#,
+    )
+    .expect("settings");
+    let root = dir.path().join("sessions");
+    std::fs::create_dir_all(&root).expect("root");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_persyk"))
+        .env("PERSYK_CONFIG", &settings)
+        .args(["transcribe", "--provider", "local", "--model"])
+        .arg(support::multilingual_model())
+        .arg("--root")
+        .arg(&root)
+        .arg(dir.path().join("german.wav"))
+        .output()
+        .expect("persyk transcribe");
+    assert!(out.status.success(), "{}", support::show(&out));
+    let session = std::fs::read_dir(&root)
+        .expect("root")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.join("session.jsonl").is_file())
+        .expect("a session");
+    let messages: Vec<serde_json::Value> = support::entries(&session)
+        .into_iter()
+        .filter(|e| e["type"] == "message")
+        .collect();
+    assert!(!messages.is_empty());
+    let text: Vec<String> = messages
+        .iter()
+        .filter_map(|m| {
+            m["message"]["content"]
+                .as_array()?
+                .iter()
+                .find(|b| b["type"] == "text")
+                .and_then(|b| b["text"].as_str())
+                .map(str::to_owned)
+        })
+        .collect();
+    let text = text.join(" ");
+    eprintln!("translated dictation: {text}");
+    assert!(hits(&text, ENGLISH_ONLY) >= 5, "{text}");
+    assert!(hits(&text, GERMAN_ONLY) <= 1, "{text}");
+    for m in &messages {
+        assert_eq!(m["message"]["replay"]["language"], "de", "{m}");
+        assert_eq!(m["message"]["replay"]["task"], "translate", "{m}");
+    }
+    let check = std::process::Command::new(env!("CARGO_BIN_EXE_persyk"))
+        .arg("check")
+        .arg(&session)
+        .output()
+        .expect("persyk check");
+    assert!(check.status.success(), "{}", support::show(&check));
 }

@@ -1053,11 +1053,6 @@ impl Backend {
             .recognition
             .local_model()
             .map_err(|e| e.code().to_owned())?;
-        let threads = self
-            .settings
-            .recognition
-            .local_threads()
-            .map_err(|e| e.code().to_owned())?;
         let path = crate::local::model_path(&choice).map_err(|e| e.code().to_owned())?;
         let kept = self.local_model.clone().filter(|m| m.path() == path);
         let model = match kept {
@@ -1071,12 +1066,12 @@ impl Backend {
                 m
             }
         };
-        let mut options = crate::local::options_for(threads, !model.is_multilingual());
-        // "Words Persyk should know" reach the device when asked (Whisper's prompt).
-        options.vocabulary = self
+        // Threads, language, translation, and the "Words Persyk should know" when asked.
+        let options = self
             .settings
             .recognition
-            .local_vocabulary_words(&self.settings.provider.keywords);
+            .local_options(&self.settings.provider.keywords, model.is_multilingual())
+            .map_err(|e| e.code().to_owned())?;
         let setup = tokio::task::spawn_blocking(move || {
             whisper::setup(&model, options, crate::local::dictation::DRAIN_DEADLINE)
         })
@@ -1092,20 +1087,18 @@ impl Backend {
     fn local_fallback(&self) -> Option<crate::pipeline::Fallback> {
         use crate::local::whisper::{self, LocalModel};
         let choice = self.settings.recognition.local_model().ok()?;
-        let threads = self.settings.recognition.local_threads().ok()?;
         let path = crate::local::model_path(&choice).ok()?;
         let kept = self.local_model.clone().filter(|m| m.path() == path);
-        let vocabulary = self
-            .settings
-            .recognition
-            .local_vocabulary_words(&self.settings.provider.keywords);
+        let recognition = self.settings.recognition.clone();
+        let keywords = self.settings.provider.keywords.clone();
         Some(Box::new(move || {
             let model = match kept {
                 Some(m) => m,
                 None => LocalModel::load(&path).ok()?,
             };
-            let mut options = crate::local::options_for(threads, !model.is_multilingual());
-            options.vocabulary = vocabulary;
+            let options = recognition
+                .local_options(&keywords, model.is_multilingual())
+                .ok()?;
             whisper::setup(&model, options, crate::local::dictation::DRAIN_DEADLINE).ok()
         }))
     }

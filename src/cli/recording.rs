@@ -68,16 +68,12 @@ pub fn setup(
     };
     let path = model_file(model_flag).map_err(fail)?;
     let settings = configured();
-    let threads = settings
-        .recognition
-        .local_threads()
-        .map_err(|e| fail(e.to_string()))?;
     let model = LocalModel::load(&path).map_err(|e| fail(e.to_string()))?;
-    let mut options = persyk::local::options_for(threads, !model.is_multilingual());
-    // "Words Persyk should know" (`provider.keywords`) reach the device when asked.
-    options.vocabulary = settings
+    // Threads, language, translation, and "Words Persyk should know" when asked.
+    let options = settings
         .recognition
-        .local_vocabulary_words(&settings.provider.keywords);
+        .local_options(&settings.provider.keywords, model.is_multilingual())
+        .map_err(|e| fail(e.to_string()))?;
     let mut setup =
         whisper::setup(&model, options, drain_deadline).map_err(|e| fail(e.to_string()))?;
     // The test seam of debug builds: every utterance fails (a gap, exit 1).
@@ -98,15 +94,13 @@ pub fn fallback(
 ) -> Option<pipeline::Fallback> {
     let path = model_file(model_flag).ok()?;
     let settings = configured();
-    let threads = settings.recognition.local_threads().ok()?;
-    let vocabulary = settings
-        .recognition
-        .local_vocabulary_words(&settings.provider.keywords);
     Some(Box::new(move || {
         use persyk::local::whisper::{self, LocalModel};
         let model = LocalModel::load(&path).ok()?;
-        let mut options = persyk::local::options_for(threads, !model.is_multilingual());
-        options.vocabulary = vocabulary;
+        let options = settings
+            .recognition
+            .local_options(&settings.provider.keywords, model.is_multilingual())
+            .ok()?;
         whisper::setup(&model, options, drain_deadline).ok()
     }))
 }

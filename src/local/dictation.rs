@@ -176,6 +176,11 @@ pub struct Provenance {
     pub model_id: String,
     /// The runtime and its version (`whisper.cpp 1.7.6`), recorded as `model_change.api`.
     pub api: String,
+    /// The language the model was told to hear (`"de"`); `None`: detected (or English for
+    /// an English-only model). Recorded in each message's `replay.language`.
+    pub language: Option<String>,
+    /// The words were translated into English (`replay.task: "translate"`).
+    pub translated: bool,
 }
 
 /// Everything a local recording needs besides the pipeline's own parts.
@@ -1141,6 +1146,12 @@ fn message_body(w: &Fixed, audio: Block, text: &str, start_ms: u64, end_ms: u64)
     replay.insert("recordingId".into(), json!(w.recording_id));
     replay.insert("startMs".into(), json!(start_ms));
     replay.insert("endMs".into(), json!(end_ms));
+    if let Some(language) = &w.provenance.language {
+        replay.insert("language".into(), json!(language));
+    }
+    if w.provenance.translated {
+        replay.insert("task".into(), json!("translate"));
+    }
     m.replay = Some(replay);
     EntryBody::Message(m)
 }

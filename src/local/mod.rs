@@ -23,6 +23,7 @@
 pub mod check;
 pub mod dictation;
 pub mod ggml;
+pub mod languages;
 pub mod models;
 #[cfg(feature = "local")]
 pub mod whisper;
@@ -155,6 +156,9 @@ pub struct LocalOptions {
     pub threads: usize,
     /// A language hint (`"en"`); `None` lets a multilingual model detect it.
     pub language: Option<String>,
+    /// Whisper's translate task: the words come out in English, whatever was spoken
+    /// (multilingual models only; English-only models ignore it).
+    pub translate: bool,
     /// "Words Persyk should know": names and terms the model is told before each window
     /// (Whisper's prompt), at most [`MAX_VOCABULARY_TOKENS`] tokens of them.
     pub vocabulary: Vec<String>,
@@ -195,6 +199,7 @@ impl Default for LocalOptions {
                 .map_or(1, |n| n.get())
                 .clamp(1, MAX_DEFAULT_THREADS),
             language: None,
+            translate: false,
             vocabulary: Vec::new(),
         }
     }

@@ -93,6 +93,12 @@ pub const CATALOG: &[CatalogModel] = &[
         description: "English, fast, good for dictation (default)",
     },
     CatalogModel {
+        name: "base",
+        bytes: 147_951_465,
+        sha256: "60ed5bc3dd14eea856493d334349b405782ddcaf0028d4b5df4088345fba2efe",
+        description: "99 languages, fast as base.en; can translate into English",
+    },
+    CatalogModel {
         name: "small.en",
         bytes: 487_614_201,
         sha256: "c6138d6d58ecc8322097e0f987c32f1be8bb0a18532a3f88f734d1bbf9c41e5d",

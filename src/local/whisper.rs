@@ -80,7 +80,9 @@ impl LocalModel {
     }
 
     /// A recognizer with its own inference state.
-    pub fn recognizer(&self, options: LocalOptions) -> Result<Recognizer, LocalError> {
+    pub fn recognizer(&self, mut options: LocalOptions) -> Result<Recognizer, LocalError> {
+        // An English-only model has no translate task.
+        options.translate &= self.is_multilingual();
         let state = self
             .context
             .create_state()
@@ -202,6 +204,7 @@ impl Recognizer {
     ) -> Result<Vec<Segment>, LocalError> {
         let language = self.options.language.clone();
         let mut params = params(self.options.threads, language.as_deref());
+        params.set_translate(self.options.translate);
         if let Some(frames) = frames {
             // A reduced window is one greedy pass with its tokens bounded by the audio's
             // length: any doubt is answered by the full window, not by sampling again.
@@ -325,9 +328,12 @@ pub fn setup(
     options: LocalOptions,
     drain_deadline: std::time::Duration,
 ) -> Result<super::dictation::LocalSetup, LocalError> {
+    let mut provenance = provenance(model);
+    provenance.language = options.language.clone();
+    provenance.translated = options.translate && model.is_multilingual();
     Ok(super::dictation::LocalSetup {
         recognizer: Box::new(model.recognizer(options)?),
-        provenance: provenance(model),
+        provenance,
         drain_deadline,
     })
 }
@@ -337,5 +343,7 @@ pub fn provenance(model: &LocalModel) -> super::dictation::Provenance {
     super::dictation::Provenance {
         model_id: super::dictation::model_id(model.path()),
         api: format!("whisper.cpp {}", whisper_cpp_version()),
+        language: None,
+        translated: false,
     }
 }

@@ -118,6 +118,8 @@ fn issue12_01_a_stop_in_the_pause_after_the_last_word_finds_it_recognized() {
         provenance: Provenance {
             model_id: "logged".into(),
             api: "test".into(),
+            language: None,
+            translated: false,
         },
         drain_deadline: Duration::from_secs(30),
     };

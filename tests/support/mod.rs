@@ -32,6 +32,30 @@ pub fn test_model() -> PathBuf {
     path
 }
 
+/// The multilingual Whisper base model `scripts/fetch-test-model` builds (fails with how to
+/// get it when missing).
+pub fn multilingual_model() -> PathBuf {
+    let path = test_model_dir().join("ggml-base.bin");
+    assert!(
+        path.exists(),
+        "the multilingual test model is missing: run scripts/fetch-test-model (scripts/setup does)"
+    );
+    path
+}
+
+/// `text` spoken by espeak-ng's `voice` into `dir/name.wav`, as Persyk records it.
+pub fn espeak_voice_as_recorded(dir: &Path, voice: &str, name: &str, text: &str) -> Vec<i16> {
+    let path = dir.join(format!("{name}.wav"));
+    let status = std::process::Command::new("espeak-ng")
+        .args(["-v", voice, "-s", "150", "-w"])
+        .arg(&path)
+        .arg(text)
+        .status()
+        .expect("espeak-ng missing: run scripts/setup (apt-get install -y espeak-ng)");
+    assert!(status.success(), "espeak-ng failed");
+    wav_as_recorded(&path)
+}
+
 /// What jfk.wav says.
 pub const JFK: &str = "And so my fellow Americans, ask not what your country can do for you, \
                        ask what you can do for your country.";

@@ -51,6 +51,10 @@ pub struct SettingsForm {
     pub local_model: String,
     /// Use the model file at `model_path` instead of a catalog model.
     pub use_model_file: bool,
+    /// The on-device language (a Whisper code; empty: detect).
+    pub local_language: String,
+    /// "Translate to English" on the device.
+    pub local_translate: bool,
     pub model_path: String,
     /// Inference threads; 0 = automatic.
     pub local_threads: u32,
@@ -108,6 +112,8 @@ impl SettingsForm {
                 Some(m) if !m.contains('/') => m.trim().to_owned(),
                 _ => DEFAULT_LOCAL_MODEL.to_owned(),
             },
+            local_language: s.recognition.local_language.clone().unwrap_or_default(),
+            local_translate: s.recognition.local_translate,
             use_model_file: s
                 .recognition
                 .local_model
@@ -177,6 +183,8 @@ impl SettingsForm {
             opt(&self.local_model)
         };
         s.recognition.local_threads = (self.local_threads > 0).then_some(self.local_threads);
+        s.recognition.local_language = opt(&self.local_language);
+        s.recognition.local_translate = self.local_translate;
         // On is the default: written only when turned off or the file already said.
         s.feedback.sounds = if self.sounds && base.feedback.sounds.is_none() {
             None
@@ -921,6 +929,29 @@ impl PersykUi {
             field(ui, "Threads (0 = automatic)", |ui| {
                 ui.add(egui::DragValue::new(&mut f.local_threads).range(0..=64))
             });
+            let languages = crate::local::languages::LANGUAGES;
+            let shown = crate::local::languages::name(f.local_language.trim())
+                .unwrap_or("Detect in each dictation");
+            field(ui, "Spoken language", |ui| {
+                egui::ComboBox::from_id_salt("local-language")
+                    .selected_text(shown)
+                    .height(320.0)
+                    .show_ui(ui, |ui| {
+                        ui.selectable_value(
+                            &mut f.local_language,
+                            String::new(),
+                            "Detect in each dictation",
+                        );
+                        for (code, name) in languages {
+                            ui.selectable_value(&mut f.local_language, (*code).to_owned(), *name);
+                        }
+                    })
+                    .response
+            });
+            widgets::row(ui, "", |ui, _| {
+                ui.checkbox(&mut f.local_translate, "Translate to English");
+            });
+            ui.label(style::caption(LOCAL_LANGUAGE_CAPTION));
         }
         if self.form != before {
             self.form_saved = false;
@@ -1065,6 +1096,10 @@ pub const OPEN_INPUT_MONITORING: &str = "Open Input Monitoring settings";
 pub const PRIVACY_INPUT_MONITORING_URL: &str =
     "x-apple.systempreferences:com.apple.preference.security?Privacy_ListenEvent";
 pub const RECORD_PASTE_SHORTCUT: &str = "Record paste shortcut";
+/// Under the on-device language and "Translate to English".
+pub const LOCAL_LANGUAGE_CAPTION: &str = "The language and translation apply to models for 99 \
+     languages (base, large-v3-turbo); English-only models (.en) always hear English. \
+     Translated dictation saves the English words, and the session notes the language.";
 pub const RECORD_CLEAN_SHORTCUT: &str = "Record clean shortcut";
 
 /// Which shortcut the recorder sets.
