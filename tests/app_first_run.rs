@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use app_support::real_app::{App, wait_for, window};
+use app_support::real_app::{App, record_by_hotkey, wait_for, window};
 use app_support::x11::{in_xvfb_child, press};
 use support::pulse::{PulseServer, missing_tools};
 use support::show;
@@ -268,11 +268,7 @@ fn issue24_the_first_run_ends_in_a_working_dictation_in_the_real_app() {
     }
 
     let dir = tempfile::tempdir().expect("tempdir");
-    let pulse = PulseServer::start(&dir.path().join("pulse"));
-    pulse
-        .pactl(&["set-default-source", "vsink.monitor"])
-        .expect("set-default-source");
-    let _room = pulse.room_noise(dir.path(), 180);
+    let (pulse, _room) = PulseServer::microphone(dir.path(), 180);
     // A human voice (jfk.wav, from the test model's files): espeak-ng's voice through room
     // noise comes out of tiny.en differently from run to run, and this test is about the
     // journey, not about accuracy (the corpus bench is).
@@ -339,31 +335,11 @@ fn issue24_the_first_run_ends_in_a_working_dictation_in_the_real_app() {
 
     // 4. A dictation by the hotkey, spoken into the microphone, works.
     let home = machine.dir.path().join("home");
-    let before = session_files(&home);
-    press("alt+space");
-    let session = wait_for("the hotkey to start a recording", &app.log, || {
-        session_files(&home)
-            .into_iter()
-            .find(|s| !before.contains(s))
-    });
-    let assets = session.parent().expect("session folder").join("assets");
-    wait_for("the recording's WAV asset", &app.log, || {
-        std::fs::read_dir(&assets)
-            .ok()?
-            .flatten()
-            .find(|e| e.path().extension().is_some_and(|x| x == "wav"))
-    });
-    std::thread::sleep(Duration::from_millis(500));
-    let played = machine
-        .pulse
-        .command("paplay")
-        .args(["--device=vsink", "--latency-msec=50"])
-        .arg(&speech)
-        .output()
-        .expect("paplay");
-    assert!(played.status.success(), "paplay: {}", show(&played));
-    std::thread::sleep(Duration::from_millis(300));
-    press("alt+space");
+    let session = record_by_hotkey(
+        &app.log,
+        || session_files(&home),
+        || machine.pulse.say(&speech),
+    );
     let start = Instant::now();
     loop {
         let text = std::fs::read_to_string(&session)

@@ -26,7 +26,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use app_support::real_app::{App, WAV_FACTS, persyk, sessions, wait_for, window};
+use app_support::real_app::{App, WAV_FACTS, persyk, record_by_hotkey, sessions, wait_for, window};
 use app_support::x11::{Target, in_xvfb_child, press};
 use fake_cli::FakeProvider;
 use support::chat::{ChatServer, Reply};
@@ -78,14 +78,7 @@ impl Journey {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path().join("sessions");
         std::fs::create_dir_all(&root).expect("sessions folder");
-        let pulse = PulseServer::start(&dir.path().join("pulse"));
-        pulse
-            .pactl(&["set-default-source", "vsink.monitor"])
-            .expect("set-default-source");
-        // A room is never digital silence; a capture that hears only that for 2 s at its
-        // start takes the microphone for dead and halts (under load the speech could come
-        // later).
-        let room = pulse.room_noise(dir.path(), 120);
+        let (pulse, room) = PulseServer::microphone(dir.path(), 120);
         let speech = dir.path().join("speech.wav");
         let made = Command::new("espeak-ng")
             .arg("-w")
@@ -156,38 +149,13 @@ impl Journey {
     /// Hotkey, speech into the microphone, hotkey; waits until the focused entry holds
     /// `entry` (everything pasted so far). Returns the new session's `session.jsonl`.
     fn dictate(&mut self, entry: &str) -> std::path::PathBuf {
-        let before = sessions(&self.root);
-        press("alt+space");
         // A session is made in a staging folder and published by a rename: only a
         // published one (a visible folder directly in the root) counts.
-        let session = wait_for(
-            "the hotkey to start a recording (a published session folder)",
+        let session = record_by_hotkey(
             &self.log,
-            || {
-                sessions(&self.root)
-                    .into_iter()
-                    .find(|s| !before.contains(s))
-            },
+            || sessions(&self.root),
+            || self.pulse.say(&self.speech),
         );
-        let assets = session.parent().expect("session folder").join("assets");
-        wait_for("the recording's WAV asset", &self.log, || {
-            std::fs::read_dir(&assets)
-                .ok()?
-                .flatten()
-                .find(|e| e.path().extension().is_some_and(|x| x == "wav"))
-        });
-        // Half a second of room tone, then the speech, as a user starts talking.
-        std::thread::sleep(Duration::from_millis(500));
-        let played = self
-            .pulse
-            .command("paplay")
-            .args(["--device=vsink", "--latency-msec=50"])
-            .arg(&self.speech)
-            .output()
-            .expect("paplay");
-        assert!(played.status.success(), "paplay: {}", show(&played));
-        std::thread::sleep(Duration::from_millis(300));
-        press("alt+space");
         let target = &mut self.target;
         let answer = wait_for("the transcript in the focused entry", &self.log, || {
             let a = target.ask("entry");

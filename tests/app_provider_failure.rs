@@ -128,11 +128,7 @@ fn issue23_05_the_real_app_keeps_recording_when_the_provider_fails() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let pulse = PulseServer::start(&dir.path().join("pulse"));
-    pulse
-        .pactl(&["set-default-source", "vsink.monitor"])
-        .expect("set-default-source");
-    let _room = pulse.room_noise(dir.path(), 180);
+    let (pulse, _room) = PulseServer::microphone(dir.path(), 180);
     let speech = dir.path().join("speech.wav");
     let made = Command::new("espeak-ng")
         .arg("-w")

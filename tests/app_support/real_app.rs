@@ -6,6 +6,34 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
+/// A dictation by the hotkey, as a user makes one: Alt+Space; the new session (one of
+/// `list()` not there before: a published session folder) and its WAV asset awaited; half a
+/// second of room tone, then `say()` plays the speech into the microphone; 300 ms later
+/// Alt+Space again. Returns the new session's file.
+pub fn record_by_hotkey(
+    log: &Path,
+    list: impl Fn() -> Vec<PathBuf>,
+    say: impl FnOnce(),
+) -> PathBuf {
+    let before = list();
+    super::x11::press("alt+space");
+    let session = wait_for("the hotkey to start a recording", log, || {
+        list().into_iter().find(|s| !before.contains(s))
+    });
+    let assets = session.parent().expect("session folder").join("assets");
+    wait_for("the recording's WAV asset", log, || {
+        std::fs::read_dir(&assets)
+            .ok()?
+            .flatten()
+            .find(|e| e.path().extension().is_some_and(|x| x == "wav"))
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    say();
+    std::thread::sleep(Duration::from_millis(300));
+    super::x11::press("alt+space");
+    session
+}
+
 /// A guard against hangs only (never a performance threshold).
 pub const WAIT: Duration = Duration::from_secs(60);
 

@@ -23,6 +23,35 @@ impl PulseServer {
         PulseServer::start_with(dir, "module-null-sink sink_name=vsink")
     }
 
+    /// A microphone in a room: a server with the null sink `vsink` whose monitor is the
+    /// default source, and quiet room noise playing into it for `room_seconds` (a room is
+    /// never digital silence: a capture that hears only that for 2 s at its start takes the
+    /// microphone for dead and halts). What [`PulseServer::say`] plays is what it hears.
+    pub fn microphone(dir: &Path, room_seconds: u32) -> (PulseServer, Playing) {
+        let server = PulseServer::start(&dir.join("pulse"));
+        server
+            .pactl(&["set-default-source", "vsink.monitor"])
+            .unwrap_or_else(|e| panic!("set-default-source: {e}"));
+        let room = server.room_noise(dir, room_seconds);
+        (server, room)
+    }
+
+    /// Plays `wav` into `vsink` to its end (the microphone of [`PulseServer::microphone`]
+    /// hears it).
+    pub fn say(&self, wav: &Path) {
+        let played = self
+            .command("paplay")
+            .args(["--device=vsink", "--latency-msec=50"])
+            .arg(wav)
+            .output()
+            .expect("paplay");
+        assert!(
+            played.status.success(),
+            "paplay: {}",
+            String::from_utf8_lossy(&played.stderr)
+        );
+    }
+
     /// A server whose default source (the microphone) is `tone`, a 440 Hz sine.
     pub fn start_sine(dir: &Path) -> PulseServer {
         let server =
