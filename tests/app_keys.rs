@@ -221,6 +221,17 @@ impl App {
     }
 }
 
+/// The fake provider for two recordings: two connections, each transcribing [`SAID`].
+fn two_recordings(name: &str) -> persyk::realtime::fake::Scenario {
+    let connection = format!(
+        r#"{{"utterances": [{{"end_ms": 400, "transcript": "{SAID}", "delay_ms": 50}}],
+            "close_after_commit_ms": 200}}"#
+    );
+    scenario(&format!(
+        r#"{{"name": "{name}", "connections": [{connection}, {connection}]}}"#
+    ))
+}
+
 /// Item 1: in the default mode a tap starts hands-free dictation — it goes on after the key
 /// is up — and the next tap stops it and delivers the text.
 #[test]
@@ -518,14 +529,7 @@ fn issue27_07_the_dictate_and_clean_shortcut_is_saved_with_its_mode() {
 fn issue27_07_dictate_and_clean_cleans_up_while_the_dictation_key_does_not() {
     let server = ChatServer::start(vec![Reply::Content(TIDY_SAID.into())]);
     let url = server.url();
-    // Two recordings: two connections, each transcribing one utterance.
-    let connection = format!(
-        r#"{{"utterances": [{{"end_ms": 400, "transcript": "{SAID}", "delay_ms": 50}}],
-            "close_after_commit_ms": 200}}"#
-    );
-    let two = scenario(&format!(
-        r#"{{"name": "keys-clean", "connections": [{connection}, {connection}]}}"#
-    ));
+    let two = two_recordings("keys-clean");
     let effects = Pasted::default();
     let f = fixture_with(
         Some(two),
@@ -848,14 +852,7 @@ fn issue26_01_04_tap_hold_and_paste_last_through_the_real_x11_grab() {
         return;
     }
     let mut target = Target::start();
-    // Two recordings: two connections, each transcribing one utterance.
-    let connection = format!(
-        r#"{{"utterances": [{{"end_ms": 400, "transcript": "{SAID}", "delay_ms": 50}}],
-            "close_after_commit_ms": 200}}"#
-    );
-    let two = scenario(&format!(
-        r#"{{"name": "keys-x11", "connections": [{connection}, {connection}]}}"#
-    ));
+    let two = two_recordings("keys-x11");
     let f = fixture_with(
         Some(two),
         Some("sk-test"),
@@ -1078,13 +1075,7 @@ fn issue26_02_right_alt_alone_is_observed_push_to_talk_and_a_chord_starts_nothin
         return;
     }
     let mut target = Target::start();
-    let connection = format!(
-        r#"{{"utterances": [{{"end_ms": 400, "transcript": "{SAID}", "delay_ms": 50}}],
-            "close_after_commit_ms": 200}}"#
-    );
-    let two = scenario(&format!(
-        r#"{{"name": "modkeys-x11", "connections": [{connection}, {connection}]}}"#
-    ));
+    let two = two_recordings("modkeys-x11");
     let f = fixture_with(
         Some(two),
         Some("sk-test"),
