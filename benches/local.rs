@@ -54,7 +54,8 @@
 //!    decode, how many reduced windows stood, the doubts by kind, and the words that differ
 //!    from the full window's text. **Baseline:** the full window's time.
 //!
-//! `PERSYK_BENCH_THREADS=N` sets the whisper.cpp threads (default: Persyk's, the cores up
+//! `PERSYK_BENCH_MODEL=ggml-base.bin` runs another model of `target/test-model` (default
+//! tiny.en). `PERSYK_BENCH_THREADS=N` sets the whisper.cpp threads (default: Persyk's, the cores up
 //! to 8); the process CPU spent between the stop and the text is printed beside the wall
 //! time, a figure a busy machine distorts less.
 //!
@@ -286,7 +287,10 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(3)
         .max(1);
-    let path = test_model_dir().join("ggml-tiny.en.bin");
+    // `PERSYK_BENCH_MODEL`: another model file of target/test-model (`ggml-base.bin`, the
+    // multilingual base scripts/fetch-test-model builds), told the corpus is English.
+    let file = std::env::var("PERSYK_BENCH_MODEL").unwrap_or_else(|_| "ggml-tiny.en.bin".into());
+    let path = test_model_dir().join(file);
     let model = LocalModel::load(&path).expect("run scripts/fetch-test-model");
     let model_bytes = std::fs::metadata(&path).expect("model").len();
     let jfk = support::jfk_as_recorded();
