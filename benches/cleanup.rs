@@ -113,6 +113,32 @@ fn serve() -> SocketAddr {
     addr
 }
 
+/// One dictation of [`SENTENCE`] in a new session of `store`, committed as the recognizer
+/// does, then cleaned by `cleaner` (its wait included).
+fn clean_once(store: &Store, cleaner: &Cleaner) -> persyk::cleanup::Cleaned {
+    let handle = store.create_session().expect("session");
+    let mut c = handle
+        .continuation(&LeafSelector::Default)
+        .expect("continuation");
+    let id = c
+        .append_one(EntryBody::Message(Message::new(
+            Role::User,
+            vec![Block::text(SENTENCE)],
+            1,
+        )))
+        .expect("spoken");
+    cleaner
+        .start(
+            &handle,
+            &[Source {
+                id,
+                text: SENTENCE.into(),
+            }],
+            None,
+        )
+        .wait()
+}
+
 fn latency() {
     let runs: usize = std::env::var("PERSYK_BENCH_CLEANUP_RUNS")
         .ok()
@@ -156,27 +182,7 @@ fn latency() {
             (&with_model, &mut model),
             (&replacements_only, &mut replaced),
         ] {
-            let handle = store.create_session().expect("session");
-            let mut c = handle
-                .continuation(&LeafSelector::Default)
-                .expect("continuation");
-            let id = c
-                .append_one(EntryBody::Message(Message::new(
-                    Role::User,
-                    vec![Block::text(SENTENCE)],
-                    1,
-                )))
-                .expect("spoken");
-            let cleaned = cleaner
-                .start(
-                    &handle,
-                    &[Source {
-                        id,
-                        text: SENTENCE.into(),
-                    }],
-                    None,
-                )
-                .wait();
+            let cleaned = clean_once(&store, cleaner);
             if cleaned.chosen == Chosen::Spoken {
                 rejected += 1;
             }
@@ -320,27 +326,7 @@ fn real_model() {
     let mut rejected = 0;
     // One warm-up, then the runs.
     for run in 0..=runs {
-        let handle = store.create_session().expect("session");
-        let mut c = handle
-            .continuation(&LeafSelector::Default)
-            .expect("continuation");
-        let id = c
-            .append_one(EntryBody::Message(Message::new(
-                Role::User,
-                vec![Block::text(SENTENCE)],
-                1,
-            )))
-            .expect("spoken");
-        let cleaned = cleaner
-            .start(
-                &handle,
-                &[Source {
-                    id,
-                    text: SENTENCE.into(),
-                }],
-                None,
-            )
-            .wait();
+        let cleaned = clean_once(&store, &cleaner);
         let Ok((served_ms, produced)) = server.served.recv_timeout(Duration::from_secs(10)) else {
             println!("3. real model: the server did not report a completion");
             return;

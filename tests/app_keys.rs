@@ -116,15 +116,25 @@ struct App {
 /// The shell with the settings `edit` makes (the hotkey mode is the default, Auto, unless
 /// `edit` changes it), the fake provider saying [`SAID`] and a 30 s tone.
 fn app(edit: impl FnOnce(&mut Settings)) -> App {
+    keys_app(one_utterance("keys", SAID), false, edit)
+}
+
+/// The shell over the fake provider `scenario`, a 30 s tone and recorded effects, with the
+/// settings `edit` makes; `real_keys`: the real global hotkey grab (the `…_x11` tests).
+fn keys_app(
+    scenario: persyk::realtime::fake::Scenario,
+    real_keys: bool,
+    edit: impl FnOnce(&mut Settings),
+) -> App {
     let effects = Pasted::default();
     let f = fixture_with(
-        Some(one_utterance("keys", SAID)),
+        Some(scenario),
         Some("sk-test"),
         Arc::new(ToneMic { seconds: 30.0 }),
         Some(Box::new(effects.clone())),
         edit,
     );
-    shell_app(f, effects, true)
+    shell_app(f, effects, !real_keys)
 }
 
 fn shell_app(f: Fixture, effects: Pasted, no_hotkey: bool) -> App {
@@ -529,19 +539,10 @@ fn issue27_07_the_dictate_and_clean_shortcut_is_saved_with_its_mode() {
 fn issue27_07_dictate_and_clean_cleans_up_while_the_dictation_key_does_not() {
     let server = ChatServer::start(vec![Reply::Content(TIDY_SAID.into())]);
     let url = server.url();
-    let two = two_recordings("keys-clean");
-    let effects = Pasted::default();
-    let f = fixture_with(
-        Some(two),
-        Some("sk-test"),
-        Arc::new(ToneMic { seconds: 30.0 }),
-        Some(Box::new(effects.clone())),
-        move |s| {
-            s.cleanup.base_url = url;
-            s.cleanup.model = "tiny-cleaner".into();
-        },
-    );
-    let mut app = shell_app(f, effects, true);
+    let mut app = keys_app(two_recordings("keys-clean"), false, move |s| {
+        s.cleanup.base_url = url;
+        s.cleanup.model = "tiny-cleaner".into();
+    });
     app.harness.step();
     let at = Instant::now();
     (app.post)(ShellEvent::CleanHotkey { pressed: true, at });
@@ -899,19 +900,11 @@ fn issue27_07_dictate_and_clean_through_the_real_x11_grab() {
     }
     let server = ChatServer::start(vec![Reply::Content(TIDY_SAID.into())]);
     let url = server.url();
-    let effects = Pasted::default();
-    let f = fixture_with(
-        Some(one_utterance("keys-clean-x11", SAID)),
-        Some("sk-test"),
-        Arc::new(ToneMic { seconds: 30.0 }),
-        Some(Box::new(effects.clone())),
-        move |s| {
-            s.hotkey.dictate_clean = Some("Ctrl+Alt+C".into());
-            s.cleanup.base_url = url;
-            s.cleanup.model = "tiny-cleaner".into();
-        },
-    );
-    let mut app = shell_app(f, effects, false);
+    let mut app = keys_app(one_utterance("keys-clean-x11", SAID), true, move |s| {
+        s.hotkey.dictate_clean = Some("Ctrl+Alt+C".into());
+        s.cleanup.base_url = url;
+        s.cleanup.model = "tiny-cleaner".into();
+    });
     app.harness.step();
     assert_eq!(app.harness.state().view().clean_hotkey_note, None);
     xdotool(&["key", "ctrl+alt+c"]);
@@ -942,14 +935,7 @@ fn issue26_03_the_recorder_lets_the_grab_go_and_says_a_taken_combination_x11() {
             Arc::new(|_, _| {}),
         )
         .unwrap();
-    let f = fixture_with(
-        Some(one_utterance("keys", SAID)),
-        Some("sk-test"),
-        Arc::new(ToneMic { seconds: 30.0 }),
-        None,
-        |_| {},
-    );
-    let mut app = shell_app(f, Pasted::default(), false);
+    let mut app = keys_app(one_utterance("keys", SAID), true, |_| {});
     app.harness.step();
     assert_eq!(app.harness.state().view().hotkey_note, None);
     (app.post)(ShellEvent::Menu(MenuAction::Settings));
@@ -1076,14 +1062,7 @@ fn issue26_02_right_alt_alone_is_observed_push_to_talk_and_a_chord_starts_nothin
     }
     let mut target = Target::start();
     let two = two_recordings("modkeys-x11");
-    let f = fixture_with(
-        Some(two),
-        Some("sk-test"),
-        Arc::new(ToneMic { seconds: 30.0 }),
-        None,
-        |s| s.hotkey.keys = Some("RightAlt".into()),
-    );
-    let mut app = shell_app(f, Pasted::default(), false);
+    let mut app = keys_app(two, true, |s| s.hotkey.keys = Some("RightAlt".into()));
     app.harness.step();
     assert_eq!(app.harness.state().view().hotkey_note, None);
     // The observer's thread is up once the shell registered it; give it a moment to select.
@@ -1141,14 +1120,7 @@ fn issue26_02_the_recorder_takes_right_alt_tapped_alone_x11() {
     if !in_xvfb_child("issue26_02_the_recorder_takes_right_alt_tapped_alone_x11") {
         return;
     }
-    let f = fixture_with(
-        Some(one_utterance("keys", SAID)),
-        Some("sk-test"),
-        Arc::new(ToneMic { seconds: 30.0 }),
-        None,
-        |_| {},
-    );
-    let mut app = shell_app(f, Pasted::default(), false);
+    let mut app = keys_app(one_utterance("keys", SAID), true, |_| {});
     app.harness.step();
     (app.post)(ShellEvent::Menu(MenuAction::Settings));
     app.harness.step();

@@ -88,16 +88,6 @@ impl App {
         });
     }
 
-    fn click_nth(&mut self, role: Role, label: &str, n: usize) {
-        self.harness
-            .query_all_by_role_and_label(role, label)
-            .nth(n)
-            .unwrap_or_else(|| panic!("{label} #{n}"))
-            .click();
-        self.harness.step();
-        self.harness.step();
-    }
-
     fn click(&mut self, label: &str) {
         self.click_nth(Role::Button, label, 0);
     }

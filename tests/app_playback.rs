@@ -157,22 +157,6 @@ fn hound_samples(wav: &Path) -> Vec<i16> {
 }
 
 impl UiApp {
-    fn buttons(&self, label: &str) -> usize {
-        self.harness
-            .query_all_by_role_and_label(Role::Button, label)
-            .count()
-    }
-
-    fn click_nth(&mut self, label: &str, n: usize) {
-        self.harness
-            .query_all_by_role_and_label(Role::Button, label)
-            .nth(n)
-            .expect("button")
-            .click();
-        self.harness.step();
-        self.harness.step();
-    }
-
     /// The Search page, the one session opened.
     fn open_the_session(&mut self) {
         self.harness.state_mut().show_page(Page::Search);
@@ -216,7 +200,7 @@ fn a_message_plays_exactly_its_range_and_stop_playback_stops_it() {
     assert_eq!(app.buttons("Stop playback"), 0);
 
     // The second message: 1.0–2.5 s, exactly samples 24 000..60 000.
-    app.click_nth("Play", 1);
+    app.click_nth(Role::Button, "Play", 1);
     app.wait_played(&player, 1);
     {
         let asked = player.asked();
@@ -259,7 +243,7 @@ fn one_playback_at_a_time_and_what_ends_it() {
     app.wait_label("Stop playback");
 
     // Another Play stops the first: one playback at a time.
-    app.click_nth("Play", 2);
+    app.click_nth(Role::Button, "Play", 2);
     app.wait_played(&player, 2);
     assert!(
         player.asked().played[1].0[..] == all[60_000..],
@@ -283,7 +267,7 @@ fn one_playback_at_a_time_and_what_ends_it() {
     assert_eq!(app.buttons("Play"), 3);
 
     // Closing the session stops playback.
-    app.click_nth("Play", 0);
+    app.click_nth(Role::Button, "Play", 0);
     app.wait_played(&player, 3);
     app.wait_label("Stop playback");
     let stops = player.asked().stops;
@@ -296,7 +280,7 @@ fn one_playback_at_a_time_and_what_ends_it() {
     app.wait_until("the opened session again", |h| {
         h.query_all_by_role_and_label(Role::Button, "Play").count() == 3
     });
-    app.click_nth("Play", 0);
+    app.click_nth(Role::Button, "Play", 0);
     app.wait_played(&player, 4);
     app.wait_label("Stop playback");
     let stops = player.asked().stops;
@@ -316,7 +300,7 @@ fn a_recording_whose_file_is_gone_says_so_in_a_sentence() {
     let (mut app, _session, wav) = app_with(&player);
     app.open_the_session();
     std::fs::remove_file(&wav).unwrap();
-    app.click_nth("Play", 0);
+    app.click_nth(Role::Button, "Play", 0);
     app.wait_label("its audio file is no longer there");
     assert!(player.asked().played.is_empty());
     assert_eq!(app.buttons("Stop playback"), 0);

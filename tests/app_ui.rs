@@ -41,22 +41,6 @@ fn app_sized(
 }
 
 impl App {
-    fn buttons(&self, label: &str) -> usize {
-        self.harness
-            .query_all_by_role_and_label(Role::Button, label)
-            .count()
-    }
-
-    fn click_nth(&mut self, label: &str, n: usize) {
-        self.harness
-            .query_all_by_role_and_label(Role::Button, label)
-            .nth(n)
-            .expect("button")
-            .click();
-        self.harness.step();
-        self.harness.step();
-    }
-
     /// Start, wait for the first canonical message (its Copy control), stop.
     fn dictate_until_first_message_then_stop(&mut self) {
         self.click("Start dictation");
@@ -220,7 +204,7 @@ fn removal_acknowledged_strikes_the_message_and_keeps_it_out_of_the_clipboard() 
         30.0,
     );
     record_two_messages(&mut app);
-    app.click_nth("Remove", 1);
+    app.click_nth(Role::Button, "Remove", 1);
     app.wait_label("Removed");
     assert!(app.has_label("(removed)"));
     assert_eq!(app.buttons("Remove"), 1);
@@ -246,7 +230,7 @@ fn removal_rejected_leaves_the_message() {
         30.0,
     );
     record_two_messages(&mut app);
-    app.click_nth("Remove", 1);
+    app.click_nth(Role::Button, "Remove", 1);
     app.wait_label("The provider refused the removal (item_delete_failed)");
     assert!(!app.has_label("(removed)"));
     app.click("Stop dictation");
@@ -267,7 +251,7 @@ fn removal_timeout_closes_the_connection_and_stops_the_recording() {
         30.0,
     );
     record_two_messages(&mut app);
-    app.click_nth("Remove", 1);
+    app.click_nth(Role::Button, "Remove", 1);
     app.wait_label("Removing… waiting for the provider");
     // The unanswered removal closes the connection; the microphone goes on (issue 23, item
     // 5) until the user stops.
@@ -472,7 +456,7 @@ fn search_finds_opens_the_pinned_leaf_and_recovers() {
     }
     // Rows are newest first: c (damaged), then a and its copy.
     let open_index = 1;
-    app.click_nth("Open", open_index);
+    app.click_nth(Role::Button, "Open", open_index);
     app.wait_label("Read-only: the session as it was");
     assert!(app.has_label("The first note"));
     assert!(app.has_label("Find the Needle here"));
@@ -480,7 +464,7 @@ fn search_finds_opens_the_pinned_leaf_and_recovers() {
         !app.has_label("Appended later"),
         "pinned leaf, not the new one"
     );
-    app.click_nth("Copy", 1);
+    app.click_nth(Role::Button, "Copy", 1);
     assert_eq!(app.copies(), vec!["Find the Needle here".to_owned()]);
     app.click("Back to results");
 

@@ -13,9 +13,7 @@ use std::time::Duration;
 use persyk::cleanup::client::{Client, ServerConfig, Timeouts};
 use persyk::cleanup::prompt::ModelMode;
 use persyk::cleanup::replace::{Replacements, Rule};
-use persyk::cleanup::{Chosen, Cleaner, Late, ModelSetup, Source};
-use persyk::session::format::{Block, EntryBody, Message, Role};
-use persyk::session::store::Continuation;
+use persyk::cleanup::{Chosen, Cleaner, Late, ModelSetup};
 use serde_json::Value;
 use support::chat::{ChatServer, Reply};
 use support::{entries, fresh_session};
@@ -47,30 +45,6 @@ fn cleaner(server: &ChatServer, mode: ModelMode, deadline: Duration) -> Cleaner 
     }
 }
 
-/// Commits a spoken user message (as the recognizer does) and returns it as a source.
-fn say(c: &mut Continuation, text: &str) -> Source {
-    let id = c
-        .append_one(EntryBody::Message(Message::new(
-            Role::User,
-            vec![Block::text(text)],
-            1,
-        )))
-        .expect("commit the spoken words");
-    Source {
-        id,
-        text: text.to_owned(),
-    }
-}
-
-fn check(dir: &Path) {
-    let out = Command::new(env!("CARGO_BIN_EXE_persyk"))
-        .arg("check")
-        .arg(dir)
-        .output()
-        .expect("run persyk check");
-    assert!(out.status.success(), "{}", support::show(&out));
-}
-
 fn of_type<'a>(all: &'a [Value], custom_type: &str) -> Vec<&'a Value> {
     all.iter()
         .filter(|e| e["customType"] == custom_type)
@@ -88,7 +62,7 @@ const TIDY: &str = "I think we should move the meeting to Friday at 3.";
 fn issue27_a_tidy_clean_up_is_delivered_and_stored_beside_the_spoken_words() {
     let server = ChatServer::start(vec![Reply::Content(TIDY.into())]);
     let (_tmp, dir, mut c) = fresh_session();
-    let source = say(&mut c, SPOKEN);
+    let source = support::say(&mut c, SPOKEN);
     let cleaned = cleaner(&server, ModelMode::Tidy, Duration::from_secs(10))
         .start(c.handle(), std::slice::from_ref(&source), None)
         .wait();
@@ -117,7 +91,7 @@ fn issue27_a_tidy_clean_up_is_delivered_and_stored_beside_the_spoken_words() {
     assert_eq!(d["rewritten"], false);
     assert_eq!(d["promptSha256"].as_str().map(str::len), Some(64));
     assert!(d["fidelity"]["recall"].as_f64().expect("recall") >= 0.9);
-    check(&dir);
+    support::check_session(&dir);
 
     // The request: instructions in the system message, the transcript alone and framed in
     // the last one, temperature 0, bounded tokens, reasoning off, the key in the header only.
@@ -165,7 +139,7 @@ fn issue27_an_answering_or_failing_model_delivers_the_spoken_words_with_a_reason
     for (reply, code) in cases {
         let server = ChatServer::start(vec![reply.clone()]);
         let (_tmp, dir, mut c) = fresh_session();
-        let source = say(&mut c, SPOKEN);
+        let source = support::say(&mut c, SPOKEN);
         let cleaned = cleaner(&server, ModelMode::Tidy, Duration::from_secs(10))
             .start(c.handle(), &[source], None)
             .wait();
@@ -181,7 +155,7 @@ fn issue27_an_answering_or_failing_model_delivers_the_spoken_words_with_a_reason
         // No dictated text and no key in the attempt.
         let data = attempts[0]["data"].to_string().to_lowercase();
         assert!(!data.contains("meeting") && !data.contains(KEY), "{data}");
-        check(&dir);
+        support::check_session(&dir);
     }
 }
 
@@ -191,7 +165,7 @@ fn issue27_think_blocks_and_preambles_are_stripped_before_the_guard() {
         "<think>The user wants a tidy transcript.</think>\nHere is the cleaned transcript:\n{TIDY}"
     ))]);
     let (_tmp, _dir, mut c) = fresh_session();
-    let source = say(&mut c, SPOKEN);
+    let source = support::say(&mut c, SPOKEN);
     let cleaned = cleaner(&server, ModelMode::Tidy, Duration::from_secs(10))
         .start(c.handle(), &[source], None)
         .wait();
@@ -207,12 +181,12 @@ fn issue27_a_server_that_refuses_the_reasoning_field_is_asked_again_without_it_o
     )]);
     let (_tmp, _dir, mut c) = fresh_session();
     let cleaner = cleaner(&server, ModelMode::Tidy, Duration::from_secs(10));
-    let first = say(&mut c, SPOKEN);
+    let first = support::say(&mut c, SPOKEN);
     assert_eq!(
         cleaner.start(c.handle(), &[first], None).wait().chosen,
         Chosen::Model
     );
-    let second = say(&mut c, SPOKEN);
+    let second = support::say(&mut c, SPOKEN);
     assert_eq!(
         cleaner.start(c.handle(), &[second], None).wait().chosen,
         Chosen::Model
@@ -232,7 +206,7 @@ fn issue27_a_hung_server_delivers_the_spoken_words_at_the_deadline_and_a_late_re
     // Hung after headers: the wait ends at the deadline with the words.
     let hung = ChatServer::start(vec![Reply::HangAfterHeaders(Duration::from_secs(20))]);
     let (_tmp, dir, mut c) = fresh_session();
-    let source = say(&mut c, SPOKEN);
+    let source = support::say(&mut c, SPOKEN);
     let cleaned = cleaner(&hung, ModelMode::Tidy, Duration::from_millis(300))
         .start(c.handle(), &[source], None)
         .wait();
@@ -255,7 +229,7 @@ fn issue27_a_hung_server_delivers_the_spoken_words_at_the_deadline_and_a_late_re
     // as a child of the newest entry (no sibling branch hides the newer words).
     let slow = ChatServer::start(vec![Reply::Slow(Duration::from_millis(1500), TIDY.into())]);
     let (_tmp2, dir, mut c) = fresh_session();
-    let source = say(&mut c, SPOKEN);
+    let source = support::say(&mut c, SPOKEN);
     let (late_tx, late_rx) = mpsc::channel();
     let job = cleaner(&slow, ModelMode::Tidy, Duration::from_millis(200)).start(
         c.handle(),
@@ -267,7 +241,7 @@ fn issue27_a_hung_server_delivers_the_spoken_words_at_the_deadline_and_a_late_re
     let cleaned = job.wait();
     assert_eq!(cleaned.chosen, Chosen::Spoken);
     assert_eq!(cleaned.reason, Some("cleanup.timeout"));
-    say(&mut c, "and a newer dictation after it");
+    support::say(&mut c, "and a newer dictation after it");
     let late = late_rx
         .recv_timeout(Duration::from_secs(30))
         .expect("the late result");
@@ -285,7 +259,7 @@ fn issue27_a_hung_server_delivers_the_spoken_words_at_the_deadline_and_a_late_re
         "and a newer dictation after it"
     );
     assert_eq!(cu[0]["parentId"], newest_before["id"]);
-    check(&dir);
+    support::check_session(&dir);
     // The default leaf's conversation holds both dictations and the late clean-up.
     let out = Command::new(env!("CARGO_BIN_EXE_persyk"))
         .args(["context", "--json"])
@@ -303,7 +277,7 @@ fn issue27_a_hung_server_delivers_the_spoken_words_at_the_deadline_and_a_late_re
 fn issue27_cancel_delivers_the_spoken_words_at_once() {
     let server = ChatServer::start(vec![Reply::Slow(Duration::from_secs(5), TIDY.into())]);
     let (_tmp, dir, mut c) = fresh_session();
-    let source = say(&mut c, SPOKEN);
+    let source = support::say(&mut c, SPOKEN);
     let job = cleaner(&server, ModelMode::Tidy, Duration::from_secs(20)).start(
         c.handle(),
         &[source],
@@ -330,7 +304,7 @@ fn issue27_cancel_delivers_the_spoken_words_at_once() {
 fn issue27_three_words_or_fewer_ask_no_model() {
     let server = ChatServer::start(vec![Reply::Content("Anything".into())]);
     let (_tmp, dir, mut c) = fresh_session();
-    let source = say(&mut c, "yes, send it");
+    let source = support::say(&mut c, "yes, send it");
     let job = cleaner(&server, ModelMode::Tidy, Duration::from_secs(10)).start(
         c.handle(),
         &[source],
@@ -347,7 +321,7 @@ fn issue27_three_words_or_fewer_ask_no_model() {
 #[test]
 fn issue27_replacements_are_delivered_and_stored_the_same_way() {
     let (_tmp, dir, mut c) = fresh_session();
-    let source = say(
+    let source = support::say(
         &mut c,
         "I dictate with persic comma it works new line thanks",
     );
@@ -386,12 +360,12 @@ fn issue27_replacements_are_delivered_and_stored_the_same_way() {
         all[0]["message"]["content"][0]["text"],
         source.text.as_str()
     );
-    check(&dir);
+    support::check_session(&dir);
 
     // With a model too: the model gets the replaced text, and one clean-up is stored.
     let server = ChatServer::start(vec![Reply::Echo]);
     let (_tmp2, dir, mut c) = fresh_session();
-    let source = say(&mut c, "I dictate with persic every day now");
+    let source = support::say(&mut c, "I dictate with persic every day now");
     let mut with_model = cleaner;
     with_model.model = Some(ModelSetup {
         mode: ModelMode::Tidy,
@@ -410,7 +384,7 @@ fn issue27_search_finds_the_spoken_words_and_the_clean_up() {
         "I think we should move the meeting to Friday at 3. Quarterly".into(),
     )]);
     let (tmp, _dir, mut c) = fresh_session();
-    let source = say(&mut c, &format!("{SPOKEN} quarterly"));
+    let source = support::say(&mut c, &format!("{SPOKEN} quarterly"));
     let cleaned = cleaner(&server, ModelMode::Polish, Duration::from_secs(10))
         .start(c.handle(), &[source], None)
         .wait();

@@ -11,7 +11,6 @@
 mod support;
 
 use std::path::Path;
-use std::process::Command;
 use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
@@ -19,9 +18,7 @@ use persyk::cleanup::client::{Client, ServerConfig, Timeouts};
 use persyk::cleanup::guard;
 use persyk::cleanup::prompt::ModelMode;
 use persyk::cleanup::replace::Replacements;
-use persyk::cleanup::{Chosen, Cleaner, Late, ModelSetup, Source};
-use persyk::session::format::{Block, EntryBody, Message, Role};
-use persyk::session::store::Continuation;
+use persyk::cleanup::{Chosen, Cleaner, Late, ModelSetup};
 use serde_json::Value;
 use support::llm::{LlmServer, MODEL};
 use support::{entries, fresh_session};
@@ -59,29 +56,6 @@ fn cleaner(server: &LlmServer, mode: ModelMode, deadline: Duration) -> Cleaner {
     }
 }
 
-fn say(c: &mut Continuation, text: &str) -> Source {
-    let id = c
-        .append_one(EntryBody::Message(Message::new(
-            Role::User,
-            vec![Block::text(text)],
-            1,
-        )))
-        .expect("commit the spoken words");
-    Source {
-        id,
-        text: text.to_owned(),
-    }
-}
-
-fn check(dir: &Path) {
-    let out = Command::new(env!("CARGO_BIN_EXE_persyk"))
-        .arg("check")
-        .arg(dir)
-        .output()
-        .expect("run persyk check");
-    assert!(out.status.success(), "{}", support::show(&out));
-}
-
 /// The spoken words stay first and unchanged; returns the entries written after them.
 fn the_entries_after_the_words(dir: &Path, spoken: &str) -> Vec<Value> {
     let mut all = entries(dir);
@@ -112,7 +86,7 @@ fn issue27_a_real_model_changes_the_delivered_text_only_when_the_guard_passes() 
         let strictness = mode.strictness();
         for spoken in DICTATIONS {
             let (_tmp, dir, mut c) = fresh_session();
-            let source = say(&mut c, spoken);
+            let source = support::say(&mut c, spoken);
             // A deadline no CPU run of this model reaches: this test is about what is
             // delivered, the next one about the deadline.
             let cleaned = cleaner(&server, mode.clone(), Duration::from_secs(240))
@@ -142,7 +116,7 @@ fn issue27_a_real_model_changes_the_delivered_text_only_when_the_guard_passes() 
                 }
                 Chosen::Replaced => panic!("no replacements were set up"),
             }
-            check(&dir);
+            support::check_session(&dir);
             tally.push((
                 mode.name(),
                 cleaned.reason.unwrap_or("delivered"),
@@ -163,7 +137,7 @@ fn issue27_a_real_model_past_the_deadline_delivers_the_words_and_keeps_its_resul
     };
     let spoken = DICTATIONS[0];
     let (_tmp, dir, mut c) = fresh_session();
-    let source = say(&mut c, spoken);
+    let source = support::say(&mut c, spoken);
     let (late_tx, late_rx) = mpsc::channel();
     // No model answers over HTTP in 5 ms.
     let cleaned = cleaner(&server, ModelMode::Tidy, Duration::from_millis(5))
@@ -208,5 +182,5 @@ fn issue27_a_real_model_past_the_deadline_delivers_the_words_and_keeps_its_resul
         }
         Late::StoreFailed { code } => panic!("the late result was not stored: {code}"),
     }
-    check(&dir);
+    support::check_session(&dir);
 }

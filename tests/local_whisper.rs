@@ -316,10 +316,5 @@ fn issue26_07_a_translated_dictation_keeps_the_english_words_and_says_the_langua
         assert_eq!(m["message"]["replay"]["language"], "de", "{m}");
         assert_eq!(m["message"]["replay"]["task"], "translate", "{m}");
     }
-    let check = std::process::Command::new(env!("CARGO_BIN_EXE_persyk"))
-        .arg("check")
-        .arg(&session)
-        .output()
-        .expect("persyk check");
-    assert!(check.status.success(), "{}", support::show(&check));
+    support::check_session(&session);
 }

@@ -45,17 +45,7 @@ fn a_range_plays_through_the_default_output() {
         eprintln!("playback_pulse: skipped (PERSYK_SKIP_PULSE=1)");
         return;
     }
-    let missing: Vec<&str> = ["pulseaudio", "pactl", "parec"]
-        .into_iter()
-        .filter(|t| {
-            Command::new(t)
-                .arg("--version")
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_err()
-        })
-        .collect();
+    let missing = support::pulse::missing(&["pulseaudio", "pactl", "parec"]);
     assert!(
         missing.is_empty(),
         "playback_pulse needs {} on PATH: install them with \

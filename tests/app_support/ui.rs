@@ -89,6 +89,24 @@ impl UiApp {
         self.harness.step();
     }
 
+    /// Clicks the `n`th (from 0) widget of `role` named `label` and lets two frames pass.
+    pub fn click_nth(&mut self, role: Role, label: &str, n: usize) {
+        self.harness
+            .query_all_by_role_and_label(role, label)
+            .nth(n)
+            .unwrap_or_else(|| panic!("{label} #{n}"))
+            .click();
+        self.harness.step();
+        self.harness.step();
+    }
+
+    /// How many buttons named `label` the window shows.
+    pub fn buttons(&self, label: &str) -> usize {
+        self.harness
+            .query_all_by_role_and_label(Role::Button, label)
+            .count()
+    }
+
     /// What the effects copied to the clipboard so far.
     pub fn copies(&self) -> Vec<String> {
         self.effects.copies.lock().unwrap().clone()

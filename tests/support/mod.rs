@@ -138,6 +138,33 @@ pub fn entries(session: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// Commits `text` as a spoken user message (as the recognizer does) and returns it as a
+/// clean-up source.
+pub fn say(c: &mut Continuation, text: &str) -> persyk::cleanup::Source {
+    use persyk::session::format::{Block, EntryBody, Message, Role};
+    let id = c
+        .append_one(EntryBody::Message(Message::new(
+            Role::User,
+            vec![Block::text(text)],
+            1,
+        )))
+        .expect("commit the spoken words");
+    persyk::cleanup::Source {
+        id,
+        text: text.to_owned(),
+    }
+}
+
+/// `persyk check` accepts the session folder `dir`.
+pub fn check_session(dir: &Path) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_persyk"))
+        .arg("check")
+        .arg(dir)
+        .output()
+        .expect("run persyk check");
+    assert!(out.status.success(), "{}", show(&out));
+}
+
 /// Deterministic xorshift64* PRNG.
 pub struct Rng(pub u64);
 

@@ -159,8 +159,14 @@ impl Drop for PulseServer {
 
 /// The tools of [`TOOLS`] that are not on `PATH`.
 pub fn missing_tools() -> Vec<&'static str> {
-    TOOLS
-        .into_iter()
+    missing(&TOOLS)
+}
+
+/// The programs of `tools` that are not on `PATH` (each asked for `--version`).
+pub fn missing(tools: &[&'static str]) -> Vec<&'static str> {
+    tools
+        .iter()
+        .copied()
         .filter(|t| {
             Command::new(t)
                 .arg("--version")
