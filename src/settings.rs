@@ -175,11 +175,13 @@ pub struct RecognitionSettings {
     /// Inference threads; `None` = the available cores, at most 8.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub local_threads: Option<u32>,
-    /// Give "Words Persyk should know" (`provider.keywords`) to the on-device model too, as
-    /// Whisper's prompt. Off by default: on tiny.en an unrelated list raised the corpus WER
-    /// from 0.163 to 0.196 while it fixed the names it holds (docs/verification.md).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub local_vocabulary: bool,
+    /// Apply "Words Persyk should know" (`provider.keywords`) to on-device recognition too:
+    /// where the model wrote something that sounds like one, that window is decoded again
+    /// with the words as Whisper's prompt and only the confirmed stretch changes
+    /// ([`crate::local::vocabulary`]). `None` = on (the default); written only when turned
+    /// off or already in the file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_vocabulary: Option<bool>,
     /// The language a multilingual on-device model listens for, as a Whisper code
     /// (`"de"`); `None` = detected in each utterance. English-only models always hear
     /// English.
@@ -192,10 +194,15 @@ pub struct RecognitionSettings {
 }
 
 impl RecognitionSettings {
-    /// The words for the on-device model's prompt: the keywords when `local_vocabulary` is
-    /// on, else none.
+    /// Whether the keywords apply on the device (on unless turned off).
+    pub fn local_vocabulary_on(&self) -> bool {
+        self.local_vocabulary.unwrap_or(true)
+    }
+
+    /// The words for on-device recognition: the keywords unless `local_vocabulary` is
+    /// off.
     pub fn local_vocabulary_words(&self, keywords: &[String]) -> Vec<String> {
-        if self.local_vocabulary {
+        if self.local_vocabulary_on() {
             keywords.to_vec()
         } else {
             Vec::new()
@@ -693,20 +700,23 @@ mod tests {
     }
 
     #[test]
-    fn the_device_gets_the_keywords_only_when_asked() {
+    fn the_device_gets_the_keywords_unless_turned_off() {
         let words = vec!["Siobhan Kowalczyk".to_owned()];
         let mut r = RecognitionSettings::default();
-        assert!(r.local_vocabulary_words(&words).is_empty());
+        assert_eq!(r.local_vocabulary_words(&words), words);
         assert!(
             !serde_json::to_string(&r)
                 .expect("json")
                 .contains("localVocabulary")
         );
-        r.local_vocabulary = true;
-        assert_eq!(r.local_vocabulary_words(&words), words);
+        r.local_vocabulary = Some(false);
+        assert!(r.local_vocabulary_words(&words).is_empty());
+        let read: RecognitionSettings =
+            serde_json::from_str(r#"{"localVocabulary":false}"#).expect("parse");
+        assert!(!read.local_vocabulary_on());
         let read: RecognitionSettings =
             serde_json::from_str(r#"{"localVocabulary":true}"#).expect("parse");
-        assert!(read.local_vocabulary);
+        assert!(read.local_vocabulary_on());
     }
 
     #[test]

@@ -531,7 +531,8 @@ fn issue23_05_a_key_saved_in_settings_is_checked_with_the_provider() {
 }
 
 /// Issue #26 item 7: on the device, the spoken language is picked from Whisper's list (or
-/// detected) and "Translate to English" is one checkbox; both are saved.
+/// detected) and "Translate to English" is one checkbox; both are saved, with item 8's
+/// "Words Persyk should know" on the device (on by default), here turned off.
 #[test]
 fn issue26_07_the_spoken_language_and_translation_are_saved() {
     let mut app = app(Some("sk-test"), vec![Serve::Full]);
@@ -548,6 +549,11 @@ fn issue26_07_the_spoken_language_and_translation_are_saved() {
         .get_by_role_and_label(Role::CheckBox, "Translate to English")
         .click();
     app.harness.step();
+    // Issue #26 item 8: the words apply on the device unless this (ticked) box is cleared.
+    app.harness
+        .get_by_role_and_label(Role::CheckBox, persyk::app::ui::LOCAL_VOCABULARY)
+        .click();
+    app.harness.step();
     app.click("Save settings");
     app.wait_until("the language saved", |h| {
         h.state().settings().recognition.local_language.as_deref() == Some("de")
@@ -555,5 +561,6 @@ fn issue26_07_the_spoken_language_and_translation_are_saved() {
     let saved = Settings::load(&app.config).unwrap();
     assert_eq!(saved.recognition.local_language.as_deref(), Some("de"));
     assert!(saved.recognition.local_translate);
+    assert_eq!(saved.recognition.local_vocabulary, Some(false));
     app.shutdown();
 }

@@ -170,6 +170,7 @@ mod tests {
             end_sample: (end_s * S as f64) as u64,
             text: text.to_owned(),
             no_speech_probability: 0.0,
+            heard: None,
         }
     }
 

@@ -130,6 +130,7 @@ pub trait Recognize: Send {
                 end_sample: pcm_24k.len() as u64,
                 text,
                 no_speech_probability: 0.0,
+                heard: None,
             }],
             Verdict::NoSpeech => Vec::new(),
         })
@@ -167,6 +168,9 @@ pub struct Segment {
     pub end_sample: u64,
     pub text: String,
     pub no_speech_probability: f32,
+    /// The words as the model heard them when the vocabulary rewrote some of `text`
+    /// ([`super::vocabulary`]); kept beside the message as `replay.heard`.
+    pub heard: Option<String>,
 }
 
 /// Where the text comes from, for `model_change` and the messages.
@@ -911,12 +915,18 @@ fn recognize_loop(
         // one message per utterance); each covers its stretch of the WAV.
         let stretches = stretches(&window, &commit);
         let mut blocks = Vec::new();
-        for (from, to, text) in stretches {
+        for Stretch {
+            from,
+            to,
+            text,
+            heard,
+        } in stretches
+        {
             let (s_ms, e_ms) = (ms(from), ms(to).max(ms(from) + 1));
             let pcm = &window.pcm
                 [(from - window.start_sample) as usize..(to - window.start_sample) as usize];
             let block = audio_block(&fixed, &handle, capture, from, pcm, s_ms, e_ms);
-            blocks.push((text, block, s_ms, e_ms));
+            blocks.push((text, heard, block, s_ms, e_ms));
         }
         let mut w = shared.lock();
         if w.closed {
@@ -927,10 +937,16 @@ fn recognize_loop(
             .as_ref()
             .map(|s| s.text.trim().to_owned())
             .filter(|t| !t.is_empty());
-        for (text, block, s_ms, e_ms) in blocks {
+        for (text, heard, block, s_ms, e_ms) in blocks {
             match block {
                 Ok(asset) => {
-                    let body = message_body(&fixed, asset, &text, s_ms, e_ms);
+                    let spoken = Spoken {
+                        text: &text,
+                        heard: heard.as_deref(),
+                        start_ms: s_ms,
+                        end_ms: e_ms,
+                    };
+                    let body = message_body(&fixed, asset, &spoken);
                     match w.continuation.append_one(body) {
                         Ok(entry_id) => {
                             w.messages.push(PublishedMessage {
@@ -1018,6 +1034,16 @@ impl Pending {
     }
 }
 
+/// One message's worth of a committed window: samples `from..to` of the recording.
+#[derive(Debug, Clone, PartialEq)]
+struct Stretch {
+    from: u64,
+    to: u64,
+    text: String,
+    /// The words as the model heard them, when the vocabulary rewrote some.
+    heard: Option<String>,
+}
+
 /// See [`Pending::ahead`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ahead {
@@ -1029,7 +1055,7 @@ enum Ahead {
 /// The committed part of a window as stretches `(from, to, text)` of the recording, split at
 /// the window's pauses: a segment belongs to the stretch its middle falls in; stretches
 /// without speech (after the guard) give no message.
-fn stretches(window: &Window, commit: &Commit) -> Vec<(u64, u64, String)> {
+fn stretches(window: &Window, commit: &Commit) -> Vec<Stretch> {
     let mut bounds: Vec<u64> = window
         .cuts
         .iter()
@@ -1052,7 +1078,24 @@ fn stretches(window: &Window, commit: &Commit) -> Vec<(u64, u64, String)> {
             }
         }
         if let Some(text) = final_text(&mine) {
-            out.push((from, to, text));
+            // What the model heard, when the vocabulary rewrote any of it.
+            let heard = mine.iter().any(|s| s.heard.is_some()).then(|| {
+                let as_heard: Vec<Segment> = mine
+                    .iter()
+                    .map(|s| Segment {
+                        text: s.heard.clone().unwrap_or_else(|| s.text.clone()),
+                        heard: None,
+                        ..s.clone()
+                    })
+                    .collect();
+                final_text(&as_heard).unwrap_or_default()
+            });
+            out.push(Stretch {
+                from,
+                to,
+                text,
+                heard,
+            });
         }
         from = to;
     }
@@ -1132,7 +1175,22 @@ fn read_equal(file: &File, start: u64, bytes: &[u8]) -> bool {
     file.read_exact_at(&mut on_disk, start).is_ok() && on_disk == bytes
 }
 
-fn message_body(w: &Fixed, audio: Block, text: &str, start_ms: u64, end_ms: u64) -> EntryBody {
+/// What one message says, and where in the recording it was said.
+struct Spoken<'a> {
+    text: &'a str,
+    /// The model's own words when the vocabulary rewrote some (`replay.heard`).
+    heard: Option<&'a str>,
+    start_ms: u64,
+    end_ms: u64,
+}
+
+fn message_body(w: &Fixed, audio: Block, spoken: &Spoken<'_>) -> EntryBody {
+    let Spoken {
+        text,
+        heard,
+        start_ms,
+        end_ms,
+    } = *spoken;
     let now_ms = time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000;
     let mut m = Message::new(
         Role::User,
@@ -1151,6 +1209,9 @@ fn message_body(w: &Fixed, audio: Block, text: &str, start_ms: u64, end_ms: u64)
     }
     if w.provenance.translated {
         replay.insert("task".into(), json!("translate"));
+    }
+    if let Some(heard) = heard {
+        replay.insert("heard".into(), json!(heard));
     }
     m.replay = Some(replay);
     EntryBody::Message(m)
@@ -1179,6 +1240,7 @@ mod tests {
             end_sample: (end_s * SECOND as f64) as u64,
             text: text.into(),
             no_speech_probability: 0.0,
+            heard: None,
         }
     }
 
@@ -1394,6 +1456,7 @@ mod tests {
                             end_sample: to,
                             text: "w".into(),
                             no_speech_probability: 0.0,
+                            heard: None,
                         });
                         from = to;
                     }

@@ -26,6 +26,8 @@ pub mod ggml;
 pub mod languages;
 pub mod models;
 #[cfg(feature = "local")]
+pub mod vocabulary;
+#[cfg(feature = "local")]
 pub mod whisper;
 
 use std::io::Read;
@@ -159,8 +161,10 @@ pub struct LocalOptions {
     /// Whisper's translate task: the words come out in English, whatever was spoken
     /// (multilingual models only; English-only models ignore it).
     pub translate: bool,
-    /// "Words Persyk should know": names and terms the model is told before each window
-    /// (Whisper's prompt), at most [`MAX_VOCABULARY_TOKENS`] tokens of them.
+    /// "Words Persyk should know": names and terms written as listed where the model
+    /// misheard them ([`vocabulary`]: a window with a stretch that sounds like one is
+    /// decoded again with them as Whisper's prompt, at most [`MAX_VOCABULARY_TOKENS`]
+    /// tokens of them, and only the confirmed stretch changes).
     pub vocabulary: Vec<String>,
 }
 

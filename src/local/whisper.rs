@@ -21,6 +21,7 @@ use std::sync::{Arc, Once};
 use whisper_rs::{FullParams, SamplingStrategy, WhisperContext, WhisperContextParameters};
 
 use super::dictation::{Decode, Segment};
+use super::vocabulary::Vocabulary;
 use super::{
     LocalError, LocalOptions, Recognition, Verdict, WHISPER_RATE_HZ, check, check_model_file,
     judge, to_whisper_rate,
@@ -99,11 +100,14 @@ impl LocalModel {
             }
             prompt_tokens.extend(tokens);
         }
+        let vocabulary = Vocabulary::new(&options.vocabulary);
         Ok(Recognizer {
             _model: self.clone(),
             state,
             options,
             prompt_tokens,
+            vocabulary,
+            vocabulary_decodes: 0,
             short_windows: ShortWindows::default(),
         })
     }
@@ -117,6 +121,9 @@ pub struct Recognizer {
     options: LocalOptions,
     /// [`LocalOptions::vocabulary`] tokenized (empty: no prompt).
     prompt_tokens: Vec<whisper_rs::WhisperTokenId>,
+    /// The same words for finding where the model misheard one ([`super::vocabulary`]).
+    vocabulary: Vocabulary,
+    vocabulary_decodes: u64,
     short_windows: ShortWindows,
 }
 
@@ -168,10 +175,16 @@ impl Recognizer {
             audio.resize(shortest, 0.0);
         }
         let len = pcm_24k.len() as u64;
+        let heard = self.heard(&audio, len, how)?;
+        self.with_vocabulary(&audio, how, heard)
+    }
+
+    /// The window as the model hears it, without the vocabulary.
+    fn heard(&mut self, audio: &[f32], len: u64, how: &Decode) -> Result<Vec<Segment>, LocalError> {
         if let Some(short) = &how.short_window {
             let frames = check::reduced_frames(len);
             if frames < check::FULL_WINDOW_FRAMES {
-                let raw = self.run(&audio, how, Some(frames))?;
+                let raw = self.run(audio, how, Some(frames), false)?;
                 match check::doubt(&raw, len, short.voiced_end) {
                     None => {
                         self.short_windows.accepted += 1;
@@ -184,8 +197,53 @@ impl Recognizer {
                 }
             }
         }
-        let raw = self.run(&audio, how, None)?;
+        let raw = self.run(audio, how, None, false)?;
         Ok(clamped(raw, len))
+    }
+
+    /// `heard` with the listed words written where the model misheard them
+    /// ([`super::vocabulary`]): only when a segment holds a stretch that sounds like one is
+    /// the window decoded again with the vocabulary as prompt, and only the stretches that
+    /// decode confirms change. Timestamps are the first decode's.
+    fn with_vocabulary(
+        &mut self,
+        audio: &[f32],
+        how: &Decode,
+        mut heard: Vec<Segment>,
+    ) -> Result<Vec<Segment>, LocalError> {
+        if self.vocabulary.is_empty() || self.prompt_tokens.is_empty() {
+            return Ok(heard);
+        }
+        let suspects: Vec<_> = heard
+            .iter()
+            .map(|s| self.vocabulary.suspects(&s.text))
+            .collect();
+        if suspects.iter().all(Vec::is_empty) {
+            return Ok(heard);
+        }
+        self.vocabulary_decodes += 1;
+        let prompted = self.run(audio, how, None, true)?;
+        let prompted: String = prompted
+            .iter()
+            .map(|s| s.text.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        for (segment, suspects) in heard.iter_mut().zip(&suspects) {
+            if suspects.is_empty() {
+                continue;
+            }
+            if let Some(c) = self.vocabulary.confirm(&segment.text, suspects, &prompted) {
+                segment.text = c.text;
+                segment.heard = Some(c.heard);
+            }
+        }
+        Ok(heard)
+    }
+
+    /// How many windows were decoded a second time with the vocabulary as prompt (a
+    /// stretch sounded like a listed word).
+    pub fn vocabulary_decodes(&self) -> u64 {
+        self.vocabulary_decodes
     }
 
     /// How the reduced windows asked for so far fared.
@@ -201,6 +259,7 @@ impl Recognizer {
         audio: &[f32],
         how: &Decode,
         frames: Option<u64>,
+        prompt: bool,
     ) -> Result<Vec<Segment>, LocalError> {
         let language = self.options.language.clone();
         let mut params = params(self.options.threads, language.as_deref());
@@ -213,7 +272,7 @@ impl Recognizer {
             let seconds = audio.len().div_ceil(WHISPER_RATE_HZ as usize);
             params.set_max_tokens(i32::try_from(check::max_tokens(seconds)).unwrap_or(i32::MAX));
         }
-        if !self.prompt_tokens.is_empty() {
+        if prompt && !self.prompt_tokens.is_empty() {
             params.set_tokens(&self.prompt_tokens);
         }
         let abort = how.abort.clone();
@@ -245,6 +304,7 @@ impl Recognizer {
                 end_sample: at(segment.end_timestamp()),
                 text: text.into_owned(),
                 no_speech_probability: segment.no_speech_probability(),
+                heard: None,
             });
         }
         Ok(out)

@@ -62,8 +62,8 @@ mod virtual_list;
 mod widgets;
 
 pub use settings::{
-    FN_EMOJI_HELP, MODIFIER_ALONE_HELP, OPEN_INPUT_MONITORING, PRE_ROLL_CAPTION, SettingsForm,
-    hotkey_in_use,
+    FN_EMOJI_HELP, LOCAL_VOCABULARY, MODIFIER_ALONE_HELP, OPEN_INPUT_MONITORING, PRE_ROLL_CAPTION,
+    SettingsForm, hotkey_in_use,
 };
 pub use widgets::{highlighted, match_ranges};
 

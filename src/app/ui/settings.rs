@@ -55,6 +55,8 @@ pub struct SettingsForm {
     pub local_language: String,
     /// "Translate to English" on the device.
     pub local_translate: bool,
+    /// "Words Persyk should know" on the device too.
+    pub local_vocabulary: bool,
     pub model_path: String,
     /// Inference threads; 0 = automatic.
     pub local_threads: u32,
@@ -114,6 +116,7 @@ impl SettingsForm {
             },
             local_language: s.recognition.local_language.clone().unwrap_or_default(),
             local_translate: s.recognition.local_translate,
+            local_vocabulary: s.recognition.local_vocabulary_on(),
             use_model_file: s
                 .recognition
                 .local_model
@@ -185,6 +188,13 @@ impl SettingsForm {
         s.recognition.local_threads = (self.local_threads > 0).then_some(self.local_threads);
         s.recognition.local_language = opt(&self.local_language);
         s.recognition.local_translate = self.local_translate;
+        // On is the default: written only when turned off or the file already said.
+        s.recognition.local_vocabulary =
+            if self.local_vocabulary && base.recognition.local_vocabulary.is_none() {
+                None
+            } else {
+                Some(self.local_vocabulary)
+            };
         // On is the default: written only when turned off or the file already said.
         s.feedback.sounds = if self.sounds && base.feedback.sounds.is_none() {
             None
@@ -952,6 +962,10 @@ impl PersykUi {
                 ui.checkbox(&mut f.local_translate, "Translate to English");
             });
             ui.label(style::caption(LOCAL_LANGUAGE_CAPTION));
+            widgets::row(ui, "", |ui, _| {
+                ui.checkbox(&mut f.local_vocabulary, LOCAL_VOCABULARY);
+            });
+            ui.label(style::caption(LOCAL_VOCABULARY_CAPTION));
         }
         if self.form != before {
             self.form_saved = false;
@@ -1100,6 +1114,11 @@ pub const RECORD_PASTE_SHORTCUT: &str = "Record paste shortcut";
 pub const LOCAL_LANGUAGE_CAPTION: &str = "The language and translation apply to models for 99 \
      languages (base, large-v3-turbo); English-only models (.en) always hear English. \
      Translated dictation saves the English words, and the session notes the language.";
+pub const LOCAL_VOCABULARY: &str = "Write the \"Words Persyk should know\" on the device";
+pub const LOCAL_VOCABULARY_CAPTION: &str = "Where the model writes something that sounds like \
+     one of your words, Persyk recognizes that stretch again with the words as a hint and \
+     takes your spelling only if the model agrees; nothing else changes, and the words it \
+     first heard stay in the session.";
 pub const RECORD_CLEAN_SHORTCUT: &str = "Record clean shortcut";
 
 /// Which shortcut the recorder sets.
