@@ -218,10 +218,16 @@ pub fn run(options: ShellOptions) -> Result<(), AppError> {
         native_options(visible),
         Box::new(move |cc| {
             #[cfg(target_os = "macos")]
-            {
+            let options = {
                 platform::macos::set_accessory_policy();
                 ui.set_microphone_note(permission::macos::microphone_note());
-            }
+                // A login item starts without `--hidden`: started so, Persyk stays in the
+                // menu bar as `--hidden` would (the window, built visible, is hidden in the
+                // first passes).
+                let mut options = options;
+                options.hidden |= platform::macos::launched_at_login();
+                options
+            };
             let shell = Shell::new(&cc.egui_ctx, ui, options);
             // Every way of "open Persyk again" is one event: a second launch (the socket),
             // on macOS the reopen Apple event (Finder, Spotlight, Launchpad) and a click on

@@ -53,6 +53,50 @@ const CORE_EVENT_CLASS: u32 = u32::from_be_bytes(*b"aevt");
 /// Spotlight, Launchpad, `open -a Persyk`).
 const REOPEN_APPLICATION: u32 = u32::from_be_bytes(*b"rapp");
 
+/// `kAEOpenApplication` (`'oapp'`): the event an app is launched with.
+const OPEN_APPLICATION: u32 = u32::from_be_bytes(*b"oapp");
+/// `keyAEPropData` (`'prdt'`): the open event's parameter that says how it was opened.
+const PROP_DATA: u32 = u32::from_be_bytes(*b"prdt");
+/// `keyAELaunchedAsLogInItem` (`'lgit'`): that parameter's value for a login item.
+const LAUNCHED_AS_LOGIN_ITEM: u32 = u32::from_be_bytes(*b"lgit");
+
+/// Whether macOS opened Persyk as a login item ("Start Persyk at login",
+/// `SMAppService.mainApp`): the Apple event being handled is the launch's
+/// `kAEOpenApplication` with `keyAEPropData` = `keyAELaunchedAsLogInItem`. A login item is
+/// started as Finder starts the app, without `--hidden`; this is how the app tells. Only
+/// meaningful while the launch event is current: from `applicationDidFinishLaunching:`,
+/// inside which winit builds the window and eframe calls Persyk's creation callback.
+pub fn launched_at_login() -> bool {
+    let Some(manager) = AnyClass::get(c"NSAppleEventManager") else {
+        return false;
+    };
+    // SAFETY: `sharedAppleEventManager`, `currentAppleEvent` (nil outside an event),
+    // `eventID` (`AEEventID`, a `UInt32`), `paramDescriptorForKeyword:` (`AEKeyword`,
+    // `UInt32`; nil when absent) and `enumCodeValue` (`OSType`, `UInt32`) are
+    // NSAppleEventManager's and NSAppleEventDescriptor's documented messages, called on the
+    // main thread during launch.
+    unsafe {
+        let manager: Retained<AnyObject> = msg_send![manager, sharedAppleEventManager];
+        let event: Option<Retained<AnyObject>> = msg_send![&*manager, currentAppleEvent];
+        let Some(event) = event else {
+            return false;
+        };
+        let id: u32 = msg_send![&*event, eventID];
+        if id != OPEN_APPLICATION {
+            return false;
+        }
+        let how: Option<Retained<AnyObject>> =
+            msg_send![&*event, paramDescriptorForKeyword: PROP_DATA];
+        match how {
+            Some(how) => {
+                let code: u32 = msg_send![&*how, enumCodeValue];
+                code == LAUNCHED_AS_LOGIN_ITEM
+            }
+            None => false,
+        }
+    }
+}
+
 /// What [`ReopenHandler`] calls.
 struct OnReopen(Box<dyn Fn()>);
 
