@@ -186,3 +186,40 @@ fn issue26_07_german_dictation_is_copied_in_english() {
     }
     app.shutdown();
 }
+
+/// Issue #26 item 8 in the app: with a name among "Words Persyk should know" (on the device
+/// by default), a dictation that says it is copied with the name as listed, where tiny.en
+/// alone writes it by ear ("Shivon Kao Kzik"); the rest of the sentence is kept.
+#[test]
+fn issue26_08_a_listed_name_is_copied_as_listed() {
+    let model = support::test_model();
+    let dir = tempfile::tempdir().unwrap();
+    let said = support::espeak_as_recorded(
+        dir.path(),
+        "name",
+        "Please send the quarterly report to Siobhan Kowalczyk before Thursday.",
+    );
+    let f = fixture_with(None, None, Arc::new(SaidMic(said)), None, |s| {
+        s.provider.transcription_model = None;
+        s.provider.keywords = vec!["Kubernetes".into(), "Siobhan Kowalczyk".into()];
+        s.recognition.engine = RecognitionEngine::Local;
+        s.recognition.local_model = Some(model.to_string_lossy().into_owned());
+    });
+    let mut app = UiApp::new(f, 640.0, 900.0);
+    app.wait = WAIT;
+    app.click("Start dictation");
+    app.wait_until("canonical text", |h| {
+        h.query_all_by_role_and_label(Role::Button, "Copy")
+            .next()
+            .is_some()
+    });
+    app.click("Stop dictation");
+    app.wait_until("the saved recording", |h| {
+        h.query_all_by_label_contains("Saved:").next().is_some()
+    });
+    let copies = app.copies();
+    assert_eq!(copies.len(), 1, "{copies:?}");
+    assert!(copies[0].contains("Siobhan Kowalczyk"), "{copies:?}");
+    assert!(copies[0].contains("quarterly report"), "{copies:?}");
+    app.shutdown();
+}
