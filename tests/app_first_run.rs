@@ -157,32 +157,19 @@ impl Machine {
     fn launch(&self, log_name: &str) -> App {
         let home = self.dir.path().join("home");
         let log = self.dir.path().join(log_name);
-        let mut app = App {
-            child: Command::new(env!("CARGO_BIN_EXE_persyk"))
-                .arg("app")
-                .env("HOME", &home)
-                .env("XDG_CONFIG_HOME", home.join(".config"))
-                .env("XDG_DATA_HOME", home.join(".local/share"))
-                .env("PERSYK_CONFIG", self.settings())
-                .env("PERSYK_MODELS_DIR", self.dir.path().join("models"))
-                .env("PERSYK_MODELS_URL", &self.offline_url)
-                .env("PULSE_SERVER", self.pulse.server_env())
-                .env("DBUS_SESSION_BUS_ADDRESS", &self.bus.address)
-                .env_remove("OPENAI_API_KEY")
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(std::fs::File::create(&log).expect("log file"))
-                .spawn()
-                .expect("start persyk app"),
-            log: log.clone(),
-        };
-        wait_for("the app's window", &log, || {
-            if let Ok(Some(status)) = app.child.try_wait() {
-                panic!("persyk app exited ({status}):\n{}", app.log_text());
-            }
-            window("Persyk")
-        });
-        app
+        let mut command = Command::new(env!("CARGO_BIN_EXE_persyk"));
+        command
+            .arg("app")
+            .env("HOME", &home)
+            .env("XDG_CONFIG_HOME", home.join(".config"))
+            .env("XDG_DATA_HOME", home.join(".local/share"))
+            .env("PERSYK_CONFIG", self.settings())
+            .env("PERSYK_MODELS_DIR", self.dir.path().join("models"))
+            .env("PERSYK_MODELS_URL", &self.offline_url)
+            .env("PULSE_SERVER", self.pulse.server_env())
+            .env("DBUS_SESSION_BUS_ADDRESS", &self.bus.address)
+            .env_remove("OPENAI_API_KEY");
+        App::launch(command, &log).0
     }
 
     /// Waits until the window shows a widget whose name contains `text`.

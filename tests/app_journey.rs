@@ -23,10 +23,10 @@ mod fake_cli;
 mod support;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-use app_support::real_app::{App, WAV_FACTS, persyk, record_by_hotkey, sessions, wait_for, window};
+use app_support::real_app::{App, WAV_FACTS, persyk, record_by_hotkey, sessions, wait_for};
 use app_support::x11::{Target, in_xvfb_child, press};
 use fake_cli::FakeProvider;
 use support::chat::{ChatServer, Reply};
@@ -106,31 +106,19 @@ impl Journey {
         // The app first (a user has it running), then the app they type in, which takes
         // focus.
         let log = dir.path().join("persyk.log");
-        let mut app = App {
-            child: Command::new(env!("CARGO_BIN_EXE_persyk"))
-                .args(["app", "--hidden"])
-                .env("PERSYK_CONFIG", &settings)
-                .env("PULSE_SERVER", pulse.server_env())
-                .env("OPENAI_API_KEY", "sk-journey-test-key")
-                .env("XDG_DATA_HOME", dir.path().join("data"))
-                // No session bus: no Secret Service (the key comes from the environment)
-                // and no notification daemon; neither may stop the dictation.
-                .env_remove("DBUS_SESSION_BUS_ADDRESS")
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(std::fs::File::create(&log).expect("log file"))
-                .spawn()
-                .expect("start persyk app"),
-            log: log.clone(),
-        };
+        let mut command = Command::new(env!("CARGO_BIN_EXE_persyk"));
+        command
+            .args(["app", "--hidden"])
+            .env("PERSYK_CONFIG", &settings)
+            .env("PULSE_SERVER", pulse.server_env())
+            .env("OPENAI_API_KEY", "sk-journey-test-key")
+            .env("XDG_DATA_HOME", dir.path().join("data"))
+            // No session bus: no Secret Service (the key comes from the environment)
+            // and no notification daemon; neither may stop the dictation.
+            .env_remove("DBUS_SESSION_BUS_ADDRESS");
         // Xvfb has no menu-bar host, so even `--hidden` shows the window (else the app
         // would be unreachable); it is up once its window is.
-        let persyk_window = wait_for("the app's window", &log, || {
-            if let Ok(Some(status)) = app.child.try_wait() {
-                panic!("persyk app exited ({status}):\n{}", app.log_text());
-            }
-            window("Persyk")
-        });
+        let (app, persyk_window) = App::launch(command, &log);
         let target = Target::start();
         Journey {
             dir,

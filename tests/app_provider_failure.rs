@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use app_support::real_app::{App, WAV_FACTS, persyk, sessions, wait_for, window};
+use app_support::real_app::{App, WAV_FACTS, persyk, sessions, wait_for};
 use app_support::x11::{in_xvfb_child, press};
 use fake_cli::FakeProvider;
 use support::pulse::{PulseServer, missing_tools};
@@ -51,27 +51,15 @@ fn dictate(dir: &Path, name: &str, pulse: &PulseServer, speech: &Path, base_url:
     });
     std::fs::write(&settings, json.to_string()).expect("write settings");
     let log = dir.join(format!("{name}.log"));
-    let mut app = App {
-        child: Command::new(env!("CARGO_BIN_EXE_persyk"))
-            .args(["app", "--hidden"])
-            .env("PERSYK_CONFIG", &settings)
-            .env("PULSE_SERVER", pulse.server_env())
-            .env("OPENAI_API_KEY", "sk-failure-test-key")
-            .env("XDG_DATA_HOME", dir.join("data"))
-            .env_remove("DBUS_SESSION_BUS_ADDRESS")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("log file"))
-            .spawn()
-            .expect("start persyk app"),
-        log: log.clone(),
-    };
-    let persyk_window = wait_for("the app's window", &log, || {
-        if let Ok(Some(status)) = app.child.try_wait() {
-            panic!("persyk app exited ({status}):\n{}", app.log_text());
-        }
-        window("Persyk")
-    });
+    let mut command = Command::new(env!("CARGO_BIN_EXE_persyk"));
+    command
+        .args(["app", "--hidden"])
+        .env("PERSYK_CONFIG", &settings)
+        .env("PULSE_SERVER", pulse.server_env())
+        .env("OPENAI_API_KEY", "sk-failure-test-key")
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env_remove("DBUS_SESSION_BUS_ADDRESS");
+    let (mut app, persyk_window) = App::launch(command, &log);
     press("alt+space");
     let session = wait_for("a published session folder", &log, || {
         sessions(&root).into_iter().next()

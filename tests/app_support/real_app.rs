@@ -1,9 +1,9 @@
 //! The real app as a child process, for the tests that drive the real binary under Xvfb
-//! (`app_journey`, `app_provider_failure`): waiting on what it writes, its window, the session
+//! (`app_journey`, `app_provider_failure`, `app_first_run`): launching it, waiting on what it writes, its window, the session
 //! folders it publishes, the CLI beside it and a WAV read back by Python's `wave`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// A dictation by the hotkey, as a user makes one: Alt+Space; the new session (one of
@@ -60,6 +60,28 @@ pub struct App {
 }
 
 impl App {
+    /// Starts `command` (the real binary with the test's arguments and environment), its
+    /// standard error in `log`, and waits for its window: the app and the window's id. The
+    /// app exiting before its window shows fails the test with its log.
+    pub fn launch(mut command: Command, log: &Path) -> (App, String) {
+        let mut app = App {
+            child: command
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(log).expect("log file"))
+                .spawn()
+                .expect("start persyk app"),
+            log: log.to_owned(),
+        };
+        let window = wait_for("the app's window", log, || {
+            if let Ok(Some(status)) = app.child.try_wait() {
+                panic!("persyk app exited ({status}):\n{}", app.log_text());
+            }
+            window("Persyk")
+        });
+        (app, window)
+    }
+
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
