@@ -1,6 +1,7 @@
 //! The real app as a child process, for the tests that drive the real binary under Xvfb
-//! (`app_journey`, `app_provider_failure`, `app_first_run`): launching it, waiting on what it writes, its window, the session
-//! folders it publishes, the CLI beside it and a WAV read back by Python's `wave`.
+//! (`app_journey`, `app_provider_failure`, `app_first_run`): launching it, waiting on what
+//! it writes, its window, the session folders it publishes, the CLI beside it and a WAV
+//! read back by Python's `wave`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
