@@ -129,8 +129,8 @@ impl Vocabulary {
         self.entries.is_empty()
     }
 
-    /// Stretches of `text` that sound like an entry and are not written as it, best first,
-    /// none overlapping another.
+    /// Stretches of `text` that sound like an entry and are not written as it, in text
+    /// order, none overlapping another (where two overlap, the more alike one is kept).
     pub fn suspects(&self, text: &str) -> Vec<Suspect> {
         if self.entries.is_empty() {
             return Vec::new();
