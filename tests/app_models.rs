@@ -549,7 +549,15 @@ fn issue26_07_the_spoken_language_and_translation_are_saved() {
         .get_by_role_and_label(Role::CheckBox, "Translate to English")
         .click();
     app.harness.step();
-    // Issue #26 item 8: the words apply on the device unless this (ticked) box is cleared.
+    // Issue #26 item 8: the words are there for the device too, and apply unless this
+    // (ticked) box is cleared.
+    let words = "Words Persyk should know (one per line)";
+    app.harness.get_by_label(words).focus();
+    app.harness.step();
+    app.harness
+        .get_by_label(words)
+        .type_text("Siobhan Kowalczyk");
+    app.harness.step();
     app.harness
         .get_by_role_and_label(Role::CheckBox, persyk::app::ui::LOCAL_VOCABULARY)
         .click();
@@ -562,5 +570,6 @@ fn issue26_07_the_spoken_language_and_translation_are_saved() {
     assert_eq!(saved.recognition.local_language.as_deref(), Some("de"));
     assert!(saved.recognition.local_translate);
     assert_eq!(saved.recognition.local_vocabulary, Some(false));
+    assert_eq!(saved.provider.keywords, ["Siobhan Kowalczyk"]);
     app.shutdown();
 }

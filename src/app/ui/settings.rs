@@ -273,6 +273,7 @@ impl PersykUi {
             if !self.form.local {
                 switch_model = self.provider_ui(ui);
             }
+            self.words_ui(ui);
         });
         widgets::section(ui, "Microphone", |ui| {
             if scroll_to == Some(SettingsSection::Microphone) {
@@ -430,6 +431,13 @@ impl PersykUi {
                     .hint_text("auto (or en; several: en, uk)"),
             )
         });
+        switch_model
+    }
+
+    /// "Words Persyk should know", for either engine; on the device with the checkbox that
+    /// applies them there.
+    fn words_ui(&mut self, ui: &mut egui::Ui) {
+        let f = &mut self.form;
         field(ui, "Words Persyk should know (one per line)", |ui| {
             ui.add(
                 egui::TextEdit::multiline(&mut f.keywords)
@@ -437,7 +445,12 @@ impl PersykUi {
                     .desired_rows(2),
             )
         });
-        switch_model
+        if f.local {
+            widgets::row(ui, "", |ui, _| {
+                ui.checkbox(&mut f.local_vocabulary, LOCAL_VOCABULARY);
+            });
+            ui.label(style::caption(LOCAL_VOCABULARY_CAPTION));
+        }
     }
 
     /// Microphone: the input device, noise reduction, pre-roll.
@@ -962,10 +975,6 @@ impl PersykUi {
                 ui.checkbox(&mut f.local_translate, "Translate to English");
             });
             ui.label(style::caption(LOCAL_LANGUAGE_CAPTION));
-            widgets::row(ui, "", |ui, _| {
-                ui.checkbox(&mut f.local_vocabulary, LOCAL_VOCABULARY);
-            });
-            ui.label(style::caption(LOCAL_VOCABULARY_CAPTION));
         }
         if self.form != before {
             self.form_saved = false;
@@ -1114,7 +1123,7 @@ pub const RECORD_PASTE_SHORTCUT: &str = "Record paste shortcut";
 pub const LOCAL_LANGUAGE_CAPTION: &str = "The language and translation apply to models for 99 \
      languages (base, large-v3-turbo); English-only models (.en) always hear English. \
      Translated dictation saves the English words, and the session notes the language.";
-pub const LOCAL_VOCABULARY: &str = "Write the \"Words Persyk should know\" on the device";
+pub const LOCAL_VOCABULARY: &str = "Use these words on the device";
 pub const LOCAL_VOCABULARY_CAPTION: &str = "Where the model writes something that sounds like \
      one of your words, Persyk recognizes that stretch again with the words as a hint and \
      takes your spelling only if the model agrees; nothing else changes, and the words it \
