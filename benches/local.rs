@@ -53,6 +53,11 @@
 //!    the full window again when in doubt) and with the full window alone: p50 / p95 time per
 //!    decode, how many reduced windows stood, the doubts by kind, and the words that differ
 //!    from the full window's text. **Baseline:** the full window's time.
+//! 9. **The vocabulary's search** (`PERSYK_BENCH_PART=vocabulary`, no model): what looking for
+//!    stretches that sound like a listed word costs per window of text (`local::vocabulary`,
+//!    the step every window takes when a list is set) — 40- and 100-word windows of the corpus
+//!    transcripts against lists of 4 and 200 entries, µs per window (p50 / p95). **Baseline:**
+//!    the same windows split into lower-case words.
 //!
 //! `PERSYK_BENCH_MODEL=ggml-base.bin` runs another model of `target/test-model` (default
 //! tiny.en). `PERSYK_BENCH_THREADS=N` sets the whisper.cpp threads (default: Persyk's, the cores up
@@ -287,6 +292,10 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(3)
         .max(1);
+    if std::env::var("PERSYK_BENCH_PART").as_deref() == Ok("vocabulary") {
+        vocabulary_search();
+        return;
+    }
     // `PERSYK_BENCH_MODEL`: another model file of target/test-model (`ggml-base.bin`, the
     // multilingual base scripts/fetch-test-model builds), told the corpus is English.
     let file = std::env::var("PERSYK_BENCH_MODEL").unwrap_or_else(|_| "ggml-tiny.en.bin".into());
@@ -837,4 +846,80 @@ fn short_windows(model: &LocalModel) {
         ),
     );
     println!("doubts: {doubts:?}");
+}
+
+/// Part 9 (`PERSYK_BENCH_PART=vocabulary`): the suspects search per window of text beside
+/// splitting the same text into lower-case words.
+fn vocabulary_search() {
+    use persyk::local::vocabulary::Vocabulary;
+    let texts: Vec<String> = corpus::manifest()
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|e| e.reference)
+        .collect();
+    let words: Vec<&str> = texts.iter().flat_map(|t| t.split_whitespace()).collect();
+    if words.len() < 100 {
+        println!("vocabulary: no corpus (scripts/fetch-corpus)");
+        return;
+    }
+    let four: Vec<String> = ["Siobhan Kowalczyk", "Persyk", "Kubernetes", "Zoë Kravitz"]
+        .map(str::to_owned)
+        .to_vec();
+    // 200 entries: the four, and invented product and person names of one to three words.
+    let mut many = four.clone();
+    let parts = [
+        "Nor", "vex", "Quil", "ton", "Brax", "ley", "Ost", "rin", "Dal", "mar",
+    ];
+    for i in 0..196 {
+        let a = format!("{}{}", parts[i % 10], parts[(i / 10) % 10]);
+        many.push(match i % 3 {
+            0 => a,
+            1 => format!("{a} {}{}", parts[(i + 3) % 10], parts[(i + 7) % 10]),
+            _ => format!("{a} {} Labs", parts[(i + 5) % 10]),
+        });
+    }
+    println!(
+        "{:<10} {:>8} {:>26} {:>26}",
+        "window", "entries", "suspects µs p50/p95", "split+lower µs p50/p95"
+    );
+    for size in [40usize, 100] {
+        let windows: Vec<String> = words
+            .chunks(size)
+            .filter(|c| c.len() == size)
+            .map(|c| c.join(" "))
+            .collect();
+        for list in [&four, &many] {
+            let vocabulary = Vocabulary::new(list);
+            let (mut searched, mut split) = (Vec::new(), Vec::new());
+            let mut found = 0usize;
+            for _ in 0..5 {
+                for w in &windows {
+                    let t = Instant::now();
+                    found += std::hint::black_box(vocabulary.suspects(w)).len();
+                    searched.push(t.elapsed());
+                    let t = Instant::now();
+                    let lower: Vec<String> = w.split_whitespace().map(str::to_lowercase).collect();
+                    std::hint::black_box(lower);
+                    split.push(t.elapsed());
+                }
+            }
+            println!(
+                "{:<10} {:>8} {:>26} {:>26}   ({} windows, {} suspects)",
+                format!("{size} words"),
+                list.len(),
+                micros(&searched),
+                micros(&split),
+                windows.len(),
+                found / 5
+            );
+        }
+    }
+}
+
+/// p50 / p95 of `times` in µs.
+fn micros(times: &[Duration]) -> String {
+    let mut us: Vec<f64> = times.iter().map(|d| d.as_secs_f64() * 1e6).collect();
+    us.sort_by(f64::total_cmp);
+    let at = |q: f64| us[((us.len() - 1) as f64 * q).round() as usize];
+    format!("{:.1} / {:.1}", at(0.5), at(0.95))
 }
