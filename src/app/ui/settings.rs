@@ -188,34 +188,22 @@ impl SettingsForm {
         s.recognition.local_threads = (self.local_threads > 0).then_some(self.local_threads);
         s.recognition.local_language = opt(&self.local_language);
         s.recognition.local_translate = self.local_translate;
-        // On is the default: written only when turned off or the file already said.
         s.recognition.local_vocabulary =
-            if self.local_vocabulary && base.recognition.local_vocabulary.is_none() {
-                None
-            } else {
-                Some(self.local_vocabulary)
-            };
-        // On is the default: written only when turned off or the file already said.
-        s.feedback.sounds = if self.sounds && base.feedback.sounds.is_none() {
-            None
-        } else {
-            Some(self.sounds)
-        };
-        s.feedback.indicator = if self.indicator && base.feedback.indicator.is_none() {
-            None
-        } else {
-            Some(self.indicator)
-        };
+            on_by_default(self.local_vocabulary, base.recognition.local_vocabulary);
+        s.feedback.sounds = on_by_default(self.sounds, base.feedback.sounds);
+        s.feedback.indicator = on_by_default(self.indicator, base.feedback.indicator);
         s.after_dictation = self.after.to_settings();
         s.appearance.theme = self.theme;
         s.cleanup = self.cleanup.to_settings(&base.cleanup);
-        s.updates.daily = if self.updates_daily && base.updates.daily.is_none() {
-            None
-        } else {
-            Some(self.updates_daily)
-        };
+        s.updates.daily = on_by_default(self.updates_daily, base.updates.daily);
         s
     }
+}
+
+/// A setting that is on unless the file says otherwise, as the form saves it: written only
+/// when turned off or when the file (`before`) already said.
+fn on_by_default(on: bool, before: Option<bool>) -> Option<bool> {
+    (!on || before.is_some()).then_some(on)
 }
 
 impl PersykUi {
