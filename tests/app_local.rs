@@ -130,24 +130,19 @@ impl Microphone for SaidMic {
     }
 }
 
-/// Issue #26 item 7 in the app: with a multilingual model, German as the spoken language and
-/// "Translate to English", German speech is copied as English words.
-#[test]
-fn issue26_07_german_dictation_is_copied_in_english() {
-    let model = support::multilingual_model();
-    let dir = tempfile::tempdir().unwrap();
-    let german = support::espeak_voice_as_recorded(
-        dir.path(),
-        "de",
-        "german",
-        "Das Wetter ist heute schön, und wir gehen am Nachmittag in den Park.",
-    );
-    let f = fixture_with(None, None, Arc::new(SaidMic(german)), None, |s| {
+/// One dictation of `said` through the app with on-device recognition by `model` (settings
+/// further changed by `edit`): started, its canonical text awaited, stopped, the recording
+/// saved; the one copy it made.
+fn dictate_on_the_device(
+    said: Vec<i16>,
+    model: &std::path::Path,
+    edit: impl FnOnce(&mut persyk::settings::Settings),
+) -> String {
+    let f = fixture_with(None, None, Arc::new(SaidMic(said)), None, |s| {
         s.provider.transcription_model = None;
         s.recognition.engine = RecognitionEngine::Local;
         s.recognition.local_model = Some(model.to_string_lossy().into_owned());
-        s.recognition.local_language = Some("de".into());
-        s.recognition.local_translate = true;
+        edit(s);
     });
     let mut app = UiApp::new(f, 640.0, 900.0);
     app.wait = WAIT;
@@ -161,16 +156,36 @@ fn issue26_07_german_dictation_is_copied_in_english() {
     app.wait_until("the saved recording", |h| {
         h.query_all_by_label_contains("Saved:").next().is_some()
     });
-    let copies = app.copies();
+    let mut copies = app.copies();
     assert_eq!(copies.len(), 1, "{copies:?}");
-    let words: Vec<String> = copies[0]
+    app.shutdown();
+    copies.remove(0)
+}
+
+/// Issue #26 item 7 in the app: with a multilingual model, German as the spoken language and
+/// "Translate to English", German speech is copied as English words.
+#[test]
+fn issue26_07_german_dictation_is_copied_in_english() {
+    let model = support::multilingual_model();
+    let dir = tempfile::tempdir().unwrap();
+    let german = support::espeak_voice_as_recorded(
+        dir.path(),
+        "de",
+        "german",
+        "Das Wetter ist heute schön, und wir gehen am Nachmittag in den Park.",
+    );
+    let copy = dictate_on_the_device(german, &model, |s| {
+        s.recognition.local_language = Some("de".into());
+        s.recognition.local_translate = true;
+    });
+    let words: Vec<String> = copy
         .split(|c: char| !c.is_alphanumeric())
         .map(str::to_lowercase)
         .collect();
     let has = |w: &str| words.iter().any(|x| x == w);
     // Whisper base renders espeak's German loosely; what must hold is that the copy is
     // English: the place it names, and none of the German words.
-    assert!(has("park"), "{copies:?}");
+    assert!(has("park"), "{copy:?}");
     for german in [
         "wetter",
         "ist",
@@ -182,9 +197,8 @@ fn issue26_07_german_dictation_is_copied_in_english() {
         "nachmittag",
         "den",
     ] {
-        assert!(!has(german), "{german}: {copies:?}");
+        assert!(!has(german), "{german}: {copy:?}");
     }
-    app.shutdown();
 }
 
 /// Issue #26 item 8 in the app: with a name among "Words Persyk should know" (on the device
@@ -199,27 +213,9 @@ fn issue26_08_a_listed_name_is_copied_as_listed() {
         "name",
         "Please send the quarterly report to Siobhan Kowalczyk before Thursday.",
     );
-    let f = fixture_with(None, None, Arc::new(SaidMic(said)), None, |s| {
-        s.provider.transcription_model = None;
+    let copy = dictate_on_the_device(said, &model, |s| {
         s.provider.keywords = vec!["Kubernetes".into(), "Siobhan Kowalczyk".into()];
-        s.recognition.engine = RecognitionEngine::Local;
-        s.recognition.local_model = Some(model.to_string_lossy().into_owned());
     });
-    let mut app = UiApp::new(f, 640.0, 900.0);
-    app.wait = WAIT;
-    app.click("Start dictation");
-    app.wait_until("canonical text", |h| {
-        h.query_all_by_role_and_label(Role::Button, "Copy")
-            .next()
-            .is_some()
-    });
-    app.click("Stop dictation");
-    app.wait_until("the saved recording", |h| {
-        h.query_all_by_label_contains("Saved:").next().is_some()
-    });
-    let copies = app.copies();
-    assert_eq!(copies.len(), 1, "{copies:?}");
-    assert!(copies[0].contains("Siobhan Kowalczyk"), "{copies:?}");
-    assert!(copies[0].contains("quarterly report"), "{copies:?}");
-    app.shutdown();
+    assert!(copy.contains("Siobhan Kowalczyk"), "{copy:?}");
+    assert!(copy.contains("quarterly report"), "{copy:?}");
 }
