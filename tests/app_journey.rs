@@ -106,19 +106,13 @@ impl Journey {
         // The app first (a user has it running), then the app they type in, which takes
         // focus.
         let log = dir.path().join("persyk.log");
-        let mut command = Command::new(env!("CARGO_BIN_EXE_persyk"));
-        command
-            .args(["app", "--hidden"])
-            .env("PERSYK_CONFIG", &settings)
-            .env("PULSE_SERVER", pulse.server_env())
-            .env("OPENAI_API_KEY", "sk-journey-test-key")
-            .env("XDG_DATA_HOME", dir.path().join("data"))
-            // No session bus: no Secret Service (the key comes from the environment)
-            // and no notification daemon; neither may stop the dictation.
-            .env_remove("DBUS_SESSION_BUS_ADDRESS");
-        // Xvfb has no menu-bar host, so even `--hidden` shows the window (else the app
-        // would be unreachable); it is up once its window is.
-        let (app, persyk_window) = App::launch(command, &log);
+        let (app, persyk_window) = App::launch_hidden_with_key(
+            &settings,
+            &pulse.server_env(),
+            "sk-journey-test-key",
+            &dir.path().join("data"),
+            &log,
+        );
         let target = Target::start();
         Journey {
             dir,

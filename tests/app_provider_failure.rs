@@ -51,15 +51,13 @@ fn dictate(dir: &Path, name: &str, pulse: &PulseServer, speech: &Path, base_url:
     });
     std::fs::write(&settings, json.to_string()).expect("write settings");
     let log = dir.join(format!("{name}.log"));
-    let mut command = Command::new(env!("CARGO_BIN_EXE_persyk"));
-    command
-        .args(["app", "--hidden"])
-        .env("PERSYK_CONFIG", &settings)
-        .env("PULSE_SERVER", pulse.server_env())
-        .env("OPENAI_API_KEY", "sk-failure-test-key")
-        .env("XDG_DATA_HOME", dir.join("data"))
-        .env_remove("DBUS_SESSION_BUS_ADDRESS");
-    let (mut app, persyk_window) = App::launch(command, &log);
+    let (mut app, persyk_window) = App::launch_hidden_with_key(
+        &settings,
+        &pulse.server_env(),
+        "sk-failure-test-key",
+        &dir.join("data"),
+        &log,
+    );
     press("alt+space");
     let session = wait_for("a published session folder", &log, || {
         sessions(&root).into_iter().next()

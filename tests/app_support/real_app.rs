@@ -83,6 +83,29 @@ impl App {
         (app, window)
     }
 
+    /// `persyk app --hidden` as a user with a key in the environment runs it: settings from
+    /// `settings`, the microphone on `pulse_server`, data under `data`, and no session bus —
+    /// no Secret Service (the key comes from the environment) and no notification daemon;
+    /// neither may stop a dictation. Xvfb has no menu-bar host, so even `--hidden` shows the
+    /// window (else the app would be unreachable). Started and awaited as [`App::launch`].
+    pub fn launch_hidden_with_key(
+        settings: &Path,
+        pulse_server: &str,
+        api_key: &str,
+        data: &Path,
+        log: &Path,
+    ) -> (App, String) {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_persyk"));
+        command
+            .args(["app", "--hidden"])
+            .env("PERSYK_CONFIG", settings)
+            .env("PULSE_SERVER", pulse_server)
+            .env("OPENAI_API_KEY", api_key)
+            .env("XDG_DATA_HOME", data)
+            .env_remove("DBUS_SESSION_BUS_ADDRESS");
+        App::launch(command, log)
+    }
+
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
