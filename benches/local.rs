@@ -272,14 +272,19 @@ fn write_wav(path: &Path, samples: &[i16]) {
 
 /// Median and p95 (nearest rank) in milliseconds.
 fn stats(times: &[Duration]) -> String {
-    let mut ms: Vec<u128> = times.iter().map(Duration::as_millis).collect();
-    ms.sort_unstable();
-    if ms.is_empty() {
-        return "-".into();
+    match p50_p95(times) {
+        Some((median, p95)) => format!("{} / {}", median.as_millis(), p95.as_millis()),
+        None => "-".into(),
     }
-    let median = ms[(ms.len() - 1) / 2];
-    let p95 = ms[((ms.len() as f64 * 0.95).ceil() as usize).clamp(1, ms.len()) - 1];
-    format!("{median} / {p95}")
+}
+
+/// The median and the 95th percentile (nearest rank) of `times`.
+fn p50_p95(times: &[Duration]) -> Option<(Duration, Duration)> {
+    let mut sorted = times.to_vec();
+    sorted.sort_unstable();
+    let median = *sorted.get((sorted.len().checked_sub(1)?) / 2)?;
+    let p95 = sorted[((sorted.len() as f64 * 0.95).ceil() as usize).clamp(1, sorted.len()) - 1];
+    Some((median, p95))
 }
 
 fn mean_wer(reference: &str, texts: &[String]) -> f64 {
@@ -918,8 +923,12 @@ fn vocabulary_search() {
 
 /// p50 / p95 of `times` in µs.
 fn micros(times: &[Duration]) -> String {
-    let mut us: Vec<f64> = times.iter().map(|d| d.as_secs_f64() * 1e6).collect();
-    us.sort_by(f64::total_cmp);
-    let at = |q: f64| us[((us.len() - 1) as f64 * q).round() as usize];
-    format!("{:.1} / {:.1}", at(0.5), at(0.95))
+    match p50_p95(times) {
+        Some((median, p95)) => format!(
+            "{:.1} / {:.1}",
+            median.as_secs_f64() * 1e6,
+            p95.as_secs_f64() * 1e6
+        ),
+        None => "-".into(),
+    }
 }
