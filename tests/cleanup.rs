@@ -90,7 +90,10 @@ fn issue27_a_tidy_clean_up_is_delivered_and_stored_beside_the_spoken_words() {
     assert_eq!(d["delivery"], "delivered");
     assert_eq!(d["rewritten"], false);
     assert_eq!(d["promptSha256"].as_str().map(str::len), Some(64));
-    assert!(d["fidelity"]["recall"].as_f64().expect("recall") >= 0.9);
+    // The guard's figures: every edit of a listed kind, counts only.
+    assert_eq!(d["fidelity"]["checked"], "edits");
+    assert_eq!(d["fidelity"]["edits"]["unlisted"], 0);
+    assert_eq!(d["fidelity"]["edits"]["fillers"], 2);
     support::check_session(&dir);
 
     // The request: instructions in the system message, the transcript alone and framed in
@@ -121,10 +124,10 @@ fn issue27_an_answering_or_failing_model_delivers_the_spoken_words_with_a_reason
     let cases: Vec<(Reply, &str)> = vec![
         (
             Reply::Content("The meeting is now on Friday at 3 PM. Would you like me to send an invite to everyone?".into()),
-            "cleanup.words-missing",
+            "cleanup.numbers-changed",
         ),
         (Reply::Content("Paris.".into()), "cleanup.numbers-changed"),
-        (Reply::Content("Paris is the capital at 3.".into()), "cleanup.words-missing"),
+        (Reply::Content("Paris is the capital at 3.".into()), "cleanup.date-changed"),
         (Reply::Content("I think we should move the meeting to Friday at 4.".into()), "cleanup.numbers-changed"),
         (Reply::Content(String::new()), "cleanup.empty"),
         (

@@ -168,10 +168,14 @@ mod tests {
                 location: Some("this-device".into()),
             },
             latency_ms: 412,
-            fidelity: Some(super::super::guard::measure(
-                "so um call me back",
-                "Call me back.",
-            )),
+            fidelity: Some(
+                super::super::guard::check(
+                    "so um call me back",
+                    "Call me back.",
+                    super::super::guard::Strictness::Strict,
+                )
+                .0,
+            ),
             replacements: None,
         }
     }
@@ -197,7 +201,8 @@ mod tests {
         assert_eq!(details["latencyMs"], 412);
         assert_eq!(details["delivery"], "delivered");
         assert_eq!(details["rewritten"], false);
-        assert_eq!(details["fidelity"]["recall"], 1.0);
+        assert_eq!(details["fidelity"]["checked"], "edits");
+        assert_eq!(details["fidelity"]["edits"]["fillers"], 1);
         let text = serde_json::to_string(details).expect("json");
         assert!(!text.contains("call me back"), "{text}");
     }
