@@ -124,10 +124,10 @@ fn issue27_an_answering_or_failing_model_delivers_the_spoken_words_with_a_reason
     let cases: Vec<(Reply, &str)> = vec![
         (
             Reply::Content("The meeting is now on Friday at 3 PM. Would you like me to send an invite to everyone?".into()),
-            "cleanup.numbers-changed",
+            "cleanup.words-missing",
         ),
-        (Reply::Content("Paris.".into()), "cleanup.numbers-changed"),
-        (Reply::Content("Paris is the capital at 3.".into()), "cleanup.date-changed"),
+        (Reply::Content("Paris.".into()), "cleanup.words-missing"),
+        (Reply::Content("Paris is the capital at 3.".into()), "cleanup.words-missing"),
         (Reply::Content("I think we should move the meeting to Friday at 4.".into()), "cleanup.numbers-changed"),
         (Reply::Content(String::new()), "cleanup.empty"),
         (
@@ -201,6 +201,59 @@ fn issue27_a_server_that_refuses_the_reasoning_field_is_asked_again_without_it_o
         .collect();
     // Refused, retried without, and the same client never sends it again.
     assert_eq!(with_field, [true, false, false]);
+}
+
+/// Issue #35 item 5: the reply is asked for as `{"text": …}` under a JSON schema; a server
+/// that honours it is read as that one field, whatever the text says.
+#[test]
+fn issue35_a_structured_reply_is_read_as_its_one_field() {
+    let structured = serde_json::json!({ "text": TIDY }).to_string();
+    let server = ChatServer::start(vec![Reply::Content(structured)]);
+    let (_tmp, _dir, mut c) = fresh_session();
+    let source = support::say(&mut c, SPOKEN);
+    let cleaned = cleaner(&server, ModelMode::Tidy, Duration::from_secs(10))
+        .start(c.handle(), &[source], None)
+        .wait();
+    assert_eq!(cleaned.chosen, Chosen::Model);
+    assert_eq!(cleaned.text, TIDY);
+    let req = &server.requests()[0];
+    assert_eq!(req["response_format"]["type"], "json_schema");
+    assert_eq!(
+        req["response_format"]["json_schema"]["schema"]["required"][0],
+        "text"
+    );
+}
+
+/// A server that refuses `response_format` is asked without the reasoning field, then
+/// without the schema, and this client sends neither again; its plain replies are used.
+#[test]
+fn issue35_a_server_that_refuses_the_schema_is_asked_without_it() {
+    let server = ChatServer::start(vec![Reply::RefuseField(
+        "response_format",
+        Box::new(Reply::Content(TIDY.into())),
+    )]);
+    let (_tmp, _dir, mut c) = fresh_session();
+    let cleaner = cleaner(&server, ModelMode::Tidy, Duration::from_secs(10));
+    for _ in 0..2 {
+        let source = support::say(&mut c, SPOKEN);
+        let cleaned = cleaner.start(c.handle(), &[source], None).wait();
+        assert_eq!(cleaned.chosen, Chosen::Model);
+        assert_eq!(cleaned.text, TIDY);
+    }
+    let sent: Vec<(bool, bool)> = server
+        .requests()
+        .iter()
+        .map(|r| {
+            (
+                r.get("reasoning_effort").is_some(),
+                r.get("response_format").is_some(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        sent,
+        [(true, true), (false, true), (false, false), (false, false)]
+    );
 }
 
 #[test]

@@ -7,8 +7,10 @@
 //!   [`crate::endpoint`]); a loopback server is labelled "this-device", anything else
 //!   "cloud".
 //! - Every request: temperature 0, `max_tokens` bounded by the input's length, reasoning
-//!   asked off (`reasoning_effort: "none"`); a server that refuses that field (HTTP 400 or
-//!   422) is asked again once without it, and this client remembers not to send it again.
+//!   asked off (`reasoning_effort: "none"`) and a structured reply asked for
+//!   (`response_format` with a JSON schema holding the text); a server that refuses a field
+//!   (HTTP 400 or 422) is asked again without the reasoning field, then without the schema,
+//!   and this client remembers not to send what it answered without.
 //! - Every wait has a deadline: connect and the whole exchange are bounded
 //!   ([`Timeouts`]); a reply body is read up to [`MAX_REPLY_BYTES`].
 //! - The key is sent only in the `Authorization` header; it is in no error, no `Debug`
@@ -120,6 +122,7 @@ pub struct Client {
     config: ServerConfig,
     on_this_device: bool,
     send_reasoning: AtomicBool,
+    send_schema: AtomicBool,
 }
 
 impl std::fmt::Debug for Client {
@@ -138,6 +141,8 @@ pub struct Reply {
     pub content: String,
     /// Whether the reasoning field was sent with the request that answered.
     pub reasoning_field_sent: bool,
+    /// Whether the structured-reply schema was sent with the request that answered.
+    pub schema_sent: bool,
 }
 
 impl Client {
@@ -159,6 +164,7 @@ impl Client {
             },
             on_this_device,
             send_reasoning: AtomicBool::new(true),
+            send_schema: AtomicBool::new(true),
         })
     }
 
@@ -177,15 +183,31 @@ impl Client {
 
     /// Asks for one completion of `prompt`, with at most `max_tokens` of reply.
     pub fn complete(&self, prompt: &Prompt, max_tokens: u32) -> Result<Reply, ClientError> {
-        let with_field = self.send_reasoning.load(Ordering::Relaxed);
-        match self.request(prompt, max_tokens, with_field) {
-            Err(ClientError::HttpStatus { status: 400 | 422 }) if with_field => {
-                let reply = self.request(prompt, max_tokens, false)?;
-                // It answered without the field: never send it to this server again.
-                self.send_reasoning.store(false, Ordering::Relaxed);
-                Ok(reply)
+        let mut reasoning = self.send_reasoning.load(Ordering::Relaxed);
+        let mut schema = self.send_schema.load(Ordering::Relaxed);
+        loop {
+            match self.request(prompt, max_tokens, reasoning, schema) {
+                // A field was refused; the server does not say which: the reasoning field
+                // goes first, then the schema (at most three requests).
+                Err(ClientError::HttpStatus { status: 400 | 422 }) if reasoning || schema => {
+                    if reasoning {
+                        reasoning = false;
+                    } else {
+                        schema = false;
+                    }
+                }
+                Ok(reply) => {
+                    // It answered without them: never send those to this server again.
+                    if !reasoning {
+                        self.send_reasoning.store(false, Ordering::Relaxed);
+                    }
+                    if !schema {
+                        self.send_schema.store(false, Ordering::Relaxed);
+                    }
+                    return Ok(reply);
+                }
+                Err(e) => return Err(e),
             }
-            other => other,
         }
     }
 
@@ -194,6 +216,7 @@ impl Client {
         prompt: &Prompt,
         max_tokens: u32,
         reasoning_field: bool,
+        schema: bool,
     ) -> Result<Reply, ClientError> {
         let messages: Vec<Value> = prompt
             .messages
@@ -209,6 +232,9 @@ impl Client {
         });
         if reasoning_field {
             body["reasoning_effort"] = json!("none");
+        }
+        if schema {
+            body["response_format"] = super::prompt::reply_schema();
         }
         let url = format!("{}/chat/completions", self.config.base_url);
         let mut request = self
@@ -237,6 +263,7 @@ impl Client {
         parse_reply(&raw).map(|content| Reply {
             content,
             reasoning_field_sent: reasoning_field,
+            schema_sent: schema,
         })
     }
 }

@@ -377,27 +377,132 @@ struct Worker {
     on_late: Option<LateHook>,
 }
 
+/// One model pass over `input`: the request, the reply's text, the guard.
+struct Answer {
+    /// The clean-up, or why there is none (a client or guard code).
+    outcome: Result<String, &'static str>,
+    /// What the guard found (absent when no reply came).
+    report: Option<guard::Report>,
+}
+
+fn ask(model: &ModelSetup, input: &str, quote: bool) -> Answer {
+    let nonce = prompt::nonce();
+    let built = prompt::build(&model.mode, input, &nonce);
+    let reply = match model.client.complete(&built, max_tokens_for(input)) {
+        Ok(reply) => reply,
+        Err(e) => {
+            return Answer {
+                outcome: Err(e.code()),
+                report: None,
+            };
+        }
+    };
+    let text = reply
+        .schema_sent
+        .then(|| prompt::structured_text(&reply.content))
+        .flatten()
+        .unwrap_or_else(|| {
+            let plain = prompt::extract(&reply.content, &nonce, input);
+            // A structured reply in a code fence is still structured.
+            prompt::structured_text(&plain).unwrap_or(plain)
+        });
+    let strictness = model.mode.strictness();
+    let report = if quote {
+        guard::report(input, &text, strictness)
+    } else {
+        let (fidelity, verdict) = guard::check(input, &text, strictness);
+        guard::Report {
+            fidelity,
+            verdict,
+            edits: Vec::new(),
+        }
+    };
+    Answer {
+        outcome: report
+            .verdict
+            .map(|()| text)
+            .map_err(guard::Rejection::code),
+        report: Some(report),
+    }
+}
+
+/// What a clean-up would deliver, written nowhere (`persyk cleanup`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Preview {
+    /// What would be copied or pasted.
+    pub text: String,
+    pub chosen: Chosen,
+    /// Why the model's clean-up would not be delivered; `None` when it would be, or when no
+    /// model was asked.
+    pub reason: Option<&'static str>,
+    /// What the guard found in the model's reply, edits quoted.
+    pub report: Option<guard::Report>,
+    pub latency: Duration,
+}
+
+impl Cleaner {
+    /// The clean-up of `spoken` as a dictation would get it — replacements, the model within
+    /// the deadline, the guard — with nothing stored. A reply after the deadline is dropped.
+    pub fn preview(&self, spoken: &str) -> Preview {
+        let started = Instant::now();
+        let applied = self.replacements.apply(spoken.trim());
+        let (fallback, chosen) = if applied.count > 0 {
+            (applied.text.clone(), Chosen::Replaced)
+        } else {
+            (spoken.trim().to_owned(), Chosen::Spoken)
+        };
+        let as_spoken = |reason: Option<&'static str>, report: Option<guard::Report>| Preview {
+            text: fallback.clone(),
+            chosen,
+            reason,
+            report,
+            latency: started.elapsed(),
+        };
+        let Some(model) = &self.model else {
+            return as_spoken(None, None);
+        };
+        if replace::words(&applied.text).len() < MIN_WORDS {
+            return as_spoken(Some("cleanup.too-short"), None);
+        }
+        let (tx, rx) = mpsc::channel();
+        let (model, input) = (model.clone(), applied.text.clone());
+        let spawned = std::thread::Builder::new()
+            .name("persyk-cleanup".into())
+            .spawn(move || {
+                let _ = tx.send(ask(&model, &input, true));
+            });
+        if spawned.is_err() {
+            return as_spoken(Some("cleanup.no-thread"), None);
+        }
+        let left = (started + self.deadline).saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(Answer {
+                outcome: Ok(text),
+                report,
+            }) => Preview {
+                text,
+                chosen: Chosen::Model,
+                reason: None,
+                report,
+                latency: started.elapsed(),
+            },
+            Ok(Answer {
+                outcome: Err(code),
+                report,
+            }) => as_spoken(Some(code), report),
+            Err(RecvTimeoutError::Timeout) => as_spoken(Some("cleanup.timeout"), None),
+            Err(RecvTimeoutError::Disconnected) => as_spoken(Some("cleanup.worker-failed"), None),
+        }
+    }
+}
+
 impl Worker {
     fn run(self) {
-        let nonce = prompt::nonce();
-        let built = prompt::build(&self.model.mode, &self.input, &nonce);
-        let reply = self
-            .model
-            .client
-            .complete(&built, max_tokens_for(&self.input));
+        let answer = ask(&self.model, &self.input, false);
         let latency_ms = self.started.elapsed().as_millis() as u64;
         let strictness = self.model.mode.strictness();
-        let (outcome, fidelity) = match reply {
-            Err(e) => (Err(e.code()), None),
-            Ok(reply) => {
-                let text = prompt::extract(&reply.content, &nonce);
-                let (fidelity, verdict) = guard::check(&self.input, &text, strictness);
-                match verdict {
-                    Ok(()) => (Ok(text), Some(fidelity)),
-                    Err(rejection) => (Err(rejection.code()), Some(fidelity)),
-                }
-            }
-        };
+        let outcome = answer.outcome;
+        let fidelity = answer.report.map(|r| r.fidelity);
         let mut provenance = self.provenance;
         provenance.latency_ms = latency_ms;
         provenance.fidelity = fidelity;

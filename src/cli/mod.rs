@@ -9,6 +9,7 @@
 //! menu-bar app (`LSUIElement`) that exits with a usage error shows nothing at all.
 
 mod check;
+mod cleanup;
 mod context;
 #[cfg(feature = "app")]
 mod dictate;
@@ -189,6 +190,34 @@ enum Command {
         #[command(subcommand)]
         action: ModelsAction,
     },
+    /// Clean up dictated text (stdin, or a session's spoken words) as a dictation would, and
+    /// print what would be pasted; nothing is stored.
+    Cleanup {
+        /// Clean up this session's spoken words (at its default leaf) instead of stdin.
+        #[arg(long)]
+        session: Option<PathBuf>,
+        /// spoken, tidy, polish, email, translate or custom (default: the settings' mode).
+        #[arg(long)]
+        mode: Option<String>,
+        /// Translate's language (default: the settings').
+        #[arg(long)]
+        language: Option<String>,
+        /// The instruction of `--mode custom` (default: the settings').
+        #[arg(long)]
+        instruction: Option<String>,
+        /// The model server's base URL (default: the settings'); another server gets no key.
+        #[arg(long)]
+        server: Option<String>,
+        /// The model's name (default: the settings').
+        #[arg(long)]
+        model: Option<String>,
+        /// How long to wait for the model, 500-120000 ms (default: the settings' deadline).
+        #[arg(long)]
+        deadline_ms: Option<u32>,
+        /// Print JSON: the text, the verdict, the edits the guard found and its figures.
+        #[arg(long)]
+        json: bool,
+    },
     /// Serve a scripted fake of the OpenAI Realtime API on 127.0.0.1 (for client tests).
     FakeProvider {
         /// Scenario JSON (see tests/scenarios/).
@@ -347,6 +376,25 @@ pub fn run() -> ExitCode {
             ModelsAction::Download { name } => models::download(&name),
             ModelsAction::Rm { name } => models::rm(&name),
         },
+        Command::Cleanup {
+            session,
+            mode,
+            language,
+            instruction,
+            server,
+            model,
+            deadline_ms,
+            json,
+        } => cleanup::run(cleanup::Args {
+            session: session.as_deref(),
+            mode: mode.as_deref(),
+            language: language.as_deref(),
+            instruction: instruction.as_deref(),
+            server: server.as_deref(),
+            model: model.as_deref(),
+            deadline_ms,
+            json,
+        }),
         Command::FakeProvider {
             scenario,
             port,

@@ -6,6 +6,7 @@
 mod app;
 mod bundle;
 mod capture;
+mod cleanup;
 mod history;
 mod local;
 mod local_models;

@@ -372,8 +372,22 @@ fn tidy_reason(s: &Text, o: &Text, edits: &[tidy::Edit]) -> Rejection {
             Rejection::WordsAdded
         };
     }
+    // Most of what was said is gone: that is the change, whatever the words were.
+    let lost: usize = unlisted
+        .iter()
+        .filter(|e| e.kind != EditKind::Added)
+        .map(|e| e.spoken.len())
+        .sum();
+    if lost * 2 > s.len() {
+        return Rejection::WordsMissing;
+    }
     let mut found: Vec<Rejection> = Vec::new();
-    for e in &unlisted {
+    // A word changed, added or dropped here and there names its kind; a long stretch
+    // dropped or added is words missing or added, whatever it held.
+    for e in unlisted
+        .iter()
+        .filter(|e| e.spoken.len() <= 3 && e.output.len() <= 3)
+    {
         for i in e.spoken.clone() {
             found.extend(meaning::class_of(&s.tokens, i));
         }
