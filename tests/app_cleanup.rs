@@ -71,8 +71,13 @@ fn of_type(all: &[Value], t: &str) -> usize {
 
 /// Start; stop once the spoken words are a saved message.
 fn dictate(app: &mut UiApp) {
+    dictate_words(app, SPOKEN);
+}
+
+/// Start; stop once `spoken` is a saved message.
+fn dictate_words(app: &mut UiApp, spoken: &str) {
     app.click("Start dictation");
-    app.wait_label(SPOKEN);
+    app.wait_label(spoken);
     app.wait_until("the saved message", |h| {
         h.query_all_by_role_and_label(egui::accesskit::Role::Button, "Copy")
             .next()
@@ -162,6 +167,72 @@ fn issue27_a_tidy_dictation_copies_the_clean_up_and_keeps_both_texts() {
     app.shutdown();
 }
 
+/// An app whose microphone says `spoken`, cleaning up in `mode` through `server`.
+fn app_saying(server: &ChatServer, spoken: &str, mode: CleanupMode) -> UiApp {
+    let url = server.url();
+    UiApp::new(
+        fixture(
+            Some(one_utterance("app-cleanup", spoken)),
+            Some("sk-test-app"),
+            3.0,
+            |s| {
+                s.cleanup.mode = mode;
+                s.cleanup.language = "German".into();
+                s.cleanup.base_url = url;
+                s.cleanup.model = "tiny-cleaner".into();
+            },
+        ),
+        640.0,
+        900.0,
+    )
+}
+
+/// Issue #35 item 8: "Pasted as spoken: …" names the kind of change the guard refused, and
+/// the words go out as spoken.
+#[test]
+fn issue35_08_the_window_names_the_change_it_refused() {
+    for (spoken, reply, sentence) in [
+        (
+            "I can't make it to the review on Tuesday",
+            "I can make it to the review on Tuesday.",
+            "Pasted as spoken: it changed a “not”.",
+        ),
+        (
+            "is the build server down right now",
+            "Yes, the build server is down right now.",
+            "Pasted as spoken: it answered your question.",
+        ),
+    ] {
+        let server = ChatServer::start(vec![Reply::Content(reply.into())]);
+        let mut app = app_saying(&server, spoken, CleanupMode::Tidy);
+        dictate_words(&mut app, spoken);
+        app.wait_label(sentence);
+        assert_eq!(app.copies(), [spoken]);
+        app.shutdown();
+    }
+}
+
+/// Issue #35 item 4: a translation is pasted, and says in the window and in history that
+/// only its numbers, names and questions were checked.
+#[test]
+fn issue35_04_a_translation_says_it_was_not_checked_for_meaning() {
+    let german = "Ich glaube, wir sollten das Treffen auf Freitag verschieben.";
+    let server = ChatServer::start(vec![Reply::Content(german.into())]);
+    let mut app = app_saying(&server, SPOKEN, CleanupMode::Translate);
+    dictate(&mut app);
+    app.wait_label("Translated: not checked for meaning (its numbers, names and questions were).");
+    assert_eq!(app.copies(), [german]);
+    app.click("Search");
+    app.wait_until("the session's row", |h| {
+        h.query_all_by_role_and_label(egui::accesskit::Role::Button, "Open")
+            .next()
+            .is_some()
+    });
+    app.click("Open");
+    app.wait_label("not checked for meaning");
+    app.shutdown();
+}
+
 #[test]
 fn issue27_an_answering_model_pastes_the_spoken_words_and_says_why() {
     let server = ChatServer::start(vec![Reply::Content(
@@ -169,7 +240,7 @@ fn issue27_an_answering_model_pastes_the_spoken_words_and_says_why() {
     )]);
     let mut app = app_with(Some(&server), |_| {});
     dictate(&mut app);
-    app.wait_label("Pasted as spoken: the clean-up left out words you said.");
+    app.wait_label("Pasted as spoken: it left out words you said.");
     assert_eq!(app.copies(), [SPOKEN]);
     let all = entries(&app);
     assert_eq!(of_type(&all, "persyk.cleanup"), 0);

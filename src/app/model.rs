@@ -255,6 +255,8 @@ pub struct CleanupMeta {
     pub mode: String,
     /// Allowed to change the wording (Polish, Email, Translate, custom).
     pub rewritten: bool,
+    /// The guard could check only numbers, names and questions (a translation).
+    pub partial: bool,
 }
 
 impl CleanupMeta {
@@ -274,10 +276,12 @@ impl CleanupMeta {
             delivered: d["delivery"] == "delivered",
             mode: d["mode"].as_str().unwrap_or_default().to_owned(),
             rewritten: d["rewritten"] == true,
+            partial: d["fidelity"]["checked"] == "partial",
         }
     }
 
-    /// "Cleaned up (tidy)", "Replacements", "Cleaned up (polish), rewritten, arrived late".
+    /// "Cleaned up (tidy)", "Replacements", "Cleaned up (polish), rewritten, arrived late",
+    /// "Cleaned up (translate:German), rewritten, not checked for meaning".
     pub fn caption(&self) -> String {
         let mut s = if self.mode == "replacements" {
             "Replacements".to_owned()
@@ -286,6 +290,9 @@ impl CleanupMeta {
         };
         if self.rewritten {
             s.push_str(", rewritten");
+        }
+        if self.partial {
+            s.push_str(", not checked for meaning");
         }
         if !self.delivered {
             s.push_str(", arrived late");

@@ -368,6 +368,11 @@ pub(super) fn cleaning_status_ui(ui: &mut egui::Ui, mode: &str, actions: &mut Ve
 pub(super) fn outcome_ui(ui: &mut egui::Ui, f: &Finished) {
     let Some(c) = &f.cleanup else { return };
     match (c.chosen, c.reason) {
+        (Chosen::Model, _) if c.mode == CleanupMode::Translate.label() => {
+            ui.label(
+                "Translated: not checked for meaning (its numbers, names and questions were).",
+            );
+        }
         (Chosen::Model, _) => {
             ui.label(format!("Cleaned up ({}).", c.mode));
         }
@@ -387,15 +392,14 @@ pub(super) fn outcome_ui(ui: &mut egui::Ui, f: &Finished) {
 
 /// Why the words went out as spoken, as a sentence.
 pub(super) fn reason_sentence(code: &str) -> &'static str {
+    // The guard names the kind of change it refused ("…it changed a “not”.").
+    if let Some(r) = crate::cleanup::guard::Rejection::from_code(code) {
+        return r.sentence();
+    }
     match code {
         "cleanup.timeout" => "the clean-up took longer than its deadline.",
         "cleanup.cancelled" => "you chose your words.",
         "cleanup.too-short" => "three words or fewer need no clean-up.",
-        "cleanup.words-missing" => "the clean-up left out words you said.",
-        "cleanup.words-added" => "the clean-up added things you did not say.",
-        "cleanup.numbers-changed" => "the clean-up changed a number.",
-        "cleanup.length" => "the clean-up was much shorter or longer than what you said.",
-        "cleanup.empty" => "the model answered with nothing.",
         "cleanup.unreachable" => "the model server could not be reached.",
         "cleanup.unauthorized" => "the model server refused the key.",
         "cleanup.rate-limited" => "the model server is busy.",
