@@ -383,6 +383,8 @@ struct Answer {
     outcome: Result<String, &'static str>,
     /// What the guard found (absent when no reply came).
     report: Option<guard::Report>,
+    /// The model's text as the guard judged it, refused or not (for `persyk cleanup` only).
+    text: Option<String>,
 }
 
 fn ask(model: &ModelSetup, input: &str, quote: bool) -> Answer {
@@ -394,6 +396,7 @@ fn ask(model: &ModelSetup, input: &str, quote: bool) -> Answer {
             return Answer {
                 outcome: Err(e.code()),
                 report: None,
+                text: None,
             };
         }
     };
@@ -420,9 +423,10 @@ fn ask(model: &ModelSetup, input: &str, quote: bool) -> Answer {
     Answer {
         outcome: report
             .verdict
-            .map(|()| text)
+            .map(|()| text.clone())
             .map_err(guard::Rejection::code),
         report: Some(report),
+        text: quote.then_some(text),
     }
 }
 
@@ -437,6 +441,8 @@ pub struct Preview {
     pub reason: Option<&'static str>,
     /// What the guard found in the model's reply, edits quoted.
     pub report: Option<guard::Report>,
+    /// The model's clean-up as judged, whether delivered or refused.
+    pub model_text: Option<String>,
     pub latency: Duration,
 }
 
@@ -451,12 +457,16 @@ impl Cleaner {
         } else {
             (spoken.trim().to_owned(), Chosen::Spoken)
         };
-        let as_spoken = |reason: Option<&'static str>, report: Option<guard::Report>| Preview {
-            text: fallback.clone(),
-            chosen,
-            reason,
-            report,
-            latency: started.elapsed(),
+        let as_spoken = |reason: Option<&'static str>, answer: Option<Answer>| {
+            let (report, model_text) = answer.map_or((None, None), |a| (a.report, a.text));
+            Preview {
+                text: fallback.clone(),
+                chosen,
+                reason,
+                report,
+                model_text,
+                latency: started.elapsed(),
+            }
         };
         let Some(model) = &self.model else {
             return as_spoken(None, None);
@@ -479,17 +489,20 @@ impl Cleaner {
             Ok(Answer {
                 outcome: Ok(text),
                 report,
+                text: model_text,
             }) => Preview {
                 text,
                 chosen: Chosen::Model,
                 reason: None,
                 report,
+                model_text,
                 latency: started.elapsed(),
             },
-            Ok(Answer {
-                outcome: Err(code),
-                report,
-            }) => as_spoken(Some(code), report),
+            Ok(
+                answer @ Answer {
+                    outcome: Err(code), ..
+                },
+            ) => as_spoken(Some(code), Some(answer)),
             Err(RecvTimeoutError::Timeout) => as_spoken(Some("cleanup.timeout"), None),
             Err(RecvTimeoutError::Disconnected) => as_spoken(Some("cleanup.worker-failed"), None),
         }

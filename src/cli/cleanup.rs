@@ -8,8 +8,9 @@
 //! - The key comes from the secret store, and only for the server the settings name: a
 //!   `--server` of another origin gets no key.
 //! - Human output is the text alone on stdout; why the words went out as spoken goes to
-//!   stderr as a sentence and its code. `--json` adds the verdict, the edits the guard found
-//!   (quoted: this is the user's own terminal) and the figures.
+//!   stderr as a sentence and its code. `--json` adds the verdict, the model's text (refused
+//!   or not), the edits the guard found (quoted: this is the user's own terminal) and the
+//!   figures.
 
 use std::io::Read;
 use std::path::Path;
@@ -86,8 +87,8 @@ fn prepare(args: &Args<'_>) -> Result<(CleanupSettings, String), String> {
         s.model = m.to_owned();
     }
     if let Some(ms) = args.deadline_ms {
-        if !(500..=120_000).contains(&ms) {
-            return Err("cli.invalid-argument: --deadline-ms is 500 to 120000".into());
+        if !(500..=30_000).contains(&ms) {
+            return Err("cli.invalid-argument: --deadline-ms is 500 to 30000".into());
         }
         s.deadline_ms = Some(ms);
     }
@@ -236,6 +237,7 @@ fn as_json(p: &Preview, mode: Option<&ModelMode>, s: &CleanupSettings) -> serde_
         "sentence": p.reason.and_then(Rejection::from_code).map(Rejection::sentence),
         "checked": p.report.as_ref().map(|r| r.fidelity.checked),
         "fidelity": p.report.as_ref().map(|r| r.fidelity),
+        "modelText": p.model_text,
         "edits": edits,
         "latencyMs": p.latency.as_millis() as u64,
     })

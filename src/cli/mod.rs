@@ -211,7 +211,7 @@ enum Command {
         /// The model's name (default: the settings').
         #[arg(long)]
         model: Option<String>,
-        /// How long to wait for the model, 500-120000 ms (default: the settings' deadline).
+        /// How long to wait for the model, 500-30000 ms (default: the settings' deadline).
         #[arg(long)]
         deadline_ms: Option<u32>,
         /// Print JSON: the text, the verdict, the edits the guard found and its figures.

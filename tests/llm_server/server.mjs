@@ -13,7 +13,9 @@
 //   POST /v1/chat/completions  → non-streaming completions; temperature and max_tokens
 //                                honoured; finish_reason "length" when max_tokens cut it.
 // Requests are answered one at a time (one context, CPU only). Other fields, such as
-// `reasoning_effort`, are ignored, as llama-server does.
+// `reasoning_effort`, are ignored, as llama-server does; so is `response_format` (a JSON
+// schema turned into a grammar made this model loop to its token limit, 37–84 s a reply on
+// two cores), so the test model exercises Persyk's plain-reply path.
 import http from "node:http";
 import path from "node:path";
 import { getLlama, LlamaChatSession } from "node-llama-cpp";

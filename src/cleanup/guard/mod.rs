@@ -17,7 +17,8 @@
 //!   another language, so an accepted translation is marked `checked: "partial"`.
 //!
 //! In every mode a question stays a question: fewer questions than were spoken refuses
-//! ("it answered your question" when a yes or a no came with it).
+//! ("it answered your question" when a yes or a no came with it), and a question mark on
+//! words that do not ask ("Move the money to checking?") refuses too.
 //!
 //! Invariants:
 //! - Pure and deterministic; a [`Rejection`] and the stored [`Fidelity`] carry codes and
@@ -107,6 +108,8 @@ pub enum Rejection {
     QuestionAnswered,
     #[error("cleanup.question-changed: the clean-up turned a question into a statement")]
     QuestionChanged,
+    #[error("cleanup.question-added: the clean-up turned a statement into a question")]
+    QuestionAdded,
     #[error("cleanup.negation-changed: the clean-up changed a negation")]
     NegationChanged,
     #[error("cleanup.yes-no-changed: the clean-up changed a yes or a no")]
@@ -140,11 +143,12 @@ pub enum Rejection {
 }
 
 impl Rejection {
-    pub const ALL: [Rejection; 19] = [
+    pub const ALL: [Rejection; 20] = [
         Rejection::Empty,
         Rejection::TooLong,
         Rejection::QuestionAnswered,
         Rejection::QuestionChanged,
+        Rejection::QuestionAdded,
         Rejection::NegationChanged,
         Rejection::YesNoChanged,
         Rejection::NumbersChanged,
@@ -168,6 +172,7 @@ impl Rejection {
             Rejection::TooLong => "cleanup.too-long",
             Rejection::QuestionAnswered => "cleanup.question-answered",
             Rejection::QuestionChanged => "cleanup.question-changed",
+            Rejection::QuestionAdded => "cleanup.question-added",
             Rejection::NegationChanged => "cleanup.negation-changed",
             Rejection::YesNoChanged => "cleanup.yes-no-changed",
             Rejection::NumbersChanged => "cleanup.numbers-changed",
@@ -197,6 +202,7 @@ impl Rejection {
             Rejection::TooLong => "the dictation is too long to check a clean-up.",
             Rejection::QuestionAnswered => "it answered your question.",
             Rejection::QuestionChanged => "it turned your question into a statement.",
+            Rejection::QuestionAdded => "it turned what you said into a question.",
             Rejection::NegationChanged => "it changed a “not”.",
             Rejection::YesNoChanged => "it changed a “yes” or a “no”.",
             Rejection::NumbersChanged => "it changed a number.",
@@ -276,7 +282,7 @@ fn judge(spoken: &str, output: &str, strictness: Strictness, quote: bool) -> Rep
     if s.len() > MAX_WORDS || o.len() > MAX_WORDS {
         return done(fidelity, Err(Rejection::TooLong), Vec::new());
     }
-    let question = questions_kept(&s, &o);
+    let question = questions_kept(&s, &o, strictness);
     let alignment = align(&s, &o);
     for e in &alignment.edits {
         let c = &mut fidelity.edits;
@@ -325,10 +331,15 @@ fn judge(spoken: &str, output: &str, strictness: Strictness, quote: bool) -> Rep
     done(fidelity, verdict, quoted)
 }
 
-/// A question stays a question: the clean-up asks at least as many as were spoken.
-fn questions_kept(s: &Text, o: &Text) -> Result<(), Rejection> {
+/// A question stays a question: the clean-up asks at least as many as were spoken, and asks
+/// nothing the speaker stated.
+fn questions_kept(s: &Text, o: &Text, strictness: Strictness) -> Result<(), Rejection> {
     let (asked, kept) = (s.questions(), o.questions());
     if kept >= asked {
+        // No new question mark on words that do not ask (read in English only).
+        if strictness != Strictness::Translate && o.unopened_questions() > s.unopened_questions() {
+            return Err(Rejection::QuestionAdded);
+        }
         return Ok(());
     }
     let yes_or_no = |t: &Text| {

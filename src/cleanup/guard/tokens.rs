@@ -164,6 +164,26 @@ impl<'a> Text<'a> {
         n
     }
 
+    /// Sentences that end in a question mark but do not read as questions ("Move the money
+    /// to checking?"): a question mark that turns a statement or a command into a question.
+    pub fn unopened_questions(&self) -> usize {
+        let t = &self.tokens;
+        let mut n = 0;
+        let mut start = 0;
+        while start < t.len() {
+            let mut end = start + 1;
+            while end < t.len() && t[end].sentence == t[start].sentence {
+                end += 1;
+            }
+            let asks = self.gap(end).contains(['?', '？']);
+            if asks && !(start..end).any(|i| self.opens_question(i)) {
+                n += 1;
+            }
+            start = end;
+        }
+        n
+    }
+
     fn opens_question(&self, i: usize) -> bool {
         let t = &self.tokens;
         let key = |k: usize| t.get(k).map(|x| x.key.as_str());
@@ -1183,5 +1203,13 @@ mod tests {
         );
         assert_eq!(Text::new("the report is the best one").questions(), 0);
         assert!(!Text::new("no punctuation here").punctuated());
+        assert_eq!(
+            Text::new("Move the money to checking?").unopened_questions(),
+            1
+        );
+        assert_eq!(
+            Text::new("Hey, can you move it? Thanks.").unopened_questions(),
+            0
+        );
     }
 }
