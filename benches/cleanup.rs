@@ -40,11 +40,6 @@ const TIDY: &str = "I think we should move the weekly planning meeting to Friday
 const POLISH: &str = "I think we should move the weekly planning meeting to Friday at 3, since \
     the design review tends to run late on Thursdays.";
 
-fn words(n: usize, text: &str) -> String {
-    let w: Vec<&str> = text.split_whitespace().collect();
-    (0..n).map(|i| w[i % w.len()]).collect::<Vec<_>>().join(" ")
-}
-
 fn pct(sorted: &[Duration], p: f64) -> Duration {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i]

@@ -150,10 +150,13 @@ fn is_content(t: &Token) -> bool {
         || k == "'d")
 }
 
+/// (from `DIRECTIONS`, pair, side) for each stem of the opposite lists.
+type OppositeIndex = HashMap<String, Vec<(bool, usize, usize)>>;
+
 fn opposite_side(table: &[(&[&str], &[&str])], stemmed: &str) -> Option<(usize, usize)> {
-    static CACHE: OnceLock<HashMap<String, Vec<(bool, usize, usize)>>> = OnceLock::new();
+    static CACHE: OnceLock<OppositeIndex> = OnceLock::new();
     let map = CACHE.get_or_init(|| {
-        let mut m: HashMap<String, Vec<(bool, usize, usize)>> = HashMap::new();
+        let mut m = OppositeIndex::new();
         for (directions, list) in [(true, lexicon::DIRECTIONS), (false, lexicon::OPPOSITES)] {
             for (p, (a, b)) in list.iter().enumerate() {
                 for (side, words) in [a, b].iter().enumerate() {
@@ -175,7 +178,7 @@ fn opposite_side(table: &[(&[&str], &[&str])], stemmed: &str) -> Option<(usize, 
 /// Whether token `i` is a month: "May" only when written so mid-sentence.
 fn month_at(t: &[Token], i: usize) -> Option<&'static str> {
     let m = lexicon::month(&t[i].key)?;
-    if t[i].key == "may" && !(t[i].cap && !t[i].sentence_start) {
+    if t[i].key == "may" && (!t[i].cap || t[i].sentence_start) {
         return None;
     }
     // "Mar", "Jan" … are months only when capitalized.

@@ -207,7 +207,7 @@ impl<'a> Text<'a> {
         }
         if lexicon::is_in(lexicon::QUESTION_WORDS, here) {
             let aux = |k: usize| key(k).is_some_and(|w| lexicon::is_in(lexicon::QUESTION_AUX, w));
-            return aux(i + 1) || (aux(i + 2) && !key(i + 1).is_some_and(|w| w == "the"));
+            return aux(i + 1) || (aux(i + 2) && key(i + 1).is_none_or(|w| w != "the"));
         }
         false
     }
