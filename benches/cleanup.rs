@@ -1,7 +1,8 @@
 //! Clean-up figures (issue #27), each beside a baseline measured in the same run:
 //!
 //! 1. The fidelity guard's cost per 100 words (a 100-word and a 1,000-word dictation against
-//!    a tidy version and against a rewrite, both accepted), beside splitting and lower-casing
+//!    a tidy version and a rewrite, both accepted, and a Tidy with one day changed, refused),
+//!    beside splitting and lower-casing
 //!    the same two texts (the least any word comparison does). `PERSYK_BENCH_PART=guard`
 //!    runs this part alone.
 //! 2. Added latency from the stop to the delivered text with a model on loopback (a scripted
@@ -56,9 +57,9 @@ fn guard_cost() {
         let rounds = if n == 100 { 2000 } else { 100 };
         let per100 = |d: Duration| d.as_secs_f64() * 1e6 * 100.0 / words_spoken as f64;
         let mut keep = 0usize;
-        let mut run = |output: &str, strictness: guard::Strictness| {
+        let mut run = |output: &str, strictness: guard::Strictness, accept: bool| {
             let (_, verdict) = guard::check(&spoken, output, strictness);
-            assert!(verdict.is_ok(), "{verdict:?}");
+            assert_eq!(verdict.is_ok(), accept, "{verdict:?}");
             let start = Instant::now();
             for _ in 0..rounds {
                 let (f, _) = guard::check(&spoken, output, strictness);
@@ -66,8 +67,14 @@ fn guard_cost() {
             }
             start.elapsed() / rounds as u32
         };
-        let tidy = run(&repeat(TIDY), guard::Strictness::Strict);
-        let polish = run(&repeat(POLISH), guard::Strictness::Rewrite);
+        let tidy = run(&repeat(TIDY), guard::Strictness::Strict, true);
+        let polish = run(&repeat(POLISH), guard::Strictness::Rewrite, true);
+        // One day changed in the last sentence: Tidy prices every edit to name the change.
+        let mut changed = repeat(TIDY);
+        if let Some(at) = changed.rfind("Friday") {
+            changed.replace_range(at..at + "Friday".len(), "Monday");
+        }
+        let refused = run(&changed, guard::Strictness::Strict, false);
         let output = repeat(TIDY);
         let start = Instant::now();
         for _ in 0..rounds {
@@ -79,9 +86,10 @@ fn guard_cost() {
         }
         let base = start.elapsed() / rounds as u32;
         println!(
-            "   {words_spoken:>5} words: Tidy {:>7.1} µs, Polish {:>7.1} µs per 100 words | baseline split+lowercase {:>6.1} µs per 100 words ({keep})",
+            "   {words_spoken:>5} words: Tidy {:>7.1} µs, Polish {:>7.1} µs, a refused Tidy {:>7.1} µs per 100 words | baseline split+lowercase {:>6.1} µs per 100 words ({keep})",
             per100(tidy),
             per100(polish),
+            per100(refused),
             per100(base)
         );
     }

@@ -10,6 +10,9 @@
 //!   unit test walks every list against every class.
 //! - The opposite pairs are symmetric by construction (a pair lists both sides).
 
+use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
+
 /// Sounds with no meaning; a clean-up may drop them anywhere.
 pub const FILLERS: &[&str] = &[
     "um", "umm", "uh", "uhh", "uhm", "er", "erm", "ah", "ahh", "hmm", "hm", "mm", "mhm", "eh",
@@ -686,53 +689,92 @@ pub const SUBJECT_STARTS: &[&str] = &[
     "everybody",
 ];
 
-pub fn is_in(list: &[&str], key: &str) -> bool {
-    list.contains(&key)
+/// The lists as hash tables, built once: the guard asks about every token many times.
+struct Index {
+    sets: HashMap<usize, HashSet<&'static str>>,
+    weekday: HashMap<&'static str, &'static str>,
+    month: HashMap<&'static str, &'static str>,
+    unit: HashMap<&'static str, &'static str>,
+    modal: HashMap<&'static str, &'static str>,
+    quantifier: HashMap<&'static str, &'static str>,
+    pronoun: HashMap<&'static str, (Person, Role)>,
+}
+
+fn index() -> &'static Index {
+    static INDEX: OnceLock<Index> = OnceLock::new();
+    INDEX.get_or_init(|| {
+        let lists: [&'static [&'static str]; 13] = [
+            FILLERS,
+            DISCOURSE,
+            DROPPABLE_IN_REWRITE,
+            FUNCTION_WORDS,
+            NEGATIONS,
+            YES,
+            RELATIVE_DAYS,
+            GREETINGS,
+            CLOSINGS,
+            GREETED_GROUPS,
+            QUESTION_AUX,
+            QUESTION_WORDS,
+            SUBJECT_STARTS,
+        ];
+        let by_form = |table: &[(&'static str, &'static [&'static str])]| {
+            let mut m = HashMap::new();
+            for (name, forms) in table {
+                for f in *forms {
+                    m.entry(*f).or_insert(*name);
+                }
+            }
+            m
+        };
+        Index {
+            sets: lists
+                .iter()
+                .map(|l| (l.as_ptr() as usize, l.iter().copied().collect()))
+                .collect(),
+            weekday: by_form(WEEKDAYS),
+            month: by_form(MONTHS),
+            unit: by_form(UNITS),
+            modal: by_form(MODAL_CLASSES),
+            quantifier: by_form(QUANTIFIER_CLASSES),
+            pronoun: PRONOUNS.iter().map(|(f, p, r)| (*f, (*p, *r))).collect(),
+        }
+    })
+}
+
+/// Whether `key` is in `list` (one of this module's lists).
+pub fn is_in(list: &'static [&'static str], key: &str) -> bool {
+    match index().sets.get(&(list.as_ptr() as usize)) {
+        Some(set) => set.contains(key),
+        None => list.contains(&key),
+    }
 }
 
 /// The weekday a key names, if any.
 pub fn weekday(key: &str) -> Option<&'static str> {
-    WEEKDAYS
-        .iter()
-        .find(|(_, forms)| forms.contains(&key))
-        .map(|(day, _)| *day)
+    index().weekday.get(key).copied()
 }
 
 /// The month a key names, if any ("may" included: callers decide by case).
 pub fn month(key: &str) -> Option<&'static str> {
-    MONTHS
-        .iter()
-        .find(|(_, forms)| forms.contains(&key))
-        .map(|(m, _)| *m)
+    index().month.get(key).copied()
 }
 
 /// The unit a key names, if any.
 pub fn unit(key: &str) -> Option<&'static str> {
-    UNITS
-        .iter()
-        .find(|(_, forms)| forms.contains(&key))
-        .map(|(u, _)| *u)
+    index().unit.get(key).copied()
 }
 
 pub fn modal_class(key: &str) -> Option<&'static str> {
-    MODAL_CLASSES
-        .iter()
-        .find(|(_, forms)| forms.contains(&key))
-        .map(|(c, _)| *c)
+    index().modal.get(key).copied()
 }
 
 pub fn quantifier_class(key: &str) -> Option<&'static str> {
-    QUANTIFIER_CLASSES
-        .iter()
-        .find(|(_, forms)| forms.contains(&key))
-        .map(|(c, _)| *c)
+    index().quantifier.get(key).copied()
 }
 
 pub fn pronoun(key: &str) -> Option<(Person, Role)> {
-    PRONOUNS
-        .iter()
-        .find(|(form, _, _)| *form == key)
-        .map(|(_, p, r)| (*p, *r))
+    index().pronoun.get(key).copied()
 }
 
 #[cfg(test)]

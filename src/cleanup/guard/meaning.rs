@@ -37,8 +37,24 @@ fn stemmer() -> &'static Stemmer {
     STEMMER.get_or_init(|| Stemmer::create(Algorithm::English))
 }
 
+/// A word's stem (Snowball English), remembered: a dictation repeats its words, and the guard
+/// asks about each several times. The memory is emptied past 20,000 words.
 pub fn stem(word: &str) -> String {
-    stemmer().stem(word).into_owned()
+    thread_local! {
+        static SEEN: std::cell::RefCell<HashMap<String, String>> = std::cell::RefCell::new(HashMap::new());
+    }
+    SEEN.with(|seen| {
+        let mut seen = seen.borrow_mut();
+        if let Some(s) = seen.get(word) {
+            return s.clone();
+        }
+        if seen.len() >= 20_000 {
+            seen.clear();
+        }
+        let s = stemmer().stem(word).into_owned();
+        seen.insert(word.to_owned(), s.clone());
+        s
+    })
 }
 
 /// Which of the spoken tokens a rewrite is compared with.

@@ -80,7 +80,8 @@ pub struct EditCounts {
     pub spoken_punctuation: usize,
     pub joined: usize,
     pub conjunctions: usize,
-    /// Edits of no listed kind on the cheapest path (0 when Tidy's rule holds).
+    /// Edits of no listed kind on the cheapest path (0 when Tidy's rule holds; for a rewrite
+    /// checked for meaning, 1: its edits are not priced one by one).
     pub unlisted: usize,
 }
 
@@ -283,7 +284,20 @@ fn judge(spoken: &str, output: &str, strictness: Strictness, quote: bool) -> Rep
         return done(fidelity, Err(Rejection::TooLong), Vec::new());
     }
     let question = questions_kept(&s, &o, strictness);
-    let alignment = align(&s, &o);
+    // The full alignment (every edit priced) only where its edits are needed: to name a
+    // refused Tidy's change, or to quote them; a rewrite needs only to know whether the free
+    // path exists.
+    let alignment = if strictness == Strictness::Strict || quote {
+        align(&s, &o)
+    } else {
+        match tidy::free_path(&s, &o) {
+            Some(edits) => tidy::Alignment { cost: 0, edits },
+            None => tidy::Alignment {
+                cost: 1,
+                edits: Vec::new(),
+            },
+        }
+    };
     for e in &alignment.edits {
         let c = &mut fidelity.edits;
         match e.kind {
@@ -296,6 +310,10 @@ fn judge(spoken: &str, output: &str, strictness: Strictness, quote: bool) -> Rep
             EditKind::Conjunction => c.conjunctions += 1,
             EditKind::Dropped | EditKind::Added | EditKind::Changed => c.unlisted += 1,
         }
+    }
+    if alignment.cost > 0 {
+        // A rewrite's edits are not priced one by one: at least one was not Tidy's.
+        fidelity.edits.unlisted = fidelity.edits.unlisted.max(1);
     }
     let quoted = if quote {
         alignment

@@ -23,6 +23,7 @@
 //! - Memory is one `u16` per pair of token positions (the caller bounds the lengths); time
 //!   is that times a small constant.
 
+use std::collections::HashMap;
 use std::ops::Range;
 
 use super::lexicon;
@@ -234,9 +235,189 @@ pub struct Alignment {
     pub edits: Vec<Edit>,
 }
 
-/// Aligns `o` (the clean-up) with `s` (the spoken words).
+/// What the alignment asks about a pair of positions, worked out once: tokens as interned
+/// ids (numbers compared in full, they are few), the joins that exist, the "and"s and the
+/// output's sentence breaks.
+struct Grid<'t> {
+    s: &'t Text<'t>,
+    o: &'t Text<'t>,
+    /// Interned key per token (`NUM` for a number), and up to two alternative keys.
+    sk: Vec<(u32, [u32; 2])>,
+    ok: Vec<(u32, [u32; 2])>,
+    /// Per spoken position, the joins starting there: (output position, spoken taken, output
+    /// taken).
+    joins: Vec<Vec<(usize, usize, usize)>>,
+    and: Vec<bool>,
+    /// The output ends a sentence before its token `j`.
+    breaks: Vec<bool>,
+}
+
+const NUM: u32 = u32::MAX;
+const NONE: u32 = u32::MAX - 1;
+
+impl<'t> Grid<'t> {
+    fn new(s: &'t Text<'t>, o: &'t Text<'t>) -> Grid<'t> {
+        let mut ids: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
+        let mut intern = |k: &'t str| -> u32 {
+            let next = ids.len() as u32;
+            *ids.entry(k).or_insert(next)
+        };
+        let mut keys = |t: &'t Text<'t>| -> Vec<(u32, [u32; 2])> {
+            t.tokens
+                .iter()
+                .map(|x| {
+                    if x.num().is_some() {
+                        return (NUM, [NONE; 2]);
+                    }
+                    let mut alts = [NONE; 2];
+                    for (slot, a) in alts.iter_mut().zip(x.alts) {
+                        *slot = intern(a);
+                    }
+                    (intern(&x.key), alts)
+                })
+                .collect()
+        };
+        let sk = keys(s);
+        let ok = keys(o);
+        let joins = joins_of(s, o);
+        let and = s.tokens.iter().map(|t| t.is_word("and")).collect();
+        let breaks = (0..=o.len())
+            .map(|j| j > 0 && o.gap(j).contains(['.', '!', '?', ';', '\n']))
+            .collect();
+        Grid {
+            s,
+            o,
+            sk,
+            ok,
+            joins,
+            and,
+            breaks,
+        }
+    }
+
+    fn same(&self, i: usize, j: usize) -> bool {
+        let (a, aa) = self.sk[i];
+        let (b, ba) = self.ok[j];
+        if a == NUM || b == NUM {
+            return a == b && self.s.tokens[i].matches(&self.o.tokens[j]);
+        }
+        a == b || aa.contains(&b) || ba.contains(&a)
+    }
+
+    fn joins(&self, i: usize, j: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.joins
+            .get(i)
+            .into_iter()
+            .flatten()
+            .filter(move |(at, _, _)| *at == j)
+            .map(|(_, di, dj)| (*di, *dj))
+    }
+
+    /// A spoken "and" at `i` where the clean-up ends a sentence before its token `j`.
+    fn break_and(&self, i: usize, j: usize) -> bool {
+        self.and[i] && self.breaks[j]
+    }
+}
+
+/// The listed edits that turn `s` into `o`, when there is such a path: a search over the
+/// free steps only (a match, a join, a listed drop), which stays near the diagonal and so
+/// costs about the texts' length, not their product.
+pub fn free_path(s: &Text, o: &Text) -> Option<Vec<Edit>> {
+    free_search(s, o, &Drops::of(s), &Grid::new(s, o))
+}
+
+fn free_search(s: &Text, o: &Text, drops: &Drops, grid: &Grid) -> Option<Vec<Edit>> {
+    let (n, m) = (s.len(), o.len());
+    let w = m + 1;
+    let mut seen = vec![false; (n + 1) * w];
+    // How each reached state was reached: (previous state, the edit, if any).
+    let mut came: HashMap<(usize, usize), ((usize, usize), Option<Edit>)> = HashMap::new();
+    let mut stack = vec![(0usize, 0usize)];
+    seen[0] = true;
+    while let Some((i, j)) = stack.pop() {
+        if (i, j) == (n, m) {
+            let mut edits = Vec::new();
+            let mut at = (n, m);
+            while at != (0, 0) {
+                let (prev, edit) = came.remove(&at)?;
+                edits.extend(edit);
+                at = prev;
+            }
+            edits.reverse();
+            return Some(edits);
+        }
+        // Steps pushed last are taken first: a match before a drop.
+        let mut next: Vec<((usize, usize), Option<Edit>)> = Vec::new();
+        if i < n {
+            for &(end, kind) in &drops.at[i] {
+                next.push((
+                    (end, j),
+                    Some(Edit {
+                        kind,
+                        spoken: i..end,
+                        output: j..j,
+                    }),
+                ));
+            }
+            if let Some((end, signs)) = drops.signs[i]
+                && signs.iter().any(|sg| o.gap(j).contains(sg))
+            {
+                let kind = EditKind::SpokenPunctuation;
+                next.push((
+                    (end, j),
+                    Some(Edit {
+                        kind,
+                        spoken: i..end,
+                        output: j..j,
+                    }),
+                ));
+            }
+            if grid.break_and(i, j) {
+                let kind = EditKind::Conjunction;
+                next.push((
+                    (i + 1, j),
+                    Some(Edit {
+                        kind,
+                        spoken: i..i + 1,
+                        output: j..j,
+                    }),
+                ));
+            }
+        }
+        if i < n && j < m {
+            for (di, dj) in grid.joins(i, j) {
+                let kind = EditKind::Joined;
+                let edit = Edit {
+                    kind,
+                    spoken: i..i + di,
+                    output: j..j + dj,
+                };
+                next.push(((i + di, j + dj), Some(edit)));
+            }
+            if grid.same(i, j) {
+                next.push(((i + 1, j + 1), None));
+            }
+        }
+        for (state, edit) in next {
+            let k = state.0 * w + state.1;
+            if !seen[k] {
+                seen[k] = true;
+                came.insert(state, ((i, j), edit));
+                stack.push(state);
+            }
+        }
+    }
+    None
+}
+
+/// Aligns `o` (the clean-up) with `s` (the spoken words): the free path when there is one,
+/// else the cheapest path over every edit.
 pub fn align(s: &Text, o: &Text) -> Alignment {
     let drops = Drops::of(s);
+    let grid = Grid::new(s, o);
+    if let Some(edits) = free_search(s, o, &drops, &grid) {
+        return Alignment { cost: 0, edits };
+    }
     let (n, m) = (s.len(), o.len());
     let w = m + 1;
     let mut cost = vec![u16::MAX; (n + 1) * w];
@@ -250,13 +431,12 @@ pub fn align(s: &Text, o: &Text) -> Alignment {
             }
             let mut best = u16::MAX;
             let mut take = |c: u16| best = best.min(c);
-            if i < n && j < m && s.tokens[i].matches(&o.tokens[j]) {
+            if i < n && j < m && grid.same(i, j) {
                 take(cost[idx(i + 1, j + 1)]);
             }
-            if j < m {
-                for (k, kind) in joins(s, o, i, j) {
-                    let _ = kind;
-                    take(cost[idx(i + k.0, j + k.1)]);
+            if i < n && j < m {
+                for (di, dj) in grid.joins(i, j) {
+                    take(cost[idx(i + di, j + dj)]);
                 }
             }
             if i < n {
@@ -268,7 +448,7 @@ pub fn align(s: &Text, o: &Text) -> Alignment {
                 {
                     take(cost[idx(end, j)]);
                 }
-                if j > 0 && break_and(s, o, i, j) {
+                if grid.break_and(i, j) {
                     take(cost[idx(i + 1, j)]);
                 }
                 take(cost[idx(i + 1, j)].saturating_add(1));
@@ -287,15 +467,18 @@ pub fn align(s: &Text, o: &Text) -> Alignment {
     let (mut i, mut j) = (0, 0);
     while i < n || j < m {
         let here = cost[idx(i, j)];
-        if i < n && j < m && s.tokens[i].matches(&o.tokens[j]) && cost[idx(i + 1, j + 1)] == here {
+        if i < n && j < m && grid.same(i, j) && cost[idx(i + 1, j + 1)] == here {
             i += 1;
             j += 1;
             continue;
         }
-        if let Some(((di, dj), _)) = joins(s, o, i, j)
-            .into_iter()
-            .find(|((di, dj), _)| cost[idx(i + di, j + dj)] == here)
-        {
+        let join = if i < n && j < m {
+            grid.joins(i, j)
+                .find(|(di, dj)| cost[idx(i + di, j + dj)] == here)
+        } else {
+            None
+        };
+        if let Some((di, dj)) = join {
             edits.push(Edit {
                 kind: EditKind::Joined,
                 spoken: i..i + di,
@@ -330,15 +513,15 @@ pub fn align(s: &Text, o: &Text) -> Alignment {
                 i = end;
                 continue;
             }
-        }
-        if i < n && j > 0 && break_and(s, o, i, j) && cost[idx(i + 1, j)] == here {
-            edits.push(Edit {
-                kind: EditKind::Conjunction,
-                spoken: i..i + 1,
-                output: j..j,
-            });
-            i += 1;
-            continue;
+            if grid.break_and(i, j) && cost[idx(i + 1, j)] == here {
+                edits.push(Edit {
+                    kind: EditKind::Conjunction,
+                    spoken: i..i + 1,
+                    output: j..j,
+                });
+                i += 1;
+                continue;
+            }
         }
         // An unlisted edit: prefer a change over a drop and an add.
         if i < n && j < m && cost[idx(i + 1, j + 1)].saturating_add(1) == here {
@@ -360,11 +543,6 @@ pub fn align(s: &Text, o: &Text) -> Alignment {
         cost: cost[idx(0, 0)] as usize,
         edits,
     }
-}
-
-/// Spoken "and" at `i` where the clean-up ends a sentence before its token `j`.
-fn break_and(s: &Text, o: &Text, i: usize, j: usize) -> bool {
-    s.tokens[i].is_word("and") && o.gap(j).contains(['.', '!', '?', ';', '\n'])
 }
 
 /// Merges an unlisted edit into the previous one of the same kind when they touch.
@@ -390,51 +568,60 @@ fn push_unlisted(
     });
 }
 
-/// Two or three words written as one, or one as two or three: ((spoken taken, output taken),
-/// kind).
-fn joins(s: &Text, o: &Text, i: usize, j: usize) -> Vec<((usize, usize), EditKind)> {
-    let mut out = Vec::new();
-    let (Some(a), Some(b)) = (s.tokens.get(i), o.tokens.get(j)) else {
-        return out;
-    };
-    if let (Some(x), Some(y)) = (a.num(), b.num()) {
-        // Digits grouped otherwise: "555 1234" ↔ "5551234".
-        if !x.negative && !y.negative {
+/// Two or three words written as one, or one as two or three ("web site" ↔ "website"), and
+/// digits grouped otherwise ("555 1234" ↔ "5551234"): per spoken position, (output position,
+/// spoken taken, output taken). Found through a table of the joined runs of each side, so the
+/// cost is linear, not one comparison per pair of positions.
+fn joins_of(s: &Text, o: &Text) -> Vec<Vec<(usize, usize, usize)>> {
+    let mut out = vec![Vec::new(); s.len()];
+    // The joined runs of `t`: key → (start, length).
+    let runs = |t: &Text| -> HashMap<String, Vec<(usize, usize)>> {
+        let mut map: HashMap<String, Vec<(usize, usize)>> = HashMap::new();
+        for start in 0..t.len() {
             for k in 2..=3 {
-                if digits_of(&s.tokens[i..(i + k).min(s.len())], k)
-                    .is_some_and(|d| y.readings.contains(&d))
-                {
-                    out.push(((k, 1), EditKind::Joined));
+                if start + k > t.len() {
+                    break;
                 }
-                if digits_of(&o.tokens[j..(j + k).min(o.len())], k)
-                    .is_some_and(|d| x.readings.contains(&d))
-                {
-                    out.push(((1, k), EditKind::Joined));
+                let run = &t.tokens[start..start + k];
+                let joined = if run.iter().all(|x| matches!(x.kind, Kind::Word)) {
+                    Some(concat(run))
+                } else {
+                    digits_of(run, k)
+                };
+                if let Some(key) = joined {
+                    map.entry(key).or_default().push((start, k));
                 }
             }
         }
-        return out;
-    }
-    if a.key == b.key || !(a.key.starts_with(b.key.as_str()) || b.key.starts_with(a.key.as_str())) {
-        return out;
-    }
-    let word = |t: &Token| matches!(t.kind, Kind::Word);
-    for k in 2..=3 {
-        if i + k <= s.len()
-            && j < o.len()
-            && word(&o.tokens[j])
-            && s.tokens[i..i + k].iter().all(word)
-            && concat(&s.tokens[i..i + k]) == o.tokens[j].key
-        {
-            out.push(((k, 1), EditKind::Joined));
+        map
+    };
+    // The keys one token may stand for: a word's key, a number's readings.
+    let singles = |t: &Token| -> Vec<String> {
+        match t.num() {
+            Some(n) if !n.negative => n.readings.clone(),
+            Some(_) => Vec::new(),
+            None => vec![t.key.clone()],
         }
-        if j + k <= o.len()
-            && i < s.len()
-            && word(&s.tokens[i])
-            && o.tokens[j..j + k].iter().all(word)
-            && concat(&o.tokens[j..j + k]) == s.tokens[i].key
-        {
-            out.push(((1, k), EditKind::Joined));
+    };
+    let spoken_runs = runs(s);
+    for (j, tok) in o.tokens.iter().enumerate() {
+        for key in singles(tok) {
+            for &(i, k) in spoken_runs.get(&key).into_iter().flatten() {
+                let same_kind = s.tokens[i].num().is_some() == tok.num().is_some();
+                if same_kind {
+                    out[i].push((j, k, 1));
+                }
+            }
+        }
+    }
+    let output_runs = runs(o);
+    for (i, tok) in s.tokens.iter().enumerate() {
+        for key in singles(tok) {
+            for &(j, k) in output_runs.get(&key).into_iter().flatten() {
+                if o.tokens[j].num().is_some() == tok.num().is_some() {
+                    out[i].push((j, 1, k));
+                }
+            }
         }
     }
     out
