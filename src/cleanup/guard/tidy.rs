@@ -326,12 +326,15 @@ pub fn free_path(s: &Text, o: &Text) -> Option<Vec<Edit>> {
     free_search(s, o, &Drops::of(s), &Grid::new(s, o))
 }
 
+/// A position in both texts: (spoken tokens taken, output tokens taken).
+type State = (usize, usize);
+
 fn free_search(s: &Text, o: &Text, drops: &Drops, grid: &Grid) -> Option<Vec<Edit>> {
     let (n, m) = (s.len(), o.len());
     let w = m + 1;
     let mut seen = vec![false; (n + 1) * w];
     // How each reached state was reached: (previous state, the edit, if any).
-    let mut came: HashMap<(usize, usize), ((usize, usize), Option<Edit>)> = HashMap::new();
+    let mut came: HashMap<State, (State, Option<Edit>)> = HashMap::new();
     let mut stack = vec![(0usize, 0usize)];
     seen[0] = true;
     while let Some((i, j)) = stack.pop() {
@@ -347,7 +350,7 @@ fn free_search(s: &Text, o: &Text, drops: &Drops, grid: &Grid) -> Option<Vec<Edi
             return Some(edits);
         }
         // Steps pushed last are taken first: a match before a drop.
-        let mut next: Vec<((usize, usize), Option<Edit>)> = Vec::new();
+        let mut next: Vec<(State, Option<Edit>)> = Vec::new();
         if i < n {
             for &(end, kind) in &drops.at[i] {
                 next.push((
