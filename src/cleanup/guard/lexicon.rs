@@ -502,6 +502,14 @@ pub const OPPOSITES: &[(&[&str], &[&str])] = &[
         &["start", "begin", "began", "begun"],
         &["stop", "end", "finish"],
     ),
+    // Connectives and tense: function words a rewrite moves freely, but never across.
+    (
+        &["because", "therefore", "hence"],
+        &["although", "though", "despite", "however", "but"],
+    ),
+    (&["if", "whether"], &["when", "whenever"]),
+    (&["or", "either"], &["and", "both"]),
+    (&["was", "were"], &["is", "are", "am"]),
 ];
 
 /// Weekdays and their short forms, by day.

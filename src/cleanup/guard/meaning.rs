@@ -384,6 +384,9 @@ fn features(text: &Text, keep: &[bool], other_names: &[&str]) -> Features {
             Some(format!("date:{d}"))
         } else if let Some((p, side)) = opposite_side(lexicon::DIRECTIONS, &st) {
             Some(format!("direction:{p}:{side}"))
+        } else if lexicon::is_in(lexicon::FUNCTION_WORDS, k) {
+            // Connectives and tense count for swaps only: their place is free.
+            None
         } else {
             opposite_side(lexicon::OPPOSITES, &st).map(|(p, side)| format!("opposite:{p}:{side}"))
         };
