@@ -56,8 +56,11 @@
 //! 9. **The vocabulary's search** (`PERSYK_BENCH_PART=vocabulary`, no model): what looking for
 //!    stretches that sound like a listed word costs per window of text (`local::vocabulary`,
 //!    the step every window takes when a list is set) — 40- and 100-word windows of the corpus
-//!    transcripts against lists of 4 and 200 entries, µs per window (p50 / p95). **Baseline:**
-//!    the same windows split into lower-case words.
+//!    transcripts against lists of 4 and 100 entries (the settings' most), and the worst the
+//!    limits allow (100 entries of four 24-letter words sharing a first sound, against 100-
+//!    and 200-word windows whose every word begins with it); µs per window (p50 / p95) and
+//!    how many searches stopped at `vocabulary::MAX_WORK_PER_TEXT`. **Baseline:** the same
+//!    windows split into lower-case words.
 //!
 //! `PERSYK_BENCH_MODEL=ggml-base.bin` runs another model of `target/test-model` (default
 //! tiny.en). `PERSYK_BENCH_THREADS=N` sets the whisper.cpp threads (default: Persyk's, the cores up
@@ -870,12 +873,13 @@ fn vocabulary_search() {
     let four: Vec<String> = ["Siobhan Kowalczyk", "Persyk", "Kubernetes", "Zoë Kravitz"]
         .map(str::to_owned)
         .to_vec();
-    // 200 entries: the four, and invented product and person names of one to three words.
+    // 100 entries (the most the settings keep): the four, and invented product and person
+    // names of one to three words.
     let mut many = four.clone();
     let parts = [
         "Nor", "vex", "Quil", "ton", "Brax", "ley", "Ost", "rin", "Dal", "mar",
     ];
-    for i in 0..196 {
+    for i in 0..96 {
         let a = format!("{}{}", parts[i % 10], parts[(i / 10) % 10]);
         many.push(match i % 3 {
             0 => a,
@@ -883,41 +887,89 @@ fn vocabulary_search() {
             _ => format!("{a} {} Labs", parts[(i + 5) % 10]),
         });
     }
+    // The worst the limits allow: 100 entries of four 24-letter words (99 characters), every
+    // word beginning with the same sound, so every stretch of a window is compared with
+    // every entry at the longest keys.
+    let long_word = |i: usize, j: usize| {
+        let letters: String = (0..23)
+            .map(|k| (b'a' + ((i * 7 + j * 3 + k * 5) % 26) as u8) as char)
+            .collect();
+        format!("s{letters}")
+    };
+    let worst: Vec<String> = (0..100)
+        .map(|i| {
+            (0..4)
+                .map(|j| long_word(i, j))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
     println!(
-        "{:<10} {:>8} {:>26} {:>26}",
+        "{:<18} {:>8} {:>26} {:>26}",
         "window", "entries", "suspects µs p50/p95", "split+lower µs p50/p95"
     );
-    for size in [40usize, 100] {
-        let windows: Vec<String> = words
+    let corpus_windows = |size: usize| -> Vec<String> {
+        words
             .chunks(size)
             .filter(|c| c.len() == size)
             .map(|c| c.join(" "))
-            .collect();
-        for list in [&four, &many] {
-            let vocabulary = Vocabulary::new(list);
-            let (mut searched, mut split) = (Vec::new(), Vec::new());
-            let mut found = 0usize;
-            for _ in 0..5 {
-                for w in &windows {
-                    let t = Instant::now();
-                    found += std::hint::black_box(vocabulary.suspects(w)).len();
-                    searched.push(t.elapsed());
-                    let t = Instant::now();
-                    let lower: Vec<String> = w.split_whitespace().map(str::to_lowercase).collect();
-                    std::hint::black_box(lower);
-                    split.push(t.elapsed());
-                }
+            .collect()
+    };
+    let worst_windows = |size: usize| -> Vec<String> {
+        (0..20)
+            .map(|w| {
+                (0..size)
+                    .map(|i| long_word(1000 + w * size + i, 1))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect()
+    };
+    let cases: Vec<(String, Vec<String>, &Vec<String>, &str)> = vec![
+        ("40 words".into(), corpus_windows(40), &four, "4"),
+        ("40 words".into(), corpus_windows(40), &many, "100"),
+        ("100 words".into(), corpus_windows(100), &four, "4"),
+        ("100 words".into(), corpus_windows(100), &many, "100"),
+        (
+            "100 long words".into(),
+            worst_windows(100),
+            &worst,
+            "100 worst",
+        ),
+        (
+            "200 long words".into(),
+            worst_windows(200),
+            &worst,
+            "100 worst",
+        ),
+    ];
+    for (label, windows, list, entries) in cases {
+        let vocabulary = Vocabulary::new(list);
+        let (mut searched, mut split) = (Vec::new(), Vec::new());
+        let (mut found, mut cut) = (0usize, 0usize);
+        for _ in 0..5 {
+            for w in &windows {
+                let t = Instant::now();
+                let search = std::hint::black_box(vocabulary.search(w));
+                searched.push(t.elapsed());
+                found += search.suspects.len();
+                cut += usize::from(!search.complete);
+                let t = Instant::now();
+                let lower: Vec<String> = w.split_whitespace().map(str::to_lowercase).collect();
+                std::hint::black_box(lower);
+                split.push(t.elapsed());
             }
-            println!(
-                "{:<10} {:>8} {:>26} {:>26}   ({} windows, {} suspects)",
-                format!("{size} words"),
-                list.len(),
-                micros(&searched),
-                micros(&split),
-                windows.len(),
-                found / 5
-            );
         }
+        println!(
+            "{:<18} {:>8} {:>26} {:>26}   ({} windows, {} suspects, {} stopped at the work limit)",
+            label,
+            entries,
+            micros(&searched),
+            micros(&split),
+            windows.len(),
+            found / 5,
+            cut / 5
+        );
     }
 }
 

@@ -11,13 +11,17 @@
 //! - On Linux a key stored in the kernel keyring before a Secret Service appeared is still
 //!   read (after the Secret Service's own); storing writes the Secret Service only and
 //!   removes that older copy.
+//! - The clean-up server's key is kept per server: its account is the server's origin
+//!   (`https://api.groq.com`, [`crate::endpoint::origin`]), so a key is only ever read for
+//!   the server it was saved for ([`KeyEntry::cleanup_for`]); typing another server's address
+//!   never sends it elsewhere.
 //! - Tests never touch Persyk's own entry ([`KeyEntry::app`], which the free functions use):
 //!   they use [`KeyEntry::for_tests`], a service name of their own
 //!   (`tests/credentials.rs::issue25_05_…` checks every test source for it).
 
 /// Secret-store service name.
 pub const SERVICE: &str = "app.persyk.Persyk";
-/// Secret-store account name.
+/// Secret-store account name (of the OpenAI key).
 pub const ACCOUNT: &str = "openai-api-key";
 /// Secret-store service name of the clean-up model server's key (issue #27).
 pub const CLEANUP_SERVICE: &str = "app.persyk.Persyk.cleanup";
@@ -126,6 +130,7 @@ pub fn storage() -> KeyStorage {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyEntry {
     service: std::borrow::Cow<'static, str>,
+    account: std::borrow::Cow<'static, str>,
 }
 
 impl KeyEntry {
@@ -133,14 +138,27 @@ impl KeyEntry {
     pub const fn app() -> KeyEntry {
         KeyEntry {
             service: std::borrow::Cow::Borrowed(SERVICE),
+            account: std::borrow::Cow::Borrowed(ACCOUNT),
         }
     }
 
-    /// The clean-up model server's key: service [`CLEANUP_SERVICE`]. Read with
-    /// [`KeyEntry::stored_key`] only: `OPENAI_API_KEY` is never sent to another server.
-    pub const fn cleanup() -> KeyEntry {
+    /// The key of the clean-up model server at `origin` (`scheme://host[:port]`, see
+    /// [`crate::endpoint::origin`]): service [`CLEANUP_SERVICE`], the origin as the account.
+    /// Read with [`KeyEntry::stored_key`] only: `OPENAI_API_KEY` is never sent to another
+    /// server, and no server's key to another.
+    pub fn cleanup_for(origin: &str) -> KeyEntry {
         KeyEntry {
             service: std::borrow::Cow::Borrowed(CLEANUP_SERVICE),
+            account: origin.to_owned().into(),
+        }
+    }
+
+    /// The one clean-up key versions before keys were kept per server stored (account
+    /// [`ACCOUNT`]): never read as anyone's key, only deleted.
+    pub const fn cleanup_unbound() -> KeyEntry {
+        KeyEntry {
+            service: std::borrow::Cow::Borrowed(CLEANUP_SERVICE),
+            account: std::borrow::Cow::Borrowed(ACCOUNT),
         }
     }
 
@@ -150,6 +168,15 @@ impl KeyEntry {
     pub fn for_tests(name: &str) -> KeyEntry {
         KeyEntry {
             service: format!("{SERVICE}.test.{name}.{}", std::process::id()).into(),
+            account: std::borrow::Cow::Borrowed(ACCOUNT),
+        }
+    }
+
+    /// This entry with another account (a test's per-server entries).
+    pub fn with_account(self, account: &str) -> KeyEntry {
+        KeyEntry {
+            account: account.to_owned().into(),
+            ..self
         }
     }
 
@@ -158,13 +185,19 @@ impl KeyEntry {
         &self.service
     }
 
+    /// The account name the key is kept under.
+    pub fn account(&self) -> &str {
+        &self.account
+    }
+
     #[cfg(all(target_os = "linux", feature = "app"))]
     fn attributes(&self) -> std::collections::HashMap<&str, &str> {
-        [("service", self.service()), ("username", ACCOUNT)].into()
+        [("service", self.service()), ("username", self.account())].into()
     }
 
     fn native(&self) -> Result<keyring::Entry, CredentialError> {
-        keyring::Entry::new(self.service(), ACCOUNT).map_err(|_| CredentialError::StoreUnavailable)
+        keyring::Entry::new(self.service(), self.account())
+            .map_err(|_| CredentialError::StoreUnavailable)
     }
 
     /// The key from the secret store, if one is stored there.
@@ -211,7 +244,12 @@ impl KeyEntry {
         }
         #[cfg(all(target_os = "linux", feature = "app"))]
         if storage() == KeyStorage::SecretService {
-            secret_service::set("Persyk: OpenAI API key", &self.attributes(), key.as_bytes())
+            let label = if self.service() == CLEANUP_SERVICE {
+                format!("Persyk: clean-up key for {}", self.account())
+            } else {
+                "Persyk: OpenAI API key".to_owned()
+            };
+            secret_service::set(&label, &self.attributes(), key.as_bytes())
                 .map_err(|_| CredentialError::StoreUnavailable)?;
             // One key: drop a copy an earlier version left in the kernel keyring.
             if let Ok(e) = self.native() {
@@ -268,5 +306,16 @@ mod tests {
         let test = KeyEntry::for_tests("unit");
         assert_ne!(test.service(), SERVICE);
         assert!(test.service().starts_with("app.persyk.Persyk.test.unit."));
+    }
+
+    #[test]
+    fn each_clean_up_server_has_its_own_account() {
+        let groq = KeyEntry::cleanup_for("https://api.groq.com");
+        let local = KeyEntry::cleanup_for("http://127.0.0.1:11434");
+        assert_eq!(groq.service(), CLEANUP_SERVICE);
+        assert_eq!(groq.account(), "https://api.groq.com");
+        assert_ne!(groq, local);
+        assert_ne!(groq, KeyEntry::cleanup_unbound());
+        assert_eq!(KeyEntry::app().account(), ACCOUNT);
     }
 }

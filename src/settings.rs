@@ -258,7 +258,9 @@ impl RecognitionSettings {
         multilingual: bool,
     ) -> Result<crate::local::LocalOptions, SettingsError> {
         let mut options = crate::local::options_for(self.local_threads()?, !multilingual);
-        options.vocabulary = self.local_vocabulary_words(keywords);
+        // The on-device path checks the words as the provider's does: a hand-edited file
+        // reaches here without Settings' save (`settings.bad-keyword`).
+        options.vocabulary = checked_keywords(&self.local_vocabulary_words(keywords))?;
         if multilingual {
             options.language = self.local_language()?;
             options.translate = self.local_translate;
@@ -527,6 +529,23 @@ pub fn default_root(dev: bool) -> Result<PathBuf, SettingsError> {
     Ok(docs
         .join(if dev { "persyk-dev" } else { "persyk" })
         .join("sessions"))
+}
+
+/// The non-blank words of "Words Persyk should know", trimmed, if they keep the limits the
+/// provider's settings keep (at most `MAX_KEYWORDS` of them, each one line of at most
+/// `MAX_KEYWORD_CHARS` characters without `<`, `>` or a control character).
+fn checked_keywords(words: &[String]) -> Result<Vec<String>, SettingsError> {
+    use crate::realtime::protocol::{MAX_KEYWORDS, check_keyword};
+    let words: Vec<String> = words
+        .iter()
+        .map(|w| w.trim())
+        .filter(|w| !w.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if words.len() > MAX_KEYWORDS || words.iter().any(|w| check_keyword(w).is_err()) {
+        return Err(SettingsError::BadKeyword);
+    }
+    Ok(words)
 }
 
 impl Settings {

@@ -97,12 +97,14 @@ pub trait KeyStore: Send + Sync {
     fn get(&self) -> Result<String, String>;
     fn set(&self, key: &str) -> Result<(), String>;
     fn delete(&self) -> Result<(), String>;
-    /// The clean-up model server's key, if one is stored (a loopback server needs none).
-    fn cleanup_key(&self) -> Option<String> {
+    /// The key of the clean-up model server at `origin` (`scheme://host[:port]`,
+    /// [`crate::endpoint::origin`]), if one is stored for that server (a loopback server
+    /// needs none). A key saved for one server is never returned for another.
+    fn cleanup_key(&self, _origin: &str) -> Option<String> {
         None
     }
-    /// Stores (or, when empty, deletes) the clean-up server's key.
-    fn set_cleanup_key(&self, _key: &str) -> Result<(), String> {
+    /// Stores (or, when empty, deletes) the key of the clean-up server at `origin`.
+    fn set_cleanup_key(&self, _origin: &str, _key: &str) -> Result<(), String> {
         Err("credentials.store-unavailable".into())
     }
 }
@@ -122,20 +124,23 @@ impl KeyStore for SystemKeys {
     fn delete(&self) -> Result<(), String> {
         crate::credentials::delete_key().map_err(|e| e.code().to_owned())
     }
-    fn cleanup_key(&self) -> Option<String> {
-        crate::credentials::KeyEntry::cleanup()
+    fn cleanup_key(&self, origin: &str) -> Option<String> {
+        crate::credentials::KeyEntry::cleanup_for(origin)
             .stored_key()
             .ok()
             .flatten()
     }
-    fn set_cleanup_key(&self, key: &str) -> Result<(), String> {
-        let entry = crate::credentials::KeyEntry::cleanup();
+    fn set_cleanup_key(&self, origin: &str, key: &str) -> Result<(), String> {
+        let entry = crate::credentials::KeyEntry::cleanup_for(origin);
         if key.is_empty() {
             entry.delete_key()
         } else {
             entry.store_key(key)
         }
-        .map_err(|e| e.code().to_owned())
+        .map_err(|e| e.code().to_owned())?;
+        // The one key earlier versions kept for whatever server was typed: nobody's now.
+        let _ = crate::credentials::KeyEntry::cleanup_unbound().delete_key();
+        Ok(())
     }
 }
 
@@ -1114,8 +1119,8 @@ impl Backend {
     }
 
     /// The clean-up of a recording, from `settings` (the clean-up settings, with the mode of
-    /// the app in front applied; the server's key read from the secret store off the async
-    /// workers).
+    /// the app in front applied; the key saved for the settings' server — its origin — read
+    /// from the secret store off the async workers).
     async fn cleanup_plan(
         &mut self,
         settings: crate::cleanup::settings::CleanupSettings,
@@ -1125,13 +1130,15 @@ impl Backend {
         }
         let mode = settings.mode.label();
         let keys = self.config.keys.clone();
-        let key = if settings.mode.uses_model() {
-            tokio::task::spawn_blocking(move || keys.cleanup_key())
-                .await
-                .ok()
-                .flatten()
-        } else {
-            None
+        let origin = crate::endpoint::origin(&settings.base_url);
+        let key = match origin {
+            Some(origin) if settings.mode.uses_model() => {
+                tokio::task::spawn_blocking(move || keys.cleanup_key(&origin))
+                    .await
+                    .ok()
+                    .flatten()
+            }
+            _ => None,
         };
         match settings.cleaner(self.cleanup_client.clone(), key) {
             Ok(None) => CleanupPlan::Off,
@@ -1225,9 +1232,13 @@ impl Backend {
             }
         }
         if let Some(key) = cleanup_key {
+            // The key belongs to the server these settings name, and to no other.
+            let Some(origin) = crate::endpoint::origin(&settings.cleanup.base_url) else {
+                return failed("cleanup.no-server");
+            };
             let keys = self.config.keys.clone();
             let key = key.trim().to_owned();
-            match tokio::task::spawn_blocking(move || keys.set_cleanup_key(&key)).await {
+            match tokio::task::spawn_blocking(move || keys.set_cleanup_key(&origin, &key)).await {
                 Ok(Ok(())) => {}
                 Ok(Err(code)) => return failed(&code),
                 Err(_) => return failed("app.task-failed"),

@@ -587,6 +587,11 @@ pub fn problem(code: &str) -> Problem {
             "The on-device model is not downloaded yet.",
             Some(Fix::DownloadModel),
         ),
+        "models.unsafe-folder" => (
+            "The models folder belongs to another user or others may write in it, so its \
+             models are not used. Make the folder yours and private (chmod 700).",
+            None,
+        ),
         "models.damaged"
         | "models.invalid-file"
         | "local.model-invalid"

@@ -7,8 +7,14 @@
 //! file's own rate; the caller (the app) plays them.
 //!
 //! Invariants:
-//! - Reading never writes and never panics: any file, any range, gives a [`Clip`] or a
-//!   [`ClipError`] with a stable code.
+//! - Reading never writes, never panics and never aborts: any file, any range, gives a
+//!   [`Clip`] or a [`ClipError`] with a stable code. The header is not trusted for sizes: a
+//!   rate outside [`MIN_RATE`]–[`MAX_RATE`] or more than [`MAX_CHANNELS`] channels is
+//!   `clip.wrong-format`; a clip holds at most [`MAX_CLIP_SAMPLES`] samples and reads at
+//!   most [`MAX_CLIP_BYTES`] bytes, whatever the caller's limit in milliseconds (a longer
+//!   span is cut and marked [`Clip::truncated`]); its memory is reserved with
+//!   `try_reserve` (`clip.too-large` when it cannot be had), never asked of the allocator
+//!   in a way that aborts.
 //! - Only the file's real samples are read: the span is clamped to the shorter of the data
 //!   chunk the header declares and the data the file actually holds (a recording still being
 //!   written, torn or recovered may be shorter than a range that names it). A header that
@@ -35,6 +41,17 @@ use crate::session::store::StoreError;
 
 /// Frames read from the file at a time.
 const READ_FRAMES: usize = 16_384;
+/// The lowest sample rate read (telephone audio).
+pub const MIN_RATE: u32 = 8_000;
+/// The highest sample rate read (studio audio).
+pub const MAX_RATE: u32 = 192_000;
+/// The most channels read (7.1 surround).
+pub const MAX_CHANNELS: u16 = 8;
+/// The most samples a clip holds: 30 minutes at 48 kHz (165 MiB of `i16`). Persyk's own
+/// 24 kHz recordings reach it after an hour.
+pub const MAX_CLIP_SAMPLES: u64 = 48_000 * 60 * 30;
+/// The most bytes of the file a clip reads: 30 minutes of 48 kHz stereo PCM16.
+pub const MAX_CLIP_BYTES: u64 = MAX_CLIP_SAMPLES * 4;
 
 /// Which stretch of the asset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,6 +180,8 @@ pub enum ClipError {
     WrongFormat,
     #[error("clip.out-of-range: the range lies beyond the end of the recording")]
     OutOfRange,
+    #[error("clip.too-large: there is not enough memory to hold the recording's samples")]
+    TooLarge,
 }
 
 impl ClipError {
@@ -173,6 +192,7 @@ impl ClipError {
             ClipError::Unreadable(_) => "clip.unreadable",
             ClipError::WrongFormat => "clip.wrong-format",
             ClipError::OutOfRange => "clip.out-of-range",
+            ClipError::TooLarge => "clip.too-large",
         }
     }
 }
@@ -205,10 +225,11 @@ pub fn read_clip_from(file: &File, span: Span, max_ms: u64) -> Result<Clip, Clip
         (reader.spec(), u64::from(reader.duration()))
     };
     let data_at = buffered.stream_position().map_err(ClipError::Unreadable)?;
+    // The header's own numbers decide every size below: refuse the ones no recording has.
     if spec.sample_format != hound::SampleFormat::Int
         || spec.bits_per_sample != 16
-        || spec.channels == 0
-        || spec.sample_rate == 0
+        || !(1..=MAX_CHANNELS).contains(&spec.channels)
+        || !(MIN_RATE..=MAX_RATE).contains(&spec.sample_rate)
     {
         return Err(ClipError::WrongFormat);
     }
@@ -237,12 +258,19 @@ pub fn read_clip_from(file: &File, span: Span, max_ms: u64) -> Result<Clip, Clip
     if start >= clamped_end {
         return Err(ClipError::OutOfRange);
     }
-    let cut_end = clamped_end.min(start.saturating_add(ms_to_frame(max_ms)));
+    // The caller's limit in time, and ours in samples and in bytes read.
+    let most = ms_to_frame(max_ms)
+        .min(MAX_CLIP_SAMPLES)
+        .min(MAX_CLIP_BYTES / align);
+    let cut_end = clamped_end.min(start.saturating_add(most));
     let frames = cut_end - start;
     // Read a chunk at a time: a long clip holds its samples once, not its bytes as well.
     let frame_bytes = usize::try_from(align).map_err(|_| ClipError::WrongFormat)?;
-    let mut left = usize::try_from(frames).map_err(|_| ClipError::OutOfRange)?;
-    let mut samples = Vec::with_capacity(left);
+    let mut left = usize::try_from(frames).map_err(|_| ClipError::TooLarge)?;
+    let mut samples = Vec::new();
+    samples
+        .try_reserve_exact(left)
+        .map_err(|_| ClipError::TooLarge)?;
     let mut buffer = vec![0u8; READ_FRAMES * frame_bytes];
     let mut at = data_at + start * align;
     while left > 0 {

@@ -3,9 +3,16 @@
 //! already in the tree (ureq, rustls).
 //!
 //! Invariants:
-//! - Plain `http://` only to a loopback host (the provider URL rule of
-//!   [`crate::endpoint`]); a loopback server is labelled "this-device", anything else
-//!   "cloud".
+//! - `https://` anywhere, plain `http://` only to a loopback host, no other scheme
+//!   (`ws://`, `wss://`) and no user name or password in the URL (the rule of
+//!   [`crate::endpoint::check_http_url`]); a loopback server is labelled "this-device",
+//!   anything else "cloud".
+//! - A loopback server is reached directly, never through a proxy the environment names;
+//!   a cloud server through the environment's proxy when one is set
+//!   ([`crate::endpoint::proxy_for`]).
+//! - No redirect is followed: a `3xx` answer is `cleanup.http-status`, so neither the
+//!   transcript nor the key goes anywhere but the configured server, and only its reply is
+//!   used.
 //! - Every request: temperature 0, `max_tokens` bounded by the input's length, reasoning
 //!   asked off (`reasoning_effort: "none"`) and a structured reply asked for
 //!   (`response_format` with a JSON schema holding the text); a server that refuses a field
@@ -77,6 +84,10 @@ pub enum ClientError {
     BadUrl,
     #[error("cleanup.insecure-url: http:// is allowed only for a server on this machine")]
     InsecureUrl,
+    #[error(
+        "cleanup.credentials-in-url: the model server address must not carry a user name or password; put the key in the Server key field"
+    )]
+    CredentialsInUrl,
     #[error("cleanup.tls: no trusted certificates to reach an https:// server")]
     Tls,
     #[error("cleanup.unreachable: the model server could not be reached")]
@@ -102,6 +113,7 @@ impl ClientError {
         match self {
             ClientError::BadUrl => "cleanup.bad-url",
             ClientError::InsecureUrl => "cleanup.insecure-url",
+            ClientError::CredentialsInUrl => "cleanup.credentials-in-url",
             ClientError::Tls => "cleanup.tls",
             ClientError::Unreachable => "cleanup.unreachable",
             ClientError::Timeout => "cleanup.timeout",
@@ -148,14 +160,14 @@ pub struct Reply {
 impl Client {
     pub fn new(config: ServerConfig, timeouts: Timeouts) -> Result<Client, ClientError> {
         let url = config.base_url.trim().trim_end_matches('/').to_owned();
-        endpoint::check_provider_url(&url).map_err(|e| match e {
+        endpoint::check_http_url(&url).map_err(|e| match e {
             endpoint::EndpointError::Insecure => ClientError::InsecureUrl,
+            endpoint::EndpointError::Credentials => ClientError::CredentialsInUrl,
             _ => ClientError::BadUrl,
         })?;
         let uri: Uri = url.parse().map_err(|_| ClientError::BadUrl)?;
-        let https = uri.scheme_str() == Some("https");
         let on_this_device = uri.host().is_some_and(endpoint::is_loopback_host);
-        let agent = agent(https, timeouts)?;
+        let agent = agent(&uri, timeouts)?;
         Ok(Client {
             agent,
             config: ServerConfig {
@@ -311,9 +323,10 @@ pub fn max_tokens_for(input: &str) -> u32 {
     (chars / 2 + 64).clamp(64, 8192) as u32
 }
 
-/// The shared agent set-up with the clean-up's deadlines.
-fn agent(https: bool, timeouts: Timeouts) -> Result<ureq::Agent, ClientError> {
-    let config = crate::endpoint::http_agent_config(https)
+/// The shared agent set-up for `server` (its proxy choice; no redirects) with the
+/// clean-up's deadlines.
+fn agent(server: &Uri, timeouts: Timeouts) -> Result<ureq::Agent, ClientError> {
+    let config = crate::endpoint::http_agent_config(server)
         .ok_or(ClientError::Tls)?
         .timeout_connect(Some(timeouts.connect))
         .timeout_global(Some(timeouts.total))
@@ -369,6 +382,19 @@ mod tests {
         assert_eq!(
             c("not a url").map(|c| c.location()),
             Err(ClientError::BadUrl)
+        );
+        // Websocket schemes are for the Realtime API, not a chat server; a user name or
+        // password in the URL would go out as Basic authentication.
+        for ws in ["ws://127.0.0.1:1/v1", "wss://example.com/v1"] {
+            assert_eq!(
+                c(ws).map(|c| c.location()),
+                Err(ClientError::BadUrl),
+                "{ws}"
+            );
+        }
+        assert_eq!(
+            c("http://user:pw@127.0.0.1:1/v1").map(|c| c.location()),
+            Err(ClientError::CredentialsInUrl)
         );
         let client = c("http://127.0.0.1:1/v1").expect("client");
         assert_eq!(client.config().base_url, "http://127.0.0.1:1/v1");

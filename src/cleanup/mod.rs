@@ -24,6 +24,7 @@
 //! - No dictated text in codes, errors or attempt entries.
 
 pub mod client;
+pub mod controls;
 pub mod diff;
 pub mod guard;
 pub mod prompt;
@@ -409,6 +410,8 @@ fn ask(model: &ModelSetup, input: &str, quote: bool) -> Answer {
             // A structured reply in a code fence is still structured.
             prompt::structured_text(&plain).unwrap_or(plain)
         });
+    // Controls and bidi overrides never reach the guard, the clipboard or the file.
+    let text = controls::strip(&text);
     let strictness = model.mode.strictness();
     let report = if quote {
         guard::report(input, &text, strictness)

@@ -87,6 +87,10 @@ pub enum CleanupSettingsError {
     BadUrl,
     #[error("cleanup.insecure-url: http:// is allowed only for a server on this machine")]
     InsecureUrl,
+    #[error(
+        "cleanup.credentials-in-url: the model server address must not carry a user name or password; put the key in the Server key field"
+    )]
+    CredentialsInUrl,
     #[error("cleanup.tls: no trusted certificates to reach an https:// server")]
     Tls,
     #[error("cleanup.no-language: Translate needs a language")]
@@ -108,6 +112,7 @@ impl CleanupSettingsError {
             CleanupSettingsError::NoModel => "cleanup.no-model",
             CleanupSettingsError::BadUrl => "cleanup.bad-url",
             CleanupSettingsError::InsecureUrl => "cleanup.insecure-url",
+            CleanupSettingsError::CredentialsInUrl => "cleanup.credentials-in-url",
             CleanupSettingsError::Tls => "cleanup.tls",
             CleanupSettingsError::NoLanguage => "cleanup.no-language",
             CleanupSettingsError::NoInstruction => "cleanup.no-instruction",
@@ -261,8 +266,12 @@ impl CleanupSettings {
         if self.model.trim().is_empty() {
             return Err(CleanupSettingsError::NoModel);
         }
-        crate::endpoint::check_provider_url(self.base_url.trim()).map_err(|e| match e {
+        // The clean-up client's own rule: https anywhere, http on this machine, no ws://
+        // or wss://, no user name or password (which the file would keep and the client
+        // would send as Basic authentication).
+        crate::endpoint::check_http_url(self.base_url.trim()).map_err(|e| match e {
             crate::endpoint::EndpointError::Insecure => CleanupSettingsError::InsecureUrl,
+            crate::endpoint::EndpointError::Credentials => CleanupSettingsError::CredentialsInUrl,
             _ => CleanupSettingsError::BadUrl,
         })
     }
@@ -303,6 +312,7 @@ impl CleanupSettings {
                     None => Arc::new(Client::new(config, Timeouts::default()).map_err(
                         |e| match e {
                             ClientError::InsecureUrl => CleanupSettingsError::InsecureUrl,
+                            ClientError::CredentialsInUrl => CleanupSettingsError::CredentialsInUrl,
                             ClientError::Tls => CleanupSettingsError::Tls,
                             _ => CleanupSettingsError::BadUrl,
                         },
@@ -349,6 +359,10 @@ mod tests {
         assert_eq!(code(&s), Ok(()));
         s.base_url = "http://example.com/v1".into();
         assert_eq!(code(&s), Err("cleanup.insecure-url"));
+        s.base_url = "http://user:pw@127.0.0.1:11434/v1".into();
+        assert_eq!(code(&s), Err("cleanup.credentials-in-url"));
+        s.base_url = "ws://127.0.0.1:11434/v1".into();
+        assert_eq!(code(&s), Err("cleanup.bad-url"));
         s.base_url = "http://127.0.0.1:11434/v1".into();
         s.mode = CleanupMode::Translate;
         assert_eq!(code(&s), Err("cleanup.no-language"));

@@ -50,7 +50,14 @@ pub fn run(paths: &[PathBuf], json: bool) -> u8 {
                     message: &d.message,
                 }));
             } else {
-                let _ = writeln!(out, "{shown}:{}: {}: {}", d.line, d.code, d.message);
+                let _ = writeln!(
+                    out,
+                    "{}:{}: {}: {}",
+                    super::shown::line(&shown),
+                    d.line,
+                    d.code,
+                    super::shown::line(&d.message)
+                );
             }
         }
         let hidden = index.diagnostics_total() - index.diagnostics().len() as u64;

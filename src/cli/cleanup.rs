@@ -5,8 +5,8 @@
 //!
 //! Invariants:
 //! - Nothing is stored: no session is written, not even with `--session` (a preview).
-//! - The key comes from the secret store, and only for the server the settings name: a
-//!   `--server` of another origin gets no key.
+//! - The key comes from the secret store, kept per server origin: a `--server` gets its own
+//!   origin's key, never another's.
 //! - Human output is the text alone on stdout; why the words went out as spoken goes to
 //!   stderr as a sentence and its code. `--json` adds the verdict, the model's text (refused
 //!   or not), the edits the guard found (quoted: this is the user's own terminal) and the
@@ -147,18 +147,13 @@ fn session_words(dir: &Path) -> Result<String, String> {
 }
 
 fn deliver(args: &Args<'_>, s: &CleanupSettings, spoken: &str) -> u8 {
-    // The stored key belongs to the server the settings name, and to no other.
-    let key = if args
-        .server
-        .is_none_or(|url| same_origin(url, &user_server()))
-    {
-        persyk::credentials::KeyEntry::cleanup()
+    // Keys are kept per server origin: the one for the server asked, and no other's.
+    let key = persyk::endpoint::origin(&s.base_url).and_then(|origin| {
+        persyk::credentials::KeyEntry::cleanup_for(&origin)
             .stored_key()
             .ok()
             .flatten()
-    } else {
-        None
-    };
+    });
     let cleaner = match s.cleaner(None, key) {
         Ok(Some(c)) => c,
         Ok(None) => persyk::cleanup::Cleaner {
@@ -193,29 +188,6 @@ fn deliver(args: &Args<'_>, s: &CleanupSettings, spoken: &str) -> u8 {
     0
 }
 
-fn user_server() -> String {
-    settings::settings_path()
-        .and_then(|p| UserSettings::load(&p).ok())
-        .map(|u| u.cleanup.base_url)
-        .unwrap_or_default()
-}
-
-/// Scheme, host and port of two URLs agree.
-fn same_origin(a: &str, b: &str) -> bool {
-    let origin = |u: &str| -> Option<String> {
-        let uri: tokio_tungstenite::tungstenite::http::Uri = u.trim().parse().ok()?;
-        let scheme = uri.scheme_str()?.to_ascii_lowercase();
-        let port = uri
-            .port_u16()
-            .unwrap_or(if scheme == "https" { 443 } else { 80 });
-        Some(format!(
-            "{scheme}://{}:{port}",
-            uri.host()?.to_ascii_lowercase()
-        ))
-    };
-    origin(a).is_some() && origin(a) == origin(b)
-}
-
 fn as_json(p: &Preview, mode: Option<&ModelMode>, s: &CleanupSettings) -> serde_json::Value {
     let chosen = match p.chosen {
         Chosen::Spoken => "spoken",
@@ -241,28 +213,4 @@ fn as_json(p: &Preview, mode: Option<&ModelMode>, s: &CleanupSettings) -> serde_
         "edits": edits,
         "latencyMs": p.latency.as_millis() as u64,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn origins_compare_scheme_host_and_port() {
-        assert!(same_origin(
-            "http://127.0.0.1:11434/v1",
-            "http://127.0.0.1:11434/other"
-        ));
-        assert!(same_origin(
-            "https://api.groq.com/openai/v1",
-            "https://API.groq.com:443/x"
-        ));
-        assert!(!same_origin(
-            "http://127.0.0.1:11434/v1",
-            "http://127.0.0.1:8080/v1"
-        ));
-        assert!(!same_origin("https://a.example/v1", "https://b.example/v1"));
-        assert!(!same_origin("http://a.example/v1", "https://a.example/v1"));
-        assert!(!same_origin("", ""));
-    }
 }

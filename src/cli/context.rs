@@ -244,7 +244,12 @@ fn human_line(item: &HistoryItem) -> String {
         EntryBody::CustomMessage(cm) => ("custom", display_text(&cm.content.to_blocks())),
         _ => ("other", String::new()),
     };
-    format!("{} {role}: {text}", item.id)
+    // Stored text: controls and direction overrides are shown as escapes.
+    format!(
+        "{} {role}: {}",
+        super::shown::line(&item.id),
+        super::shown::text(&text)
+    )
 }
 
 #[cfg(test)]

@@ -203,7 +203,7 @@ pub fn run(args: Args<'_>) -> u8 {
         result if engine == RecognitionEngine::Local => super::recording::report(result),
         Ok(t) => {
             for line in t.report.transcript() {
-                println!("{line}");
+                println!("{}", super::shown::text(line));
             }
             if t.input_overloads > 0 {
                 eprintln!(

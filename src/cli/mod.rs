@@ -17,6 +17,7 @@ mod fake_cmd;
 mod models;
 mod recording;
 mod search_cmds;
+mod shown;
 mod store_cmds;
 mod transcribe;
 
@@ -205,7 +206,7 @@ enum Command {
         /// The instruction of `--mode custom` (default: the settings').
         #[arg(long)]
         instruction: Option<String>,
-        /// The model server's base URL (default: the settings'); another server gets no key.
+        /// The model server's base URL (default: the settings'); it gets only its own key.
         #[arg(long)]
         server: Option<String>,
         /// The model's name (default: the settings').

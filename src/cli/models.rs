@@ -34,6 +34,11 @@ pub fn list() -> u8 {
         Err(code) => return code,
     };
     println!("{}", store.dir().display());
+    // A folder someone else may write in proves nothing about its files.
+    if let Err(e) = store.check_folder() {
+        eprintln!("persyk: {e}");
+        return EXIT_CANNOT_RUN;
+    }
     for info in store.list() {
         let state = match info.state {
             ModelState::Installed => "downloaded".to_owned(),

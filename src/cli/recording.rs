@@ -149,7 +149,7 @@ pub fn report(result: Result<Transcription, persyk::pipeline::CaptureError>) -> 
     match result {
         Ok(t) => {
             for line in t.report.transcript() {
-                println!("{line}");
+                println!("{}", super::shown::text(line));
             }
             if let Some(reason) = t.halted.as_ref().or(t.report.halted.as_ref()) {
                 eprintln!(

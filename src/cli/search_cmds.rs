@@ -188,18 +188,22 @@ fn duration(ms: u64) -> String {
 }
 
 /// One line: search hits start with the arguments `persyk context` takes to open them.
+/// Every value read from a session file or a folder name goes through [`shown::line`]: one
+/// row each, controls shown as escapes.
 fn human_line(r: &SessionRow, hit: bool) -> String {
-    let created = r.created.as_deref().unwrap_or("-");
+    use super::shown::line as shown;
+    let created = shown(r.created.as_deref().unwrap_or("-")).into_owned();
+    let location = r.location.display().to_string();
+    let location = shown(&location);
     let mut line = if hit {
         format!(
-            "{} --leaf {}  {created}  {}: {}",
-            r.location.display(),
-            r.leaf_id.as_deref().unwrap_or("null"),
-            r.label,
-            r.excerpt.as_deref().unwrap_or_default()
+            "{location} --leaf {}  {created}  {}: {}",
+            shown(r.leaf_id.as_deref().unwrap_or("null")),
+            shown(&r.label),
+            shown(r.excerpt.as_deref().unwrap_or_default())
         )
     } else {
-        let mut l = format!("{}  {created}  {}", r.location.display(), r.label);
+        let mut l = format!("{location}  {created}  {}", shown(&r.label));
         if let Some(n) = r.message_count {
             l.push_str(&format!("  [{n} messages]"));
         }
@@ -215,7 +219,8 @@ fn human_line(r: &SessionRow, hit: bool) -> String {
         line.push_str(&format!("  [{code}]"));
     }
     if let Some(d) = &r.duplicate_of {
-        line.push_str(&format!("  [duplicate of {}]", d.display()));
+        let d = d.display().to_string();
+        line.push_str(&format!("  [duplicate of {}]", shown(&d)));
     }
     line
 }

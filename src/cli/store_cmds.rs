@@ -1,4 +1,7 @@
-//! `persyk new`, `persyk append`, `persyk recover`, `persyk rm`.
+//! `persyk new`, `persyk append`, `persyk recover`, `persyk rm`, `persyk status`.
+//!
+//! What `recover` and `status` print from a session (ids, reasons, file names) goes through
+//! [`super::shown::line`]: controls are shown as escapes.
 //!
 //! Naming a session on the command line is the user's explicit authorization for it: these
 //! commands open it through a store whose only root is the folder that contains it.
@@ -16,6 +19,7 @@ use persyk::session::{SessionHandle, Store, StoreError};
 use persyk::settings::{self, Settings};
 use serde_json::{Map, Value};
 
+use super::shown::line as shown;
 use super::{EXIT_CANNOT_RUN, EXIT_LEAF_NOT_FOUND, EXIT_VIOLATION};
 
 fn absolute(p: &Path) -> io::Result<PathBuf> {
@@ -355,6 +359,7 @@ pub fn recover(session: &Path) -> u8 {
                     println!("tail: added the missing newline to the final record")
                 }
                 TailOutcome::PreservedFragment { file_name, bytes } => {
+                    let file_name = shown(&file_name);
                     println!(
                         "tail: preserved an incomplete {bytes}-byte fragment in {file_name} and truncated it"
                     )
@@ -374,13 +379,20 @@ pub fn recover(session: &Path) -> u8 {
                             "fixed"
                         } else {
                             "already correct"
-                        }
+                        },
+                        recording_id = shown(&recording_id),
                     ),
                     RecordingOutcome::Live { recording_id } => {
-                        println!("recording {recording_id}: live capture, left alone")
+                        println!(
+                            "recording {}: live capture, left alone",
+                            shown(&recording_id)
+                        )
                     }
                     RecordingOutcome::NoAudio { recording_id } => {
-                        println!("recording {recording_id}: interrupted; no usable audio")
+                        println!(
+                            "recording {}: interrupted; no usable audio",
+                            shown(&recording_id)
+                        )
                     }
                 }
             }
@@ -390,16 +402,19 @@ pub fn recover(session: &Path) -> u8 {
                         use persyk::realtime::removal::Reconciled;
                         match r {
                             Reconciled::Applied { target_id } => {
+                                let target_id = shown(&target_id);
                                 println!(
                                     "removal of {target_id}: confirmed by the provider, applied locally"
                                 )
                             }
                             Reconciled::Unconfirmed { target_id } => {
+                                let target_id = shown(&target_id);
                                 println!(
                                     "removal of {target_id}: requested, never confirmed; left as it was"
                                 )
                             }
                             Reconciled::NotOnBranch { target_id } => {
+                                let target_id = shown(&target_id);
                                 println!(
                                     "removal of {target_id}: confirmed, but the message is not on the current branch"
                                 )
@@ -467,7 +482,7 @@ pub fn status(session: &Path) -> u8 {
         }
     };
     let (valid, tail) = handle.with_index(|i| (i.is_authoritative(), i.tail().is_some()));
-    println!("session {}", handle.session_id());
+    println!("session {}", shown(handle.session_id()));
     println!(
         "records: {}",
         if valid {
@@ -483,28 +498,37 @@ pub fn status(session: &Path) -> u8 {
         Ok(w) if w.is_empty() => println!("unfinished work: none"),
         Ok(w) => {
             for r in &w.recordings {
-                println!("unfinished recording: {r}");
+                println!("unfinished recording: {}", shown(r));
             }
             for (r, reasons) in &w.incomplete_recordings {
                 println!(
-                    "incomplete recording: {r} (not all recognized: {}; transcribe its WAV again)",
+                    "incomplete recording: {} (not all recognized: {}; transcribe its WAV again)",
+                    shown(r),
                     if reasons.is_empty() {
                         "no gap recorded".to_owned()
                     } else {
-                        reasons.join(", ")
+                        shown(&reasons.join(", ")).into_owned()
                     }
                 );
             }
             for (conn, item) in &w.pending_items {
-                println!("provider item never transcribed: {item} (connection {conn})");
+                println!(
+                    "provider item never transcribed: {} (connection {})",
+                    shown(item),
+                    shown(conn)
+                );
             }
             for (conn, response) in &w.pending_responses {
-                println!("requested response never finished: {response} (connection {conn})");
+                println!(
+                    "requested response never finished: {} (connection {})",
+                    shown(response),
+                    shown(conn)
+                );
             }
             for i in &w.removal_intents {
                 println!(
                     "removal requested for {}: {}",
-                    i.target_id,
+                    shown(&i.target_id),
                     if i.remote_deleted {
                         "confirmed by the provider, not applied (persyk recover)"
                     } else {

@@ -14,10 +14,18 @@
 //!
 //! A catalog model is checked against its pinned SHA-256 before its first use and again
 //! whenever the file changed: the verdict is remembered in a private sidecar
-//! (`.ggml-<name>.bin.verified`, 0600) by the file's size, mtime, inode and device, so using
-//! a verified model costs a `stat` and a small read, never hashing hundreds of megabytes on
-//! the way to a dictation. A file that fails the hash is [`ModelState::Damaged`]
-//! (`models.damaged`) and never returned by [`ModelStore::resolve`].
+//! (`.ggml-<name>.bin.verified`, 0600) by the file's size, mtime, status-change time, owner,
+//! inode and device, so using a verified model costs a `stat` and a small read, never
+//! hashing hundreds of megabytes on the way to a dictation. A file that fails the hash is
+//! [`ModelState::Damaged`] (`models.damaged`) and never returned by [`ModelStore::resolve`].
+//!
+//! The folder is trusted only when it is the user's own and nobody else may write in it
+//! (`PERSYK_MODELS_DIR` may name any folder): a folder that belongs to someone else or is
+//! group- or world-writable is `models.unsafe-folder` for listing (the CLI), using and
+//! downloading, and no verification record is believed or written there. A record is
+//! believed only when it, too, is the user's and writable by nobody else, and its identity
+//! names the file's status-change time, which no one can set back (`touch` sets the mtime
+//! only): a file rewritten in place under its old mtime is hashed again.
 //!
 //! Invariants:
 //! - A file reaches its final name `ggml-<name>.bin` only by one `rename` of a `.part` whose
@@ -31,8 +39,9 @@
 //!   hash, not a ggml file), so a bad part is never resumed twice.
 //! - Only `https://` URLs leave the machine; plain `http://` is accepted for a loopback host
 //!   only (tests), by the same host rule as the provider URL
-//!   ([`crate::endpoint::is_loopback_host`]). Redirects from an `https` base stay
-//!   `https`.
+//!   ([`crate::endpoint::is_loopback_host`]). Every redirect hop is checked by that rule
+//!   too and never goes from `https` to `http` (`models.bad-redirect`); a loopback hop is
+//!   never proxied ([`crate::endpoint::get_following_redirects`]).
 //! - One download per model at a time: the `.part` is held with an exclusive file lock, so
 //!   the app and the CLI never write the same part (`models.busy`). The lock is released
 //!   explicitly (`unlock`) before the download returns, because it belongs to the open file
@@ -141,8 +150,9 @@ pub const FREE_SPACE_MARGIN_BYTES: u64 = 128 * 1024 * 1024;
 
 /// The suffix of the sidecar that remembers a catalog model's verification.
 const VERIFIED_SUFFIX: &str = ".verified";
-/// The first word of a verification record (its format version).
-const RECORD_VERSION: &str = "persyk-model-verified-v1";
+/// The first word of a verification record (its format version; v1 records, which named no
+/// owner or status-change time, are not believed and the file is hashed again once).
+const RECORD_VERSION: &str = "persyk-model-verified-v2";
 
 /// The catalog model called `name`.
 pub fn find(name: &str) -> Option<&'static CatalogModel> {
@@ -201,7 +211,7 @@ pub enum ModelError {
     #[error("models.no-data-dir: there is no data folder to keep models in")]
     NoDataDir,
     #[error(
-        "models.bad-url: the model download URL must be an http:// or https:// URL with a host"
+        "models.bad-url: the model download URL must be an http:// or https:// URL with a host and no user name or password"
     )]
     BadUrl,
     #[error(
@@ -240,6 +250,14 @@ pub enum ModelError {
     PartNotAFile,
     #[error("models.busy: this model is being downloaded already")]
     Busy,
+    #[error(
+        "models.bad-redirect: the download server redirected to an address that is not allowed (plain http:// off this machine, or a user name and password)"
+    )]
+    BadRedirect,
+    #[error(
+        "models.unsafe-folder: the models folder belongs to another user or others may write in it, so its models are not trusted; make it yours and private (chmod 700) or choose another folder"
+    )]
+    UnsafeFolder,
     #[error("models.cancelled: the download was stopped; download again to resume")]
     Cancelled,
     #[error("models.tls: secure connections are not available (no root certificates)")]
@@ -275,6 +293,8 @@ impl ModelError {
             ModelError::NoSpace { .. } => "models.no-space",
             ModelError::PartNotAFile => "models.part-not-a-file",
             ModelError::Busy => "models.busy",
+            ModelError::BadRedirect => "models.bad-redirect",
+            ModelError::UnsafeFolder => "models.unsafe-folder",
             ModelError::Cancelled => "models.cancelled",
             ModelError::Tls => "models.tls",
             ModelError::Io { .. } => "models.io",
@@ -293,6 +313,7 @@ impl ModelError {
                 | ModelError::DiskFull
                 | ModelError::Cancelled
                 | ModelError::HttpStatus { .. }
+                | ModelError::BadRedirect
         )
     }
 }
@@ -445,9 +466,31 @@ impl ModelStore {
             .join(format!(".{}{VERIFIED_SUFFIX}", file_name(name)))
     }
 
+    /// Whether the folder may be trusted: it is the user's and neither its group nor others
+    /// may write in it (`models.unsafe-folder`). A folder that does not exist yet is fine
+    /// (a download creates it 0700).
+    pub fn check_folder(&self) -> Result<(), ModelError> {
+        match fs::metadata(&self.dir) {
+            Ok(m) if m.is_dir() && is_private_to_us(&m) => Ok(()),
+            Ok(_) => Err(ModelError::UnsafeFolder),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(source) => Err(ModelError::Io {
+                op: "read the models folder",
+                source,
+            }),
+        }
+    }
+
+    /// Whether verification records in the folder may be believed and written.
+    fn folder_trusted(&self) -> bool {
+        fs::metadata(&self.dir).is_ok_and(|m| m.is_dir() && is_private_to_us(&m))
+    }
+
     /// What the folder holds for `model`. A file of the catalog's size counts as installed
     /// only once its SHA-256 matched: the verdict is remembered by the file's size, mtime,
-    /// inode and device, so only the first look after a change reads the whole file.
+    /// status-change time, owner, inode and device, so only the first look after a change
+    /// reads the whole file. In a folder that is not [trusted](Self::check_folder) nothing
+    /// is remembered: the file is hashed every time.
     pub fn state(&self, model: &CatalogModel) -> ModelState {
         let path = self.path(model.name);
         match fs::metadata(&path) {
@@ -483,14 +526,19 @@ impl ModelStore {
         }
     }
 
-    /// The remembered verdict for `model`'s file as `meta` describes it, if there is one.
+    /// The remembered verdict for `model`'s file as `meta` describes it, if there is one: a
+    /// record in a trusted folder, a regular file of the user's that nobody else may write.
     fn remembered(&self, model: &CatalogModel, meta: &fs::Metadata) -> Option<bool> {
+        if !self.folder_trusted() {
+            return None;
+        }
         let mut file = OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
             .open(self.record_path(model.name))
             .ok()?;
-        if !file.metadata().ok()?.is_file() {
+        let record = file.metadata().ok()?;
+        if !record.is_file() || !is_private_to_us(&record) {
             return None;
         }
         let mut text = String::new();
@@ -536,9 +584,12 @@ impl ModelStore {
         verified
     }
 
-    /// Writes the verification record (0600, through a fresh file renamed into place). A
-    /// failure only means the next use hashes again.
+    /// Writes the verification record (0600, through a fresh file renamed into place), in a
+    /// trusted folder only. A failure only means the next use hashes again.
     fn remember(&self, model: &CatalogModel, stamp: &Stamp, verified: bool) {
+        if !self.folder_trusted() {
+            return;
+        }
         let record = self.record_path(model.name);
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let tmp = self.dir.join(format!(
@@ -582,10 +633,10 @@ impl ModelStore {
     }
 
     /// The model file a setting names, checked before whisper.cpp sees it: a catalog model
-    /// must be downloaded, have its catalog size and its SHA-256 (remembered; see
-    /// [`Self::state`]); a name outside the catalog must name a `ggml-<name>.bin` someone put
-    /// in the folder; every file must be a whole ggml model ([`check_model_file`];
-    /// `models.invalid-file` otherwise).
+    /// must be in a [trusted](Self::check_folder) folder, downloaded, have its catalog size
+    /// and its SHA-256 (remembered; see [`Self::state`]); a name outside the catalog must
+    /// name a `ggml-<name>.bin` someone put in that folder; every file must be a whole ggml
+    /// model ([`check_model_file`]; `models.invalid-file` otherwise).
     pub fn resolve(&self, choice: &LocalModelChoice) -> Result<PathBuf, ModelError> {
         match choice {
             LocalModelChoice::File(path) => {
@@ -593,6 +644,7 @@ impl ModelStore {
                 Ok(path.clone())
             }
             LocalModelChoice::Catalog(name) => {
+                self.check_folder()?;
                 let path = self.path(name);
                 match self.find(name) {
                     Some(model) => match self.state(model) {
@@ -663,6 +715,7 @@ impl ModelStore {
             return Ok(target);
         }
         create_private_dir_all(&self.dir).map_err(write_error("create the models folder"))?;
+        self.check_folder()?;
         let part_path = self.part_path(model.name);
         // Room for what is left to fetch, before anything is asked or written.
         let have = match fs::symlink_metadata(&part_path) {
@@ -764,14 +817,27 @@ impl ModelStore {
         cancel: &AtomicBool,
         progress: &mut dyn FnMut(Progress),
     ) -> Result<(), ModelError> {
+        use crate::endpoint::{FetchError, get_following_redirects};
         let total_bytes = model.bytes;
-        let agent = agent(self.base_url.starts_with("https://"))?;
         let url = format!("{}/{}", self.base_url, model.file_name());
-        let mut request = agent.get(&url);
-        if have > 0 {
-            request = request.header("Range", format!("bytes={have}-"));
-        }
-        let response = request.call().map_err(call_error)?;
+        let range = format!("bytes={have}-");
+        let headers: &[(&str, &str)] = if have > 0 {
+            &[("Range", range.as_str())]
+        } else {
+            &[]
+        };
+        // A download's deadlines are per read, not for the whole file.
+        let tune: crate::endpoint::Tune<'_> = &|config| {
+            config
+                .timeout_connect(Some(CONNECT_TIMEOUT))
+                .timeout_recv_response(Some(CONNECT_TIMEOUT))
+                .timeout_per_read(Some(READ_TIMEOUT))
+        };
+        let response = get_following_redirects(&url, headers, tune).map_err(|e| match e {
+            FetchError::Redirect => ModelError::BadRedirect,
+            FetchError::Tls => ModelError::Tls,
+            FetchError::Transport(e) => call_error(e),
+        })?;
         let status = response.status().as_u16();
         let header = |name: &str| {
             response
@@ -953,12 +1019,28 @@ fn free_bytes(dir: &Path) -> io::Result<u64> {
     Ok((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
 }
 
+/// This process's effective user.
+fn effective_uid() -> u32 {
+    // SAFETY: geteuid takes nothing, cannot fail and touches no memory of ours.
+    unsafe { libc::geteuid() }
+}
+
+/// Whether a file or folder is this user's and neither its group nor others may write it.
+fn is_private_to_us(meta: &fs::Metadata) -> bool {
+    meta.uid() == effective_uid() && meta.mode() & 0o022 == 0
+}
+
 /// The identity of a file a verification record is valid for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Stamp {
     size: u64,
     mtime_s: i64,
     mtime_ns: i64,
+    /// The status-change time: any write, chmod, chown, link or rename moves it, and no call
+    /// sets it back.
+    ctime_s: i64,
+    ctime_ns: i64,
+    owner: u32,
     inode: u64,
     device: u64,
 }
@@ -969,6 +1051,9 @@ impl Stamp {
             size: meta.len(),
             mtime_s: meta.mtime(),
             mtime_ns: meta.mtime_nsec(),
+            ctime_s: meta.ctime(),
+            ctime_ns: meta.ctime_nsec(),
+            owner: meta.uid(),
             inode: meta.ino(),
             device: meta.dev(),
         }
@@ -978,8 +1063,16 @@ impl Stamp {
 /// A record's text before its verdict: the version, the pinned hash and the file's stamp.
 fn record_identity(model: &CatalogModel, s: &Stamp) -> String {
     format!(
-        "{RECORD_VERSION} {} {} {}.{:09} {} {}",
-        model.sha256, s.size, s.mtime_s, s.mtime_ns, s.inode, s.device
+        "{RECORD_VERSION} {} {} {}.{:09} {}.{:09} {} {} {}",
+        model.sha256,
+        s.size,
+        s.mtime_s,
+        s.mtime_ns,
+        s.ctime_s,
+        s.ctime_ns,
+        s.owner,
+        s.inode,
+        s.device
     )
 }
 
@@ -1002,17 +1095,6 @@ fn hex(bytes: &[u8]) -> String {
         let _ = write!(s, "{b:02x}");
         s
     })
-}
-
-/// The shared agent set-up with a download's deadlines (per read, not for the whole file).
-fn agent(https: bool) -> Result<ureq::Agent, ModelError> {
-    let config = crate::endpoint::http_agent_config(https)
-        .ok_or(ModelError::Tls)?
-        .timeout_connect(Some(CONNECT_TIMEOUT))
-        .timeout_recv_response(Some(CONNECT_TIMEOUT))
-        .timeout_per_read(Some(READ_TIMEOUT))
-        .build();
-    Ok(config.new_agent())
 }
 
 #[cfg(test)]

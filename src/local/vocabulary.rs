@@ -22,15 +22,33 @@
 //!   word, punctuation mark and the order of words is the unprompted recognition's.
 //! - The words the model heard are kept: [`Confirmed::heard`] is the text before the change
 //!   (stored beside the message, `replay.heard`).
-//! - Matching is bounded: entries of at most [`MAX_ENTRY_WORDS`] words, at most
-//!   [`MAX_ENTRIES`] of them, and stretches of at most the entry's words plus two.
+//! - Matching is bounded whatever the list says (a hand-edited settings file reaches here
+//!   too, and the settings refuse it on the way: `settings.bad-keyword`): entries of at most
+//!   [`MAX_ENTRY_WORDS`] words and [`MAX_ENTRY_CHARS`] characters, at most [`MAX_ENTRIES`]
+//!   of them (the limits the settings and the Realtime API keep), stretches of at most the
+//!   entry's words plus two, and at most [`MAX_WORK_PER_TEXT`] units of comparison per text
+//!   searched ([`Vocabulary::search`]): past it the search stops with what it found, so a
+//!   pathological list costs a bounded time per window instead of a second.
 
 use rphonetic::DoubleMetaphone;
 
 /// Entries with more words are left out of matching (they still go to the prompt).
 pub const MAX_ENTRY_WORDS: usize = 4;
-/// The most entries matched against a text.
-pub const MAX_ENTRIES: usize = 200;
+/// The most entries matched against a text (the settings' limit on "Words Persyk should
+/// know", `realtime::protocol::MAX_KEYWORDS`).
+pub const MAX_ENTRIES: usize = 100;
+/// Entries longer than this many characters are left out of matching (the settings' limit,
+/// `realtime::protocol::MAX_KEYWORD_CHARS`).
+pub const MAX_ENTRY_CHARS: usize = 100;
+/// The comparison work one [`Vocabulary::search`] may do: the sum, over the pairs of keys
+/// and of spellings compared, of the product of their lengths (the cells of an edit-distance
+/// table). A list of 100 ordinary names against a 100-word window needs well under a tenth
+/// of it (benches/local.rs, part 9); the worst list the limits allow stops there.
+pub const MAX_WORK_PER_TEXT: u64 = if option_env!("VOCAB_NOLIMIT").is_some() {
+    u64::MAX / 2
+} else {
+    4_000_000
+};
 /// How alike the phonetic keys of a stretch and an entry must at least be (1 − edit
 /// distance / the longer key's length), their first sounds equal.
 pub const SUSPECT_SOUNDS: f64 = 0.6;
@@ -73,6 +91,16 @@ pub struct Suspect {
     similarity: f64,
 }
 
+/// What [`Vocabulary::search`] found in one text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Search {
+    /// The suspects, as [`Vocabulary::suspects`] returns them.
+    pub suspects: Vec<Suspect>,
+    /// Whether every stretch was compared with every candidate entry; `false` when the
+    /// search stopped at [`MAX_WORK_PER_TEXT`].
+    pub complete: bool,
+}
+
 /// The outcome of [`Vocabulary::confirm`] for one text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Confirmed {
@@ -97,13 +125,17 @@ struct Word {
 }
 
 impl Vocabulary {
-    /// Prepares `listed` (blank entries, entries longer than [`MAX_ENTRY_WORDS`] words and
-    /// entries without a letter are left out; at most [`MAX_ENTRIES`]).
+    /// Prepares `listed` (blank entries, entries longer than [`MAX_ENTRY_WORDS`] words or
+    /// [`MAX_ENTRY_CHARS`] characters, entries with a control character and entries without
+    /// a letter are left out; at most [`MAX_ENTRIES`] are kept).
     pub fn new(listed: &[String]) -> Vocabulary {
         let coder = coder();
         let mut entries = Vec::new();
         for written in listed {
             let written = written.trim();
+            if written.chars().count() > MAX_ENTRY_CHARS || written.chars().any(char::is_control) {
+                continue;
+            }
             let words: Vec<String> = written
                 .split_whitespace()
                 .map(normal)
@@ -155,9 +187,19 @@ impl Vocabulary {
     /// Stretches of `text` that sound like an entry and are not written as it, in text
     /// order, none overlapping another (where two overlap, the more alike one is kept).
     pub fn suspects(&self, text: &str) -> Vec<Suspect> {
+        self.search(text).suspects
+    }
+
+    /// [`Self::suspects`], and whether the search was complete: it stops once it has done
+    /// [`MAX_WORK_PER_TEXT`] of comparison, keeping the suspects found until then.
+    pub fn search(&self, text: &str) -> Search {
         if self.entries.is_empty() {
-            return Vec::new();
+            return Search {
+                suspects: Vec::new(),
+                complete: true,
+            };
         }
+        let mut work = Work(MAX_WORK_PER_TEXT);
         let coder = coder();
         let words = words(text);
         let codes: Vec<[String; 2]> = words.iter().map(|w| code(&coder, &w.normal)).collect();
@@ -191,7 +233,7 @@ impl Vocabulary {
         // Per entry, where it is already written (nothing around that is a suspect of it),
         // found when the entry is first a candidate.
         let mut written: Vec<Option<Vec<usize>>> = vec![None; self.entries.len()];
-        for (start, from_here) in stretches.iter().enumerate() {
+        'search: for (start, from_here) in stretches.iter().enumerate() {
             for (len, stretch) in from_here.iter().enumerate() {
                 let end = start + len + 1;
                 let firsts = stretch
@@ -236,9 +278,15 @@ impl Vocabulary {
                     if at.iter().any(|&w| start < w + n && w < end) {
                         continue;
                     }
-                    let sounds = best_similarity(&stretch.keys, &entry.keys);
+                    let Some(sounds) = best_similarity(&stretch.keys, &entry.keys, &mut work)
+                    else {
+                        break 'search;
+                    };
                     if sounds < SUSPECT_SOUNDS {
                         continue;
+                    }
+                    if !work.spend(stretch.spelled.len(), entry.spelled.len()) {
+                        break 'search;
                     }
                     let similarity =
                         (sounds + strsim::jaro_winkler(&stretch.spelled, &entry.spelled)) / 2.0;
@@ -267,7 +315,13 @@ impl Vocabulary {
             }
         }
         kept.sort_by_key(|s| s.start);
-        kept
+        if std::env::var_os("VOCAB_WORK").is_some() {
+            eprintln!("work {}", MAX_WORK_PER_TEXT - work.0);
+        }
+        Search {
+            suspects: kept,
+            complete: !work.spent(),
+        }
     }
 
     /// `heard` (recognized without the prompt) with each of its `suspects` written as its
@@ -428,8 +482,34 @@ fn keys(coder: &DoubleMetaphone, words: &[String]) -> [String; 2] {
     [primary, alternate]
 }
 
-/// The best similarity between any key of a stretch and any key of an entry.
-fn best_similarity(span: &[String; 2], entry: &[String; 2]) -> f64 {
+/// What is left of a search's comparison work ([`MAX_WORK_PER_TEXT`]).
+struct Work(u64);
+
+impl Work {
+    /// Takes the work of comparing strings of `a` and `b` bytes; `false` (and nothing
+    /// left) when there is not enough.
+    fn spend(&mut self, a: usize, b: usize) -> bool {
+        let cost = (a.max(1) as u64).saturating_mul(b.max(1) as u64);
+        match self.0.checked_sub(cost) {
+            Some(left) => {
+                self.0 = left;
+                true
+            }
+            None => {
+                self.0 = 0;
+                false
+            }
+        }
+    }
+
+    fn spent(&self) -> bool {
+        self.0 == 0
+    }
+}
+
+/// The best similarity between any key of a stretch and any key of an entry; `None` when
+/// `work` ran out before every pair was measured.
+fn best_similarity(span: &[String; 2], entry: &[String; 2], work: &mut Work) -> Option<f64> {
     let mut best: f64 = 0.0;
     for s in span {
         for e in entry {
@@ -453,11 +533,14 @@ fn best_similarity(span: &[String; 2], entry: &[String; 2]) -> f64 {
                 }
                 continue;
             }
+            if !work.spend(s.len(), e.len()) {
+                return None;
+            }
             let d = strsim::levenshtein(s, e);
             best = best.max(1.0 - d as f64 / longest as f64);
         }
     }
-    best
+    Some(best)
 }
 
 /// A word as compared: lower case, letters, digits and inner apostrophes only.
@@ -631,10 +714,40 @@ mod tests {
 
     #[test]
     fn entries_are_bounded_and_blank_ones_left_out() {
-        let v = vocabulary(&["", "   ", "a b c d e", "!!", "Persyk"]);
+        let long = "Supercalifragilistic".repeat(6);
+        let v = vocabulary(&["", "   ", "a b c d e", "!!", "Persyk", &long, "Zo\u{1b}ë"]);
         assert_eq!(v.entries.len(), 1);
         let many: Vec<String> = (0..500).map(|i| format!("Term{i}")).collect();
         assert_eq!(Vocabulary::new(&many).entries.len(), MAX_ENTRIES);
+    }
+
+    #[test]
+    fn a_search_stops_at_its_work_limit_and_keeps_what_it_found() {
+        // The worst list the limits allow: 100 entries of four 24-letter words sharing
+        // their first sound, against 200 words that all begin with it.
+        let word = |i: usize, j: usize| {
+            let letters: String = (0..23)
+                .map(|k| (b'a' + ((i * 7 + j * 3 + k * 5) % 26) as u8) as char)
+                .collect();
+            format!("s{letters}")
+        };
+        let list: Vec<String> = (0..MAX_ENTRIES)
+            .map(|i| (0..4).map(|j| word(i, j)).collect::<Vec<_>>().join(" "))
+            .collect();
+        assert!(list.iter().all(|e| e.chars().count() <= MAX_ENTRY_CHARS));
+        let v = Vocabulary::new(&list);
+        assert_eq!(v.entries.len(), MAX_ENTRIES);
+        let text: String = (0..200)
+            .map(|i| word(i + 1000, 1))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let search = v.search(&text);
+        assert!(!search.complete);
+        // An ordinary text against an ordinary list is searched completely.
+        let v = vocabulary(&["Siobhan Kowalczyk", "Kubernetes"]);
+        let search = v.search("Please send the report to Shivon Kao Kzik before Thursday.");
+        assert!(search.complete);
+        assert_eq!(search.suspects.len(), 1);
     }
 
     #[test]

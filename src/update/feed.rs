@@ -6,7 +6,12 @@
 //!   given; [`read_verified`] is the only way in, and `parse` is private.
 //! - Only the prehashed (`ED`) algorithm is accepted: legacy signatures are refused.
 //! - A verified feed is still checked field by field (a semver version, `https://` URLs with
-//!   a host, a 64-digit lowercase SHA-256, a size); anything else is `update.malformed`.
+//!   a host, a 64-digit lowercase SHA-256, a size, an RFC 3339 expiry); anything else is
+//!   `update.malformed`.
+//! - The expiry is read only from the signed feed itself (`expires`): a feed without one is
+//!   `update.no-expiry` (the feeds before it was added, and any whose expiry sits only in
+//!   the signature's untrusted comment), and [`fresh`] refuses one past it
+//!   (`update.expired`).
 //! - Errors carry no text of the feed.
 
 use semver::Version;
@@ -53,6 +58,8 @@ pub struct Release {
     pub dmg_bytes: u64,
     /// The oldest macOS the release runs on, when the feed says.
     pub minimum_macos: Option<String>,
+    /// Past this time the feed is not believed ([`fresh`]).
+    pub expires: time::OffsetDateTime,
 }
 
 /// What a check found.
@@ -76,6 +83,9 @@ struct FeedJson {
     dmg_bytes: u64,
     #[serde(default)]
     minimum_macos: Option<String>,
+    /// RFC 3339 (`2026-12-31T00:00:00Z`).
+    #[serde(default)]
+    expires: Option<String>,
 }
 
 /// Verifies `signature` (a `.minisig` file's bytes) over the exact `feed` bytes with `key`,
@@ -106,6 +116,10 @@ fn parse(feed: &[u8]) -> Result<Release, UpdateError> {
     }) {
         return Err(UpdateError::Malformed);
     }
+    let expires = json.expires.ok_or(UpdateError::NoExpiry)?;
+    let expires =
+        time::OffsetDateTime::parse(&expires, &time::format_description::well_known::Rfc3339)
+            .map_err(|_| UpdateError::Malformed)?;
     Ok(Release {
         version,
         notes_url: json.notes_url,
@@ -113,7 +127,17 @@ fn parse(feed: &[u8]) -> Result<Release, UpdateError> {
         dmg_sha256: json.dmg_sha256,
         dmg_bytes: json.dmg_bytes,
         minimum_macos: json.minimum_macos,
+        expires,
     })
+}
+
+/// `release` if its feed has not expired at `now`; `update.expired` from its expiry on.
+pub fn fresh(release: Release, now: time::OffsetDateTime) -> Result<Release, UpdateError> {
+    if now < release.expires {
+        Ok(release)
+    } else {
+        Err(UpdateError::Expired)
+    }
 }
 
 /// An `https://` URL with a host, no user-info, at most 2 KiB, and nothing a browser would

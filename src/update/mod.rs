@@ -14,8 +14,16 @@
 //!   ([`Source::new`]); a development build (`debug_assertions`) alone also reads
 //!   `PERSYK_UPDATE_TEST_KEY` ([`Source::from_env`]), code a release build does not contain.
 //! - `http://` only to a loopback host (the rule of [`crate::endpoint`]); `https://` with the
-//!   platform's roots. Every request has a connect and a total deadline, and a body over
-//!   [`MAX_FEED_BYTES`] / [`MAX_SIGNATURE_BYTES`] is refused, not truncated.
+//!   platform's roots. A redirect (GitHub's "latest" takes two) is followed only to a URL
+//!   the same rule accepts, never from `https` to `http`, at most
+//!   [`crate::endpoint::MAX_REDIRECTS`] times (`update.bad-redirect` otherwise); a loopback
+//!   feed is never fetched through a proxy. Every request has a connect and a total deadline,
+//!   and a body over [`MAX_FEED_BYTES`] / [`MAX_SIGNATURE_BYTES`] is refused, not truncated.
+//! - The feed expires: its signed `expires` time is part of the bytes the signature covers,
+//!   a feed past it is `update.expired` and a feed without one `update.no-expiry`, both
+//!   "could not check" — so an old feed replayed (by a mirror, a proxy or a captive portal)
+//!   cannot keep saying "up to date" after its time. The release workflow re-signs the
+//!   latest feed with a fresh expiry twice a week (`packaging/README.md`).
 //! - Errors carry stable codes ([`UpdateError::code`]) and never any text of the feed or the
 //!   URL.
 //! - Only a strictly newer version is offered; the same is "up to date"; an older one (an old
@@ -26,7 +34,7 @@ pub mod feed;
 use std::io::Read;
 use std::time::Duration;
 
-pub use feed::{Checked, FeedKey, Release, compare, read_verified};
+pub use feed::{Checked, FeedKey, Release, compare, fresh, read_verified};
 
 /// The public key of the release feed's signing key (minisign's base64 line). Its secret half
 /// is the release workflow's `PERSYK_UPDATE_SECRET_KEY` secret (packaging/README.md).
@@ -75,6 +83,14 @@ pub enum UpdateError {
     Older,
     #[error("update.bad-key: the update feed's public key is not a minisign Ed25519 key")]
     BadKey,
+    #[error(
+        "update.bad-redirect: the update feed's server redirected to an address that is not allowed"
+    )]
+    BadRedirect,
+    #[error("update.expired: the update feed is past its signed expiry; nothing is offered")]
+    Expired,
+    #[error("update.no-expiry: the update feed has no signed expiry; nothing is offered")]
+    NoExpiry,
     #[error("update.bad-version: this build's version is not a semantic version")]
     BadCurrentVersion,
 }
@@ -93,6 +109,9 @@ impl UpdateError {
             UpdateError::Malformed => "update.malformed",
             UpdateError::Older => "update.older",
             UpdateError::BadKey => "update.bad-key",
+            UpdateError::BadRedirect => "update.bad-redirect",
+            UpdateError::Expired => "update.expired",
+            UpdateError::NoExpiry => "update.no-expiry",
             UpdateError::BadCurrentVersion => "update.bad-version",
         }
     }
@@ -164,18 +183,18 @@ impl Source {
         std::env::var(FEED_ENV).is_ok_and(|v| !v.trim().is_empty() && v.trim() != "off")
     }
 
-    /// Fetches the feed and its signature, verifies, reads and compares with `current`.
-    /// Blocking (at most about twice [`Timeouts::total`]); run it off the UI thread.
+    /// Fetches the feed and its signature, verifies, reads, checks the expiry against this
+    /// machine's clock and compares with `current`. Blocking (at most about twice
+    /// [`Timeouts::total`] per hop); run it off the UI thread.
     pub fn check(&self, current: &str) -> Result<Checked, UpdateError> {
-        let https = self.feed_url.to_ascii_lowercase().starts_with("https://");
-        let agent = agent(https, self.timeouts)?;
-        let feed = get(&agent, &self.feed_url, MAX_FEED_BYTES)?;
+        let feed = get(&self.feed_url, MAX_FEED_BYTES, self.timeouts)?;
         let signature = get(
-            &agent,
             &format!("{}{SIGNATURE_SUFFIX}", self.feed_url),
             MAX_SIGNATURE_BYTES,
+            self.timeouts,
         )?;
         let release = read_verified(&feed, &signature, &self.key)?;
+        let release = fresh(release, time::OffsetDateTime::now_utc())?;
         compare(release, current)
     }
 }
@@ -196,20 +215,21 @@ fn check_url(url: &str) -> Result<(), UpdateError> {
     crate::endpoint::check_http_url(url).map_err(|_| UpdateError::BadUrl)
 }
 
-/// The shared agent set-up (a redirect, GitHub's "latest" one, may never leave https) with
-/// the check's deadlines.
-fn agent(https: bool, timeouts: Timeouts) -> Result<ureq::Agent, UpdateError> {
-    let config = crate::endpoint::http_agent_config(https)
-        .ok_or(UpdateError::Tls)?
-        .timeout_connect(Some(timeouts.connect))
-        .timeout_global(Some(timeouts.total))
-        .build();
-    Ok(config.new_agent())
-}
-
-/// The body of a `200` answer, at most `limit` bytes (more is `update.too-large`).
-fn get(agent: &ureq::Agent, url: &str, limit: u64) -> Result<Vec<u8>, UpdateError> {
-    let response = agent.get(url).call().map_err(transport_error)?;
+/// The body of a `200` answer at `url` (redirects followed hop by hop, each checked; see
+/// [`crate::endpoint::get_following_redirects`]), at most `limit` bytes (more is
+/// `update.too-large`).
+fn get(url: &str, limit: u64, timeouts: Timeouts) -> Result<Vec<u8>, UpdateError> {
+    use crate::endpoint::{FetchError, get_following_redirects};
+    let tune: crate::endpoint::Tune<'_> = &|config| {
+        config
+            .timeout_connect(Some(timeouts.connect))
+            .timeout_global(Some(timeouts.total))
+    };
+    let response = get_following_redirects(url, &[], tune).map_err(|e| match e {
+        FetchError::Redirect => UpdateError::BadRedirect,
+        FetchError::Tls => UpdateError::Tls,
+        FetchError::Transport(e) => transport_error(e),
+    })?;
     let status = response.status().as_u16();
     if status != 200 {
         return Err(UpdateError::HttpStatus { status });

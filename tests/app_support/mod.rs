@@ -48,8 +48,23 @@ impl Microphone for ToneMic {
     }
 }
 
+/// The OpenAI key, and the clean-up keys by server origin.
 #[derive(Default)]
-pub struct MemKeys(pub Mutex<Option<String>>);
+pub struct MemKeys(
+    pub Mutex<Option<String>>,
+    pub Mutex<std::collections::HashMap<String, String>>,
+);
+
+impl MemKeys {
+    pub fn with(key: Option<&str>) -> MemKeys {
+        MemKeys(Mutex::new(key.map(str::to_owned)), Mutex::default())
+    }
+
+    /// The clean-up keys kept, by origin.
+    pub fn cleanup_keys(&self) -> std::collections::HashMap<String, String> {
+        self.1.lock().unwrap().clone()
+    }
+}
 
 impl KeyStore for MemKeys {
     fn get(&self) -> Result<String, String> {
@@ -65,6 +80,18 @@ impl KeyStore for MemKeys {
     }
     fn delete(&self) -> Result<(), String> {
         *self.0.lock().unwrap() = None;
+        Ok(())
+    }
+    fn cleanup_key(&self, origin: &str) -> Option<String> {
+        self.1.lock().unwrap().get(origin).cloned()
+    }
+    fn set_cleanup_key(&self, origin: &str, key: &str) -> Result<(), String> {
+        let mut keys = self.1.lock().unwrap();
+        if key.is_empty() {
+            keys.remove(origin);
+        } else {
+            keys.insert(origin.to_owned(), key.to_owned());
+        }
         Ok(())
     }
 }
@@ -214,7 +241,7 @@ pub fn fixture_in_front(
         settings.provider.base_url = Some(format!("ws://{}/v1", server.addr));
     }
     edit(&mut settings);
-    let keys = Arc::new(MemKeys(Mutex::new(key.map(str::to_owned))));
+    let keys = Arc::new(MemKeys::with(key));
     let waker = Waker::new();
     let backend = BackendHandle::spawn(
         BackendConfig {

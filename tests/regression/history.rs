@@ -81,7 +81,21 @@ fn whole_document(bytes: &[u8]) -> Option<String> {
                 EntryBody::CustomMessage(cm) => ("custom", display_text(&cm.content.to_blocks())),
                 _ => ("other", String::new()),
             };
-            format!("{} {role}: {text}\n", i.id)
+            // The human output shows controls and direction overrides as escapes (issue #39
+            // item 5), written out here independently of the CLI's own code.
+            let shown: String = text
+                .chars()
+                .map(|c| {
+                    let hidden = matches!(c, '\u{0}'..='\u{8}' | '\u{B}'..='\u{1F}'
+                        | '\u{7F}'..='\u{9F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+                    if hidden {
+                        format!("\\u{{{:X}}}", u32::from(c))
+                    } else {
+                        c.to_string()
+                    }
+                })
+                .collect();
+            format!("{} {role}: {shown}\n", i.id)
         })
         .collect();
     Some(format!(

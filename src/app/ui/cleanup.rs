@@ -21,7 +21,8 @@ pub struct CleanupForm {
     pub instruction: String,
     pub base_url: String,
     pub model: String,
-    /// A new key for the model server (empty: keep the stored one).
+    /// A new key for the model server (empty: keep the one stored for this server; a key is
+    /// kept per server, so another server's is never sent here).
     pub api_key: String,
     /// Replacement rows: (spoken, written). Empty rows are dropped on save.
     pub replacements: Vec<(String, String)>,
@@ -195,6 +196,10 @@ impl PersykUi {
                 )
                 .labelled_by(label);
             });
+            ui.label(style::caption(
+                "A key is kept for its own server: change the address and the key saved for \
+                 the old one stays with it, never sent to the new one.",
+            ));
             ui.label(style::caption(
                 "Your spoken words are saved first. The clean-up is pasted only if it comes \
                  within 3 seconds and still says what you said; otherwise your words are \
@@ -412,6 +417,7 @@ pub(super) fn reason_sentence(code: &str) -> &'static str {
         | "cleanup.no-model"
         | "cleanup.bad-url"
         | "cleanup.insecure-url"
+        | "cleanup.credentials-in-url"
         | "cleanup.no-language"
         | "cleanup.no-instruction" => {
             "the clean-up settings are not complete (Settings › Clean-up)."

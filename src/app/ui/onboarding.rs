@@ -461,6 +461,19 @@ pub(super) fn model_failure(code: &str) -> ModelFailure {
             false,
             true,
         ),
+        "models.bad-redirect" => (
+            "The download server sent the download somewhere Persyk does not go (an \
+             unencrypted address off this Mac). Try again later, or choose another model.",
+            true,
+            true,
+        ),
+        "models.unsafe-folder" => (
+            "The models folder belongs to another user or others may write in it, so Persyk \
+             does not trust the models there. Make the folder yours and private, or choose \
+             another folder.",
+            false,
+            false,
+        ),
         _ => ("The download failed.", true, true),
     };
     ModelFailure {
