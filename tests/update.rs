@@ -262,3 +262,23 @@ fn the_release_signer_and_the_verifier_agree() {
         Err(UpdateError::BadSignature)
     );
 }
+
+/// Issue #39 item 9: an old feed replayed keeps its valid signature, but past its signed
+/// expiry it offers nothing and says why; a signed feed without an expiry (every feed before
+/// the field existed) is refused the same way: "could not check", never "up to date".
+#[test]
+fn issue39_09_a_replayed_feed_past_its_expiry_says_could_not_check() {
+    let server = serve("expired.json");
+    assert_eq!(
+        check(&server, "persyk-update.json"),
+        Err(UpdateError::Expired)
+    );
+    let server = serve("no-expiry.json");
+    assert_eq!(
+        check(&server, "persyk-update.json"),
+        Err(UpdateError::NoExpiry)
+    );
+    // The expired one is genuinely signed and readable: only its date refuses it.
+    let (feed, sig) = signed("expired.json");
+    assert!(read_verified(&feed, &sig, &test_key()).is_ok());
+}

@@ -7,6 +7,7 @@ mod app;
 mod bundle;
 mod capture;
 mod cleanup;
+mod hardening;
 mod history;
 mod local;
 mod local_models;
