@@ -574,17 +574,21 @@ fn vars(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 #[test]
 fn issue25_02_bundle_builds_whisper_for_a_fixed_cpu_baseline_per_architecture() {
     let m1 = vars(&[
+        ("MACOSX_DEPLOYMENT_TARGET", "11.0"),
         ("GGML_NATIVE", "OFF"),
         ("GGML_CPU_ARM_ARCH", "armv8.4-a+fp16+dotprod"),
     ]);
+    // Issue #36 item 8: the Intel baseline is the Ivy Bridge set (SSE4.2, AVX, F16C) of the
+    // oldest Macs macOS 11 runs on; AVX2, FMA and BMI2 crashed a 2013 Mac Pro.
     let intel = vars(&[
+        ("MACOSX_DEPLOYMENT_TARGET", "11.0"),
         ("GGML_NATIVE", "OFF"),
         ("GGML_SSE42", "ON"),
         ("GGML_AVX", "ON"),
-        ("GGML_AVX2", "ON"),
-        ("GGML_FMA", "ON"),
+        ("GGML_AVX2", "OFF"),
+        ("GGML_FMA", "OFF"),
         ("GGML_F16C", "ON"),
-        ("GGML_BMI2", "ON"),
+        ("GGML_BMI2", "OFF"),
         ("GGML_AVX_VNNI", "OFF"),
         ("GGML_AVX512", "OFF"),
         ("GGML_AVX512_VBMI", "OFF"),
@@ -608,7 +612,8 @@ fn issue25_02_bundle_builds_whisper_for_a_fixed_cpu_baseline_per_architecture() 
             .env_remove("PERSYK_SIGN_IDENTITY")
             // An inherited variable would reach CMake too: the script removes it.
             .env("GGML_NATIVE", "ON")
-            .env("GGML_CPU_ARM_ARCH", "native");
+            .env("GGML_CPU_ARM_ARCH", "native")
+            .env("MACOSX_DEPLOYMENT_TARGET", "15.0");
         let out = cmd.output().expect("run scripts/bundle-macos --dry-run");
         assert!(out.status.success(), "{}", show(&out));
         let cmds = commands(&out);
@@ -622,7 +627,15 @@ fn issue25_02_bundle_builds_whisper_for_a_fixed_cpu_baseline_per_architecture() 
             assert_eq!(&b.vars, expect(&b.target), "{}: {cmds:#?}", b.target);
             let mut unset = b.unset.clone();
             unset.sort();
-            assert_eq!(unset, ["GGML_CPU_ARM_ARCH", "GGML_NATIVE"], "{b:?}");
+            assert_eq!(
+                unset,
+                [
+                    "GGML_CPU_ARM_ARCH",
+                    "GGML_NATIVE",
+                    "MACOSX_DEPLOYMENT_TARGET"
+                ],
+                "{b:?}"
+            );
             // whisper-rs-sys is rebuilt first (no stamp of these flags exists here).
             let clean = argv(&[
                 "cargo",
@@ -1097,4 +1110,126 @@ fn workflows_pass_actionlint_and_a_broken_one_does_not() {
         .expect("run scripts/lint-workflows on a broken workflow");
     assert_eq!(out.status.code(), Some(1), "{}", show(&out));
     assert!(stdout(&out).contains("runs-on"), "{}", show(&out));
+}
+
+/// Writes a Mach-O with these slices (`None` for a thin file) whose LC_BUILD_VERSION names
+/// each `minos`, built byte by byte in Python the way the linker lays it out.
+fn macho(path: &std::path::Path, minos: &[&str], fat: bool, old_style: bool) {
+    let script = r#"
+import struct, sys
+path, fat, old = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1"
+def packed(v):
+    p = [int(x) for x in v.split(".")] + [0, 0]
+    return (p[0] << 16) | (p[1] << 8) | p[2]
+def thin(v):
+    if old:
+        cmd = struct.pack("<IIII", 0x24, 16, packed(v), packed(v))
+    else:
+        cmd = struct.pack("<IIIIII", 0x32, 24, 1, packed(v), packed(v), 0)
+    seg = struct.pack("<II", 0x19, 72) + bytes(64)
+    cmds = seg + cmd
+    header = struct.pack("<IiiIIIII", 0xFEEDFACF, 0x0100000C, 0, 2, 2, len(cmds), 0, 0)
+    return header + cmds + bytes(64)
+slices = [thin(v) for v in sys.argv[4:]]
+if not fat:
+    data = slices[0]
+else:
+    out = struct.pack(">II", 0xCAFEBABE, len(slices))
+    offset = 4096
+    body = b""
+    for i, s in enumerate(slices):
+        out += struct.pack(">iiIII", 0x0100000C if i == 0 else 0x01000007, 0, offset + len(body), len(s), 12)
+        body += s + bytes((-len(s)) % 4096)
+    data = out + bytes(offset - len(out)) + body
+open(path, "wb").write(data)
+"#;
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(path)
+        .arg(if fat { "1" } else { "0" })
+        .arg(if old_style { "1" } else { "0" })
+        .args(minos)
+        .output()
+        .expect("python3");
+    assert!(out.status.success(), "{}", show(&out));
+}
+
+fn check_minos(minimum: &str, paths: &[&std::path::Path], log: Option<&std::path::Path>) -> Output {
+    let mut cmd = Command::new(repo("scripts/check-macho-minos"));
+    cmd.arg(minimum).args(paths);
+    if let Some(log) = log {
+        cmd.arg("--log").arg(log);
+    }
+    cmd.output().expect("run scripts/check-macho-minos")
+}
+
+/// Issue #36 item 1: the workflow's deployment-target check would fail on a wrong `minos` —
+/// a thin binary or one slice of a universal one built for macOS 15 while the declared
+/// minimum is 11.0, an old-style LC_VERSION_MIN_MACOSX too new, a linker warning in the
+/// build log — and passes a bundle built right. Files that are not Mach-O are skipped.
+#[test]
+fn issue36_01_the_macho_check_fails_a_binary_newer_than_the_declared_minimum() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let minimum = stdout(
+        &Command::new(repo("scripts/macos-minimum"))
+            .output()
+            .expect("scripts/macos-minimum"),
+    );
+    assert_eq!(
+        minimum.trim(),
+        "11.0",
+        "the one declared minimum (bundle/Info.plist)"
+    );
+    let app = tmp.path().join("Persyk.app/Contents");
+    fs::create_dir_all(app.join("MacOS")).expect("mkdir");
+    fs::write(app.join("Info.plist"), "<plist/>").expect("plist");
+    let binary = app.join("MacOS/persyk");
+    macho(&binary, &["11.0", "11.0"], true, false);
+    let good = check_minos("11.0", &[&tmp.path().join("Persyk.app")], None);
+    assert!(good.status.success(), "{}", show(&good));
+    assert!(stdout(&good).contains("minos 11.0"), "{}", show(&good));
+
+    for (slices, fat, old) in [
+        (vec!["15.0"], false, false),
+        (vec!["11.0", "15.0"], true, false),
+        (vec!["14.2"], false, true),
+    ] {
+        macho(&binary, &slices, fat, old);
+        let bad = check_minos("11.0", &[&tmp.path().join("Persyk.app")], None);
+        assert_eq!(bad.status.code(), Some(1), "{slices:?}: {}", show(&bad));
+        assert!(
+            stdout(&bad).contains("is newer than 11.0"),
+            "{}",
+            show(&bad)
+        );
+    }
+
+    macho(&binary, &["11.0"], false, false);
+    let log = tmp.path().join("bundle.log");
+    fs::write(
+        &log,
+        "ld: warning: object file (libwhisper.a[3](ggml-metal.m.o)) was built for newer macOS version (15.0) than being linked (11.0)\n",
+    )
+    .expect("log");
+    let warned = check_minos("11.0", &[&tmp.path().join("Persyk.app")], Some(&log));
+    assert_eq!(warned.status.code(), Some(1), "{}", show(&warned));
+    // Nothing to check is a failure, not a pass.
+    let empty = tmp.path().join("empty");
+    fs::create_dir(&empty).expect("mkdir");
+    assert_eq!(check_minos("11.0", &[&empty], None).status.code(), Some(1));
+}
+
+/// Issue #36 item 1: the bundle is built for the declared minimum and checked with it.
+#[test]
+fn issue36_01_bundle_builds_for_the_declared_minimum_and_checks_every_macho() {
+    let out = bundle_dry_run(None, &["--arch", "arm64"]);
+    assert!(out.status.success(), "{}", show(&out));
+    let cmds = commands(&out);
+    let check = position(&cmds, |c| {
+        c.first().is_some_and(|w| w == "scripts/check-macho-minos")
+            && c.get(1).is_some_and(|m| m == "11.0")
+    });
+    let sign = position(&cmds, |c| c.first().is_some_and(|w| w == "codesign"));
+    assert!(sign < check, "{cmds:#?}");
 }

@@ -49,6 +49,12 @@ impl std::fmt::Debug for LocalModel {
 
 static QUIET: Once = Once::new();
 
+/// Whether whisper.cpp may use the GPU: Metal on Apple Silicon; the CPU on Intel Macs, whose
+/// AMD and Intel GPUs are where whisper.cpp's Metal backend has failed (wrong output, hangs)
+/// and where the CPU with AVX is the dependable path (issue #36 item 8). Elsewhere there is
+/// no GPU backend built, so the value changes nothing.
+const GPU: bool = !cfg!(all(target_os = "macos", target_arch = "x86_64"));
+
 impl LocalModel {
     /// Loads the ggml model at `path`.
     pub fn load(path: &Path) -> Result<LocalModel, LocalError> {
@@ -57,14 +63,14 @@ impl LocalModel {
         // hooks drop messages unless a logging backend feature is on).
         QUIET.call_once(whisper_rs::install_logging_hooks);
         let path_str = path.to_str().ok_or(LocalError::ModelUnreadable)?;
-        let context =
-            WhisperContext::new_with_params(path_str, WhisperContextParameters::default())
-                .map_err(|_| {
-                    LocalError::ModelInvalid(super::ggml::Invalid {
-                        reason: "whisper.cpp could not load it",
-                        offset: 0,
-                    })
-                })?;
+        let mut params = WhisperContextParameters::default();
+        params.use_gpu(GPU);
+        let context = WhisperContext::new_with_params(path_str, params).map_err(|_| {
+            LocalError::ModelInvalid(super::ggml::Invalid {
+                reason: "whisper.cpp could not load it",
+                offset: 0,
+            })
+        })?;
         Ok(LocalModel {
             context: Arc::new(context),
             path: path.to_owned(),
