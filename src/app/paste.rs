@@ -136,6 +136,9 @@ pub enum Previous {
     /// Something that cannot be saved whole (an X11 owner that sends it in increments or
     /// does not answer, a pasteboard type whose data cannot be read).
     Unrestorable,
+    /// Not read at all: reading it would raise the system's paste alert (macOS 15.4 and
+    /// later, unless the user allowed Persyk in System Settings).
+    Private,
 }
 
 /// Why the transcript stays on the clipboard although "put back" is on.
@@ -143,6 +146,8 @@ pub enum Previous {
 pub enum Kept {
     /// The clipboard held something Persyk cannot put back whole, so it left it alone.
     Unrestorable,
+    /// The clipboard was not read, so as not to raise macOS's paste alert.
+    Private,
 }
 
 impl Kept {
@@ -150,6 +155,7 @@ impl Kept {
     pub fn code(self) -> &'static str {
         match self {
             Kept::Unrestorable => "paste.clipboard-kept",
+            Kept::Private => "paste.clipboard-private",
         }
     }
 
@@ -160,6 +166,12 @@ impl Kept {
                 "The clipboard held something Persyk cannot put back whole (such as a large \
                  image or files from another app), so the transcript stays on the clipboard \
                  (paste.clipboard-kept)."
+            }
+            Kept::Private => {
+                "macOS asks before an app reads the clipboard, so Persyk did not read it to put \
+                 it back: the transcript stays on the clipboard. Allow Persyk under System \
+                 Settings › Privacy & Security › Paste from Other Apps to have it put back \
+                 (paste.clipboard-private)."
             }
         }
     }
@@ -231,6 +243,7 @@ pub fn deliver(
     let (restore, kept) = match (&pasted, previous) {
         (Ok(()), Previous::Saved(saved)) => (Some(saved), None),
         (Ok(()), Previous::Unrestorable) => (None, Some(Kept::Unrestorable)),
+        (Ok(()), Previous::Private) => (None, Some(Kept::Private)),
         _ => (None, None),
     };
     Delivery {
@@ -277,6 +290,56 @@ pub fn finish(
         PutBack::Restored
     } else {
         PutBack::Changed
+    }
+}
+
+/// When a read of the offered transcript counts as the paste's on macOS, where the
+/// pasteboard's data provider cannot tell who reads (issue #36 item 2). The transcript is
+/// marked transient and auto-generated (nspasteboard.org: Maccy, Raycast, Alfred and other
+/// clipboard managers skip such items, so they never ask for its text), and a read counts
+/// only when it comes after the keystroke was posted and while the app that was in front
+/// then is still in front. The put-back waits at least [`ReadRule::min_delay`] after the
+/// keystroke, so a manager that polls anyway (about every 0.5 s) and an app that reads late
+/// still get the transcript, not the old clipboard. Pure, so Linux tests it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadRule {
+    pub min_delay: std::time::Duration,
+}
+
+impl Default for ReadRule {
+    fn default() -> ReadRule {
+        ReadRule {
+            min_delay: std::time::Duration::from_millis(750),
+        }
+    }
+}
+
+impl ReadRule {
+    /// When the put-back may happen for a read at `read_at` (`None`: the read is not the
+    /// paste's: before the keystroke, or with another app in front).
+    pub fn restore_at(
+        &self,
+        posted: std::time::Instant,
+        read_at: std::time::Instant,
+        target_in_front: bool,
+    ) -> Option<std::time::Instant> {
+        if read_at < posted || !target_in_front {
+            return None;
+        }
+        Some(read_at.max(posted + self.min_delay))
+    }
+}
+
+/// Whether the general pasteboard may be read to save it, from `NSPasteboard.accessBehavior`
+/// (macOS 15.4 and later; `None` on older systems, which never ask). "Default" and "ask"
+/// raise the system's alert on a read that is not the user's own paste, and "always deny"
+/// refuses it: only "always allow" (or no such setting) lets Persyk read it quietly
+/// (issue #36 item 6).
+pub fn may_read_pasteboard(access_behavior: Option<isize>) -> bool {
+    match access_behavior {
+        None => true,
+        Some(2) => true,
+        Some(_) => false,
     }
 }
 
@@ -1094,5 +1157,70 @@ mod tests {
         assert_eq!(x11::keycode_for(&map, 2, 8, 0xffe3), Some(10));
         assert_eq!(x11::keycode_for(&map, 2, 8, 0x56), Some(9));
         assert_eq!(x11::keycode_for(&map, 2, 8, 0x7a), None);
+    }
+
+    /// Issue #36 item 2, the macOS twin of the X11 clipboard-manager test in logic: a read
+    /// before the keystroke (a manager copying the new content) or with another app in front
+    /// is not the paste's; the paste's read puts the old clipboard back no sooner than the
+    /// minimum delay after the keystroke, so a manager polling half a second later still sees
+    /// the transcript, and never before the read itself.
+    #[test]
+    fn issue36_02_only_the_pastes_read_restores_and_never_too_soon() {
+        let rule = ReadRule::default();
+        let posted = std::time::Instant::now() + Duration::from_secs(1);
+        let ms = |n: u64| posted + Duration::from_millis(n);
+        // A manager's read just before the keystroke, or with the user already elsewhere.
+        assert_eq!(
+            rule.restore_at(posted, posted - Duration::from_millis(5), true),
+            None
+        );
+        assert_eq!(rule.restore_at(posted, ms(20), false), None);
+        // The target reads at once: the put-back waits for the minimum delay.
+        assert_eq!(rule.restore_at(posted, ms(20), true), Some(ms(750)));
+        assert!(rule.min_delay >= Duration::from_millis(500));
+        // A slow target: the put-back follows its read.
+        assert_eq!(rule.restore_at(posted, ms(900), true), Some(ms(900)));
+    }
+
+    /// Issue #36 item 6: the pasteboard is read only where that raises no alert.
+    #[test]
+    fn issue36_06_the_pasteboard_is_read_only_where_macos_would_not_ask() {
+        assert!(may_read_pasteboard(None)); // before macOS 15.4
+        assert!(!may_read_pasteboard(Some(0))); // default: asks
+        assert!(!may_read_pasteboard(Some(1))); // ask
+        assert!(may_read_pasteboard(Some(2))); // always allow
+        assert!(!may_read_pasteboard(Some(3))); // always deny
+        // Not read: the paste still happens, the transcript stays, and the window says why.
+        let mut clip = FakeClipboard::holding(&[("text/plain", b"old")]);
+        let paster = FakePaster::new(PasteAvailability::Available, Ok(()));
+        struct Private<'a>(&'a mut FakeClipboard);
+        impl PasteClipboard for Private<'_> {
+            fn save(&mut self) -> Previous {
+                Previous::Private
+            }
+            fn offer(&mut self, text: &str) -> Result<(), String> {
+                self.0.offer(text)
+            }
+            fn wait_read(&mut self, d: Duration) -> bool {
+                self.0.wait_read(d)
+            }
+            fn restore(&mut self, saved: &SavedClipboard) -> bool {
+                self.0.restore(saved)
+            }
+        }
+        let d = deliver(
+            &mut Private(&mut clip),
+            &paster,
+            "hello",
+            &after(AfterAction::Paste, true),
+        );
+        assert_eq!(d.pasted, Some(Ok(())));
+        assert_eq!(d.restore, None);
+        assert_eq!(d.kept, Some(Kept::Private));
+        assert!(
+            Kept::Private
+                .sentence()
+                .ends_with("(paste.clipboard-private).")
+        );
     }
 }

@@ -19,6 +19,11 @@ use super::{Action, PersykUi};
 use crate::app::paste::{PRIVACY_ACCESSIBILITY_URL, PasteAvailability, PasteError};
 use crate::settings::{AfterAction, AfterDictationSettings};
 
+/// What macOS 15.4 and later means for "put back" (issue #36 item 6).
+pub const MAC_PASTE_PRIVACY: &str = "On macOS 15.4 and later Persyk reads the clipboard to put \
+    it back only if you allow it under System Settings › Privacy & Security › Paste from Other \
+    Apps; until then the transcript stays on the clipboard after a paste.";
+
 /// The section's part of the settings form.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AfterDictationForm {
@@ -101,6 +106,10 @@ pub fn after_dictation_section(
                         "Put the previous clipboard back after pasting",
                     ),
                 );
+                if cfg!(target_os = "macos") && form.paste && form.restore_clipboard {
+                    // Issue #36 item 6: said once here, not at every dictation.
+                    ui.label(super::style::caption(MAC_PASTE_PRIVACY));
+                }
             });
         });
     });
