@@ -119,6 +119,12 @@ fn native_options(visible: bool) -> eframe::NativeOptions {
     }
 }
 
+/// Whether the window shows at launch: not when started `--hidden` or as a login item, where
+/// a menu-bar/tray icon will exist to reach it.
+pub fn starts_visible(hidden: bool, login: bool, tray_host: bool) -> bool {
+    !((hidden || login) && tray_host)
+}
+
 /// Persyk's window icon, drawn by `scripts/make-icons` beside the app icon.
 pub const WINDOW_ICON_PNG: &[u8] = include_bytes!("../../assets/icon/persyk-128.png");
 
@@ -211,11 +217,15 @@ pub fn run(options: ShellOptions) -> Result<(), AppError> {
         ));
     }
     // `--hidden` only where a menu-bar/tray icon will exist (else the app is unreachable);
-    // the shell shows the window again should the icon fail after all.
-    let visible = !(options.hidden && tray::host_available());
+    // the shell shows the window again should the icon fail after all. On macOS the window
+    // is built hidden and not activated, and shown only once the launch is known not to be a
+    // login item's (the Apple event that tells is current only inside the creation callback):
+    // decided hidden first, never shown and then hidden (issue #36 item 4).
+    let host = tray::host_available();
+    let built_visible = starts_visible(options.hidden, false, host) && !cfg!(target_os = "macos");
     eframe::run_native(
         "Persyk",
-        native_options(visible),
+        native_options(built_visible),
         Box::new(move |cc| {
             #[cfg(target_os = "macos")]
             let options = {
@@ -225,7 +235,13 @@ pub fn run(options: ShellOptions) -> Result<(), AppError> {
                 // menu bar as `--hidden` would (the window, built visible, is hidden in the
                 // first passes).
                 let mut options = options;
-                options.hidden |= platform::macos::launched_at_login();
+                let login = platform::macos::launched_at_login();
+                if starts_visible(options.hidden, login, host) {
+                    cc.egui_ctx
+                        .send_viewport_cmd(egui::ViewportCommand::Visible(true));
+                    platform::macos::activate();
+                }
+                options.hidden |= login;
                 options
             };
             let shell = Shell::new(&cc.egui_ctx, ui, options);
@@ -324,5 +340,15 @@ mod tests {
             "the white microphone: {r} {g} {b}"
         );
         assert_eq!(*icon, window_icon());
+    }
+
+    /// Issue #36 item 4: a login item (or `--hidden`) with a menu-bar icon is decided hidden
+    /// before the window is shown; without an icon the window must show to be reachable.
+    #[test]
+    fn issue36_04_a_login_launch_starts_hidden() {
+        assert!(!starts_visible(false, true, true));
+        assert!(!starts_visible(true, false, true));
+        assert!(starts_visible(false, false, true));
+        assert!(starts_visible(true, true, false));
     }
 }

@@ -66,6 +66,10 @@ pub enum PasteError {
     /// The keystroke could not be sent.
     #[error("paste.failed: the paste keystroke could not be sent ({0})")]
     Failed(&'static str),
+    /// Persyk itself was in front and gave the keyboard back to no app in time: ⌘V would
+    /// have pasted into Persyk, so the transcript is only copied.
+    #[error("paste.persyk-in-front: Persyk was in front, so the transcript was copied, not pasted")]
+    PersykInFront,
 }
 
 impl PasteError {
@@ -74,6 +78,7 @@ impl PasteError {
             PasteError::Unavailable(_) => "paste.unavailable",
             PasteError::NotTrusted => "paste.not-trusted",
             PasteError::Failed(_) => "paste.failed",
+            PasteError::PersykInFront => "paste.persyk-in-front",
         }
     }
 }
@@ -291,6 +296,43 @@ pub fn finish(
     } else {
         PutBack::Changed
     }
+}
+
+/// A Mac's paste keystroke, as (virtual key, key down, flags) events in order: Command down,
+/// V down and up with the Command flag, Command up — explicit modifier events, as a person's
+/// typing makes them, for apps that check the modifier state rather than the event's flags
+/// (issue #36 item 9). `key_v` is the key that types "v" in the current layout.
+pub fn mac_paste_keystrokes(key_v: u16) -> [(u16, bool, u64); 4] {
+    const COMMAND_KEY: u16 = 0x37;
+    const COMMAND_FLAG: u64 = 0x0010_0000;
+    [
+        (COMMAND_KEY, true, COMMAND_FLAG),
+        (key_v, true, COMMAND_FLAG),
+        (key_v, false, COMMAND_FLAG),
+        (COMMAND_KEY, false, 0),
+    ]
+}
+
+/// Waits, a few looks apart, for `in_front` to say Persyk is no longer in front after it gave
+/// the keyboard back; `false` when it still is (then nothing is pasted: ⌘V would land in
+/// Persyk). Pure apart from the two closures, so Linux tests it.
+pub fn wait_until_not_in_front(
+    mut in_front: impl FnMut() -> bool,
+    mut give_back: impl FnMut(),
+    looks: u32,
+    between: std::time::Duration,
+) -> bool {
+    if !in_front() {
+        return true;
+    }
+    give_back();
+    for _ in 0..looks {
+        std::thread::sleep(between);
+        if !in_front() {
+            return true;
+        }
+    }
+    false
 }
 
 /// When a read of the offered transcript counts as the paste's on macOS, where the
@@ -582,7 +624,6 @@ mod macos {
         fn CGEventPost(tap: u32, event: CFTypeRef);
     }
 
-    const FLAG_COMMAND: u64 = 0x0010_0000;
     const HID_EVENT_TAP: u32 = 0;
     const COMBINED_SESSION_STATE: i32 = 0;
 
@@ -635,21 +676,39 @@ mod macos {
             if !trusted() {
                 return Err(PasteError::NotTrusted);
             }
+            // Never ⌘V into Persyk itself: give the keyboard back to the app that was in
+            // front before (the one the dictation is for), or copy only (issue #36 item 3).
+            let away = super::wait_until_not_in_front(
+                || dispatch2::run_on_main(|_| crate::app::platform::macos::persyk_in_front()),
+                || dispatch2::run_on_main(|_| crate::app::platform::macos::yield_focus()),
+                10,
+                std::time::Duration::from_millis(30),
+            );
+            if !away {
+                return Err(PasteError::PersykInFront);
+            }
             let key_v = super::layout::key_code_typing_v().unwrap_or(super::MAC_KEY_V);
             // SAFETY: CoreGraphics objects created here and released here; a null result
-            // is checked before use.
+            // is checked before use and nothing is posted unless all four exist.
             unsafe {
                 let source = CGEventSourceCreate(COMBINED_SESSION_STATE);
-                let down = CGEventCreateKeyboardEvent(source, key_v, true);
-                let up = CGEventCreateKeyboardEvent(source, key_v, false);
-                let ok = !down.is_null() && !up.is_null();
+                let events: Vec<CFTypeRef> = super::mac_paste_keystrokes(key_v)
+                    .iter()
+                    .map(|&(key, down, flags)| {
+                        let e = CGEventCreateKeyboardEvent(source, key, down);
+                        if !e.is_null() {
+                            CGEventSetFlags(e, flags);
+                        }
+                        e
+                    })
+                    .collect();
+                let ok = events.iter().all(|e| !e.is_null());
                 if ok {
-                    CGEventSetFlags(down, FLAG_COMMAND);
-                    CGEventSetFlags(up, FLAG_COMMAND);
-                    CGEventPost(HID_EVENT_TAP, down);
-                    CGEventPost(HID_EVENT_TAP, up);
+                    for &e in &events {
+                        CGEventPost(HID_EVENT_TAP, e);
+                    }
                 }
-                for cf in [down, up, source] {
+                for cf in events.into_iter().chain([source]) {
                     if !cf.is_null() {
                         CFRelease(cf);
                     }
@@ -1222,5 +1281,48 @@ mod tests {
                 .sentence()
                 .ends_with("(paste.clipboard-private).")
         );
+    }
+
+    /// Issue #36 item 9: ⌘V as a person types it — Command down first, up last.
+    #[test]
+    fn issue36_09_the_paste_keystroke_holds_command_around_v() {
+        let k = mac_paste_keystrokes(0x09);
+        assert_eq!(k[0], (0x37, true, 0x0010_0000));
+        assert_eq!(k[1], (0x09, true, 0x0010_0000));
+        assert_eq!(k[2], (0x09, false, 0x0010_0000));
+        assert_eq!(k[3], (0x37, false, 0));
+    }
+
+    /// Issue #36 item 3: ⌘V is never sent while Persyk is in front: it gives the keyboard
+    /// back and pastes once another app is in front, or says it could not.
+    #[test]
+    fn issue36_03_no_paste_while_persyk_is_in_front() {
+        use std::cell::Cell;
+        let short = Duration::from_millis(1);
+        // Not in front: nothing to give back.
+        let gave = Cell::new(0);
+        assert!(wait_until_not_in_front(
+            || false,
+            || gave.set(gave.get() + 1),
+            3,
+            short
+        ));
+        assert_eq!(gave.get(), 0);
+        // In front, then the other app comes back after two looks.
+        let looks = Cell::new(0);
+        let front = || {
+            looks.set(looks.get() + 1);
+            looks.get() < 3
+        };
+        assert!(wait_until_not_in_front(
+            front,
+            || gave.set(gave.get() + 1),
+            5,
+            short
+        ));
+        assert_eq!(gave.get(), 1);
+        // Never leaves the front: no paste.
+        assert!(!wait_until_not_in_front(|| true, || (), 3, short));
+        assert_eq!(PasteError::PersykInFront.code(), "paste.persyk-in-front");
     }
 }

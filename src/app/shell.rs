@@ -759,7 +759,8 @@ impl eframe::App for Shell {
 pub enum WindowKey {
     /// As the close button: to the menu bar while a tray icon exists, else quit.
     Close,
-    /// Hide Persyk (`NSApp hide:`); the menu's Open, or launching it again, brings it back.
+    /// Hide the window and give the keyboard back (never `NSApp hide:`); the menu's Open, or
+    /// launching it again, brings it back.
     Hide,
     /// Minimize the window (to the Dock on macOS, the taskbar elsewhere).
     Minimize,
@@ -780,24 +781,19 @@ pub fn window_keys(mac: bool) -> &'static [(egui::Key, WindowKey)] {
     if mac { &MAC } else { &OTHER }
 }
 
-/// ⌘H: hides Persyk as a Mac app's menu would (`NSApp hide:`: the app that was in front
-/// before gets the keyboard back). Elsewhere (never bound there) the window hides.
+/// ⌘H: the window goes and the app that was in front before gets the keyboard back, as a
+/// Mac app's Hide would — but Persyk itself is never hidden (`NSApp hide:`), or the next
+/// recording's indicator would stay off screen or unhide the app and take focus (issue #36
+/// item 3). Elsewhere (never bound there) the window hides.
 fn hide_app(ctx: &egui::Context) {
-    #[cfg(target_os = "macos")]
-    {
-        let _ = ctx;
-        super::platform::macos::hide_app();
-    }
-    #[cfg(not(target_os = "macos"))]
-    ctx.send_viewport_cmd(egui::ViewportCommand::Visible(false));
+    close_to_tray(ctx);
 }
 
-/// Hides the window to the menu bar / tray, as the user closed it. On macOS Persyk also
-/// hides itself (`NSApp hide:`), so the app the user was in before gets the keyboard back
-/// and a later paste does not land in Persyk (issue #25 item 8); the recording indicator
-/// stays (it cannot hide).
+/// Hides the window to the menu bar / tray, as the user closed it. On macOS the app the user
+/// was in before gets the keyboard back (`NSApp deactivate`), so a later paste does not land
+/// in Persyk (issue #25 item 8); Persyk stays unhidden, so the recording indicator can show.
 fn close_to_tray(ctx: &egui::Context) {
     ctx.send_viewport_cmd(egui::ViewportCommand::Visible(false));
     #[cfg(target_os = "macos")]
-    super::platform::macos::hide_app();
+    super::platform::macos::yield_focus();
 }

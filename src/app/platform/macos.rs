@@ -158,12 +158,22 @@ pub fn handle_reopen(on_reopen: Box<dyn Fn()>) {
     std::mem::forget(handler);
 }
 
-/// Hides Persyk (`NSApp hide:`, what ⌘H does in an app menu): its windows go and the app
-/// that was in front before gets the keyboard back.
-pub fn hide_app() {
+/// Gives the keyboard back to the app that was in front before Persyk, without hiding
+/// Persyk (`NSApp deactivate`; the caller hides the main window). Never `NSApp hide:`: a
+/// hidden app's next window — the recording indicator — stays off screen until the app is
+/// unhidden, or unhides the whole app and takes focus when ordered front (issue #36 item 3).
+pub fn yield_focus() {
     if let Some(mtm) = MainThreadMarker::new() {
-        NSApplication::sharedApplication(mtm).hide(None);
+        NSApplication::sharedApplication(mtm).deactivate();
     }
+}
+
+/// Whether Persyk itself is the frontmost application (a ⌘V now would land in Persyk).
+pub fn persyk_in_front() -> bool {
+    let own = objc2_app_kit::NSRunningApplication::currentApplication().processIdentifier();
+    objc2_app_kit::NSWorkspace::sharedWorkspace()
+        .frontmostApplication()
+        .is_some_and(|app| app.processIdentifier() == own)
 }
 
 define_class!(
@@ -248,6 +258,13 @@ pub fn make_indicator_panel(title: &str) -> bool {
         if panel {
             window.setStyleMask(window.styleMask() | NSWindowStyleMask::NonactivatingPanel);
         }
+        // What the indicator ended up as, so a wrong state shows in the log (issue #36 item 3).
+        eprintln!(
+            "persyk: indicator window: class {}, style {:#x}, can hide {}",
+            class_name(object.class()),
+            window.styleMask().0,
+            window.canHide()
+        );
         // Level and Spaces apply to any window, a panel or not; it stays when Persyk hides
         // itself (closing the main window hides the app).
         window.setHidesOnDeactivate(false);

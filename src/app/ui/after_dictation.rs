@@ -195,6 +195,9 @@ pub(super) fn not_pasted_sentence(e: &PasteError) -> String {
         PasteError::NotTrusted => NEEDS_ACCESS.to_owned(),
         PasteError::Unavailable(why) => (*why).to_owned(),
         PasteError::Failed(why) => format!("The paste keystroke could not be sent ({why})."),
+        PasteError::PersykInFront => {
+            "Persyk was in front, and a paste would have landed in Persyk itself.".to_owned()
+        }
     };
     format!(
         "Not pasted ({}): {why} The text is on the clipboard.",
