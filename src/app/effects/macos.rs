@@ -102,8 +102,7 @@ pub fn user_notifications() -> Result<UserNotifications, String> {
 
 fn error_text(error: *mut NSError) -> Option<String> {
     // SAFETY: the framework passes a valid NSError or null.
-    unsafe { error.as_ref() }
-        .map(|e| format!("the notification center refused it (error {})", e.code()))
+    unsafe { error.as_ref() }.map(|e| super::center_error(&e.domain().to_string(), e.code()))
 }
 
 impl NotificationCenter for UserNotifications {

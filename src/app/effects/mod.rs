@@ -59,6 +59,24 @@ pub trait NotificationCenter {
 pub const NOTIFICATIONS_OFF: &str = "notifications are off for Persyk; turn them on in System \
                                      Settings > Notifications > Persyk";
 
+/// What the window says when macOS refuses notifications to this build outright
+/// (`UNErrorDomain` code 1, "not allowed", which an ad-hoc-signed Persyk.app gets): System
+/// Settings does not list such a build, so sending the user there would not help (issue #36
+/// item 5). The finished dictation is said in the window instead.
+pub const NOTIFICATIONS_NOT_ALLOWED: &str = "macOS does not allow notifications for this build of \
+    Persyk (it is not signed by a registered developer, so System Settings cannot turn them \
+    on); finished dictations are said here in the window instead";
+
+/// The sentence for a notification center error: the real reason for "not allowed"
+/// (`UNErrorDomain` 1), the domain and code otherwise.
+pub fn center_error(domain: &str, code: isize) -> String {
+    if domain == "UNErrorDomain" && code == 1 {
+        NOTIFICATIONS_NOT_ALLOWED.to_owned()
+    } else {
+        format!("the notification center refused it ({domain} {code})")
+    }
+}
+
 /// What a click on one of Persyk's notifications does, set once by the app (show the
 /// window): on Linux the banner's default action, which notify-rust reports as
 /// `"default"`; on macOS the delegate's `didReceiveNotificationResponse`.
@@ -576,6 +594,7 @@ mod tests {
         status: Cell<NotifyAuthorization>,
         grant: bool,
         add_error: Option<String>,
+        request_error: Option<String>,
         calls: RefCell<Vec<&'static str>>,
     }
 
@@ -585,6 +604,7 @@ mod tests {
                 status: Cell::new(status),
                 grant,
                 add_error: None,
+                request_error: None,
                 calls: RefCell::default(),
             }
         }
@@ -597,6 +617,9 @@ mod tests {
         }
         fn request_authorization(&self) -> Result<bool, String> {
             self.calls.borrow_mut().push("request");
+            if let Some(e) = &self.request_error {
+                return Err(e.clone());
+            }
             self.status.set(if self.grant {
                 NotifyAuthorization::Allowed
             } else {
@@ -728,5 +751,26 @@ mod tests {
         assert_eq!(first_words("one two three", 5), "one two three");
         assert_eq!(first_words("one  two\nthree four", 2), "one two…");
         assert_eq!(first_words("", 3), "");
+    }
+
+    /// Issue #36 item 5: "not allowed" (an ad-hoc-signed build) says the real reason and
+    /// never sends the user to a Settings pane that does not list Persyk.
+    #[test]
+    fn issue36_05_a_build_macos_refuses_notifications_says_why() {
+        let not_allowed = center_error("UNErrorDomain", 1);
+        assert_eq!(not_allowed, NOTIFICATIONS_NOT_ALLOWED);
+        assert!(!not_allowed.contains("System Settings >"), "{not_allowed}");
+        assert!(not_allowed.contains("in the window"), "{not_allowed}");
+        assert_eq!(
+            center_error("UNErrorDomain", 3),
+            "the notification center refused it (UNErrorDomain 3)"
+        );
+        let mut center = FakeCenter::new(NotifyAuthorization::NotDetermined, true);
+        center.request_error = Some(center_error("UNErrorDomain", 1));
+        let asked = Prompt::new();
+        assert_eq!(
+            deliver(&center, &asked, "t", "b"),
+            Err(NOTIFICATIONS_NOT_ALLOWED.to_owned())
+        );
     }
 }
