@@ -111,6 +111,40 @@ fn local_dictation_without_a_key_shows_provisional_then_canonical_and_copies_on_
     app.shutdown();
 }
 
+/// Issue #36 item 7: quitting while the model recognizes stops the recording, saves it and
+/// frees the model before the backend says it is done (whisper.cpp's Metal backend asserts at
+/// exit that its buffers were freed; here the release itself is what is checked).
+#[test]
+fn issue36_07_quitting_during_recognition_frees_the_model_first() {
+    let model = support::test_model();
+    let f = fixture_with(None, None, Arc::new(SpeechMic), None, |s| {
+        s.provider.transcription_model = None;
+        s.recognition.engine = RecognitionEngine::Local;
+        s.recognition.local_model = Some(model.to_string_lossy().into_owned());
+    });
+    let mut app = UiApp::new(f, 640.0, 900.0);
+    app.wait = WAIT;
+    app.click("Start dictation");
+    app.wait_until("the utterance being recognized", |h| {
+        h.query_all_by_label_contains("transcribing")
+            .next()
+            .is_some()
+    });
+    // Quit now, with no Stop: within the quit deadline.
+    assert!(app.harness.state_mut().shutdown(Duration::from_secs(30)));
+    assert_eq!(app.harness.state().model_released(), Some(true));
+    let saved = std::fs::read_dir(&app.root)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.join("session.jsonl").is_file())
+        .expect("the session");
+    let text = std::fs::read_to_string(saved.join("session.jsonl")).unwrap();
+    assert!(
+        text.contains("\"recording.finished\"") || text.contains("\"recording.interrupted\""),
+        "the recording was closed, not abandoned"
+    );
+}
+
 /// A microphone that hears `0` (24 kHz mono), then a minute of silence, at twice real time.
 struct SaidMic(Vec<i16>);
 

@@ -266,6 +266,9 @@ pub struct BackendHandle {
     stop_by: Option<Instant>,
     /// The backend reported that it stopped.
     finished: bool,
+    /// Set once the backend stopped: whether the on-device model it had loaded was released
+    /// by then (`None`: it loaded none).
+    model_released: Arc<Mutex<Option<bool>>>,
 }
 
 impl std::fmt::Debug for BackendHandle {
@@ -294,6 +297,8 @@ impl BackendHandle {
         let (upd_tx, updates) = mpsc::channel(256);
         let (shutdown, shutdown_rx) = watch::channel(None);
         let (done_tx, done) = std::sync::mpsc::sync_channel(1);
+        let model_released = Arc::new(Mutex::new(None));
+        let released_slot = model_released.clone();
         let thread = std::thread::Builder::new()
             .name("persyk-backend".into())
             .spawn(move || {
@@ -318,7 +323,17 @@ impl BackendHandle {
                         search_cache: Arc::new(SearchCache::new()),
                         cleanup_client: None,
                     };
-                    rt.block_on(backend.run(cmd_rx, shutdown_rx));
+                    let by = rt.block_on(backend.run(cmd_rx, shutdown_rx));
+                    // The on-device model is freed before the backend says it is done, so
+                    // whisper.cpp's Metal backend never finds its buffers alive at exit
+                    // (issue #36 item 7): the backend dropped its copy; a recognizer's thread
+                    // may still be finishing with its own, within the same deadline.
+                    if let Some(watch) = by.1 {
+                        while !watch.is_released() && Instant::now() < by.0 {
+                            std::thread::sleep(Duration::from_millis(10));
+                        }
+                        *lock(&released_slot) = Some(watch.is_released());
+                    }
                     // Done means saved: blocking tasks still running (a search) are not
                     // waited for.
                     let _ = done_tx.send(());
@@ -337,6 +352,7 @@ impl BackendHandle {
             done,
             stop_by: None,
             finished: false,
+            model_released,
         })
     }
 
@@ -374,6 +390,12 @@ impl BackendHandle {
             Some(by) if Instant::now() >= by => ShutdownStatus::TimedOut,
             Some(_) => ShutdownStatus::Waiting,
         }
+    }
+
+    /// After the backend stopped: whether the on-device model it loaded was freed first
+    /// (`None`: none was loaded, or it has not stopped yet).
+    pub fn model_released(&self) -> Option<bool> {
+        *lock(&self.model_released)
     }
 
     /// Stops the backend (see [`BackendHandle::request_shutdown`]) and waits until it has
@@ -434,6 +456,19 @@ struct Backend {
 
 type Downloads = Arc<Mutex<HashMap<String, Arc<AtomicBool>>>>;
 
+/// A watch on the on-device model's release (nothing to watch without the `local` feature).
+#[cfg(feature = "local")]
+type ModelWatch = crate::local::whisper::Released;
+#[cfg(not(feature = "local"))]
+#[derive(Debug)]
+struct ModelWatch;
+#[cfg(not(feature = "local"))]
+impl ModelWatch {
+    fn is_released(&self) -> bool {
+        true
+    }
+}
+
 async fn recording_done(active: &mut Option<Active>) -> Finished {
     match active {
         Some(a) => match (&mut a.task).await {
@@ -477,11 +512,13 @@ impl Backend {
         }
     }
 
+    /// Runs until shut down; returns the shutdown deadline and, when an on-device model was
+    /// loaded, a watch on its release (the backend's own copy is dropped on return).
     async fn run(
         mut self,
         mut commands: mpsc::Receiver<Command>,
         mut shutdown: watch::Receiver<Option<Instant>>,
-    ) {
+    ) -> (Instant, Option<ModelWatch>) {
         let daily = tokio::time::sleep(self.config.updates.first_daily_check);
         tokio::pin!(daily);
         loop {
@@ -519,6 +556,11 @@ impl Backend {
                 let _ = self.updates.try_send(Update::Ended(Box::new(finished)));
             }
         }
+        #[cfg(feature = "local")]
+        let watch = self.local_model.take().map(|m| m.released());
+        #[cfg(not(feature = "local"))]
+        let watch = None;
+        (by, watch)
     }
 
     /// Checks the release feed off the runtime's workers; the answer is an

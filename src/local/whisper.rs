@@ -39,6 +39,18 @@ pub struct LocalModel {
     path: PathBuf,
 }
 
+/// Tells whether a loaded model's memory — and with it whisper.cpp's backend buffers, which
+/// its Metal backend asserts were freed when the process exits — has been released: every
+/// holder (the app's cache, a recognizer's thread) dropped it.
+#[derive(Debug, Clone)]
+pub struct Released(std::sync::Weak<WhisperContext>);
+
+impl Released {
+    pub fn is_released(&self) -> bool {
+        self.0.strong_count() == 0
+    }
+}
+
 impl std::fmt::Debug for LocalModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LocalModel")
@@ -79,6 +91,11 @@ impl LocalModel {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// A watch on this model's release (see [`Released`]).
+    pub fn released(&self) -> Released {
+        Released(Arc::downgrade(&self.context))
     }
 
     /// Whether the model recognizes several languages (`false` for `*.en` models).

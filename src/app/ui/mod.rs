@@ -1050,6 +1050,11 @@ impl PersykUi {
         self.backend.shutdown(deadline)
     }
 
+    /// After shutdown: whether the on-device model was freed first (`None`: none loaded).
+    pub fn model_released(&self) -> Option<bool> {
+        self.backend.model_released()
+    }
+
     fn send(&mut self, command: Command) {
         if let Err(e) = self.backend.send(command) {
             self.notice = Some((e.to_string(), true));
