@@ -467,6 +467,19 @@ fn run_machine(rx: Receiver<RawKey>, watch: Watch) {
     }
 }
 
+/// Asks for what observing a modifier alone needs (macOS: Input Monitoring, with the
+/// system's prompt when not granted yet); elsewhere nothing to ask. Whether it is granted.
+pub fn ask_to_observe() -> bool {
+    #[cfg(target_os = "macos")]
+    {
+        macos::ask_input_monitoring()
+    }
+    #[cfg(not(target_os = "macos"))]
+    {
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -187,6 +187,14 @@ pub(super) struct TapSource {
 
 impl Source for TapSource {}
 
+/// Asks for Input Monitoring now if Persyk lacks it (the system's prompt, once per app):
+/// called when the key recorder takes a modifier alone, so the question comes while the user
+/// is setting the key, not at some later start (issue #36 item 9). Whether it is granted.
+pub(super) fn ask_input_monitoring() -> bool {
+    // SAFETY: plain queries; the request shows the system's prompt once per app.
+    unsafe { CGPreflightListenEventAccess() || CGRequestListenEventAccess() }
+}
+
 impl TapSource {
     /// Starts the tap; without Input Monitoring, `ask` shows the system's prompt (once per
     /// app: the dictation key was set to a modifier alone), else it fails at once (the key

@@ -729,6 +729,10 @@ impl PersykUi {
             Ok((_, text)) => {
                 self.recorder.refused = None;
                 self.form.hotkey = text;
+                // The question for Input Monitoring comes now, while the key is being set.
+                if !crate::app::modkeys::ask_to_observe() {
+                    self.hotkey_needs_input_monitoring = true;
+                }
             }
             Err(e) => self.recorder.refused = Some((target, e)),
         }
