@@ -630,6 +630,21 @@ mod macos {
     /// ⌘V through CGEvent, behind Accessibility access.
     pub struct MacPaster;
 
+    /// Whether Persyk itself is the frontmost application (a ⌘V now would land in Persyk).
+    fn persyk_in_front() -> bool {
+        let own = objc2_app_kit::NSRunningApplication::currentApplication().processIdentifier();
+        objc2_app_kit::NSWorkspace::sharedWorkspace()
+            .frontmostApplication()
+            .is_some_and(|app| app.processIdentifier() == own)
+    }
+
+    /// Gives the keyboard back to the app that was in front before (`NSApp deactivate`).
+    fn give_keyboard_back() {
+        if let Some(mtm) = objc2::MainThreadMarker::new() {
+            objc2_app_kit::NSApplication::sharedApplication(mtm).deactivate();
+        }
+    }
+
     fn trusted() -> bool {
         // SAFETY: a plain query without arguments.
         unsafe { AXIsProcessTrusted() != 0 }
@@ -679,8 +694,8 @@ mod macos {
             // Never ⌘V into Persyk itself: give the keyboard back to the app that was in
             // front before (the one the dictation is for), or copy only (issue #36 item 3).
             let away = super::wait_until_not_in_front(
-                || dispatch2::run_on_main(|_| crate::app::platform::macos::persyk_in_front()),
-                || dispatch2::run_on_main(|_| crate::app::platform::macos::yield_focus()),
+                || dispatch2::run_on_main(|_| persyk_in_front()),
+                || dispatch2::run_on_main(|_| give_keyboard_back()),
                 10,
                 std::time::Duration::from_millis(30),
             );

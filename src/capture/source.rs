@@ -92,6 +92,22 @@ pub enum SourceError {
     UnsupportedFormat,
     #[error("capture.input-unreadable: the input WAV could not be read")]
     InputUnreadable,
+    /// Not an audio or video file Persyk reads (empty, renamed, text).
+    #[error(
+        "capture.unrecognized-file: the file is not an audio or video file Persyk can read (MP3, M4A/AAC, ALAC, FLAC, WAV, AIFF, Ogg Vorbis, MP4, MOV, MKV)"
+    )]
+    UnrecognizedFile,
+    /// A media file without an audio track.
+    #[error("capture.no-audio-track: the file has no audio track")]
+    NoAudioTrack,
+    /// An audio codec this build does not decode.
+    #[error(
+        "capture.unsupported-codec: the file's audio is {name}, which Persyk cannot decode; convert it to M4A, MP3 or WAV (for example with the Music app or ffmpeg) and try again"
+    )]
+    UnsupportedCodec { name: &'static str },
+    /// The stream breaks off or is damaged: what came before it was delivered.
+    #[error("capture.input-damaged: the file is damaged or cut off from here on")]
+    InputDamaged,
     /// Frames were lost between the device and the pipeline (Persyk's own queue was full):
     /// the pipeline halts. `dropped_frames` is `None` when the loss has no count.
     #[error("capture.overrun: audio was dropped because it was not consumed in time")]
@@ -126,6 +142,10 @@ impl SourceError {
             SourceError::StreamFailed { .. } => "capture.stream-failed",
             SourceError::UnsupportedFormat => "capture.unsupported-format",
             SourceError::InputUnreadable => "capture.input-unreadable",
+            SourceError::UnrecognizedFile => "capture.unrecognized-file",
+            SourceError::NoAudioTrack => "capture.no-audio-track",
+            SourceError::UnsupportedCodec { .. } => "capture.unsupported-codec",
+            SourceError::InputDamaged => "capture.input-damaged",
             SourceError::Overrun { .. } => "capture.overrun",
             SourceError::InputOverload { .. } => "capture.input-overload",
             SourceError::DeviceLost => "capture.device-lost",
@@ -333,7 +353,11 @@ fn file_worker(
 }
 
 /// Sends `event`, waiting for room while not stopped. False if stopped or disconnected.
-fn deliver(events: &SyncSender<SourceEvent>, mut event: SourceEvent, stop: &AtomicBool) -> bool {
+pub(crate) fn deliver(
+    events: &SyncSender<SourceEvent>,
+    mut event: SourceEvent,
+    stop: &AtomicBool,
+) -> bool {
     let mut backoff = Duration::from_micros(50);
     loop {
         match events.try_send(event) {

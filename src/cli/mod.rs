@@ -120,9 +120,9 @@ enum Command {
         #[arg(long)]
         model: Option<String>,
     },
-    /// Stream a WAV file through the dictation pipeline into a new session.
+    /// Stream an audio or video file through the dictation pipeline into a new session.
     Transcribe {
-        /// A WAV file (any rate and channel count; integer or float samples).
+        /// WAV, MP3, M4A/AAC, ALAC, FLAC, AIFF, Ogg Vorbis, or the audio of MP4/MOV/MKV.
         file: PathBuf,
         /// Provider base URL (default wss://api.openai.com/v1; ws:// allowed for loopback).
         #[arg(long)]

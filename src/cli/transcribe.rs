@@ -6,7 +6,6 @@
 
 use std::path::Path;
 
-use persyk::capture::source::{AudioSource, FileSource};
 use persyk::pipeline::{self, SourceKind};
 use persyk::realtime::protocol::Mode;
 use persyk::session::{LeafSelector, Store};
@@ -66,14 +65,13 @@ pub fn run(args: Args<'_>) -> u8 {
             return EXIT_CANNOT_RUN;
         }
     };
-    let source = match FileSource::open(args.file, args.realtime_factor.unwrap_or(1.0)) {
+    let source = match persyk::capture::open_file(args.file, args.realtime_factor.unwrap_or(1.0)) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("persyk: {}: {e}", args.file.display());
             return EXIT_CANNOT_RUN;
         }
     };
-    let source: Box<dyn AudioSource> = Box::new(source);
     let roots = match roots(args.root) {
         Ok(r) => r,
         Err(e) => {
@@ -90,13 +88,17 @@ pub fn run(args: Args<'_>) -> u8 {
         }
     };
     eprintln!("persyk: session {}", handle.dir().display());
-    let continuation = match handle.continuation(&LeafSelector::Default) {
+    let mut continuation = match handle.continuation(&LeafSelector::Default) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("persyk: {e}");
             return EXIT_CANNOT_RUN;
         }
     };
+    if let Err(e) = continuation.append_one(pipeline::source_file_entry(args.file)) {
+        eprintln!("persyk: {e}");
+        return EXIT_CANNOT_RUN;
+    }
     let runtime = match runtime() {
         Ok(rt) => rt,
         Err(code) => return code,
@@ -161,7 +163,7 @@ const LOCAL_FILE_DRAIN: std::time::Duration = std::time::Duration::from_secs(600
 
 /// `--provider local`: the file through the pipeline to on-device recognition.
 fn run_local(args: &Args<'_>) -> u8 {
-    let source = match FileSource::open(args.file, args.realtime_factor.unwrap_or(0.0)) {
+    let source = match persyk::capture::open_file(args.file, args.realtime_factor.unwrap_or(0.0)) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("persyk: {}: {e}", args.file.display());
@@ -172,10 +174,14 @@ fn run_local(args: &Args<'_>) -> u8 {
         Ok(r) => r,
         Err(code) => return code,
     };
-    let continuation = match new_continuation(args.root) {
+    let mut continuation = match new_continuation(args.root) {
         Ok(c) => c,
         Err(code) => return code,
     };
+    if let Err(e) = continuation.append_one(pipeline::source_file_entry(args.file)) {
+        eprintln!("persyk: {e}");
+        return EXIT_CANNOT_RUN;
+    }
     let runtime = match runtime() {
         Ok(rt) => rt,
         Err(code) => return code,
@@ -184,7 +190,7 @@ fn run_local(args: &Args<'_>) -> u8 {
     let result = runtime.block_on(pipeline::record_to(
         continuation,
         recognition,
-        Box::new(source),
+        source,
         SourceKind::Replay,
         stop_rx,
         pipeline::RecordOptions::default(),

@@ -555,6 +555,22 @@ pub async fn record_to(
     })
 }
 
+/// `customType` of the entry that says a recording came from a file, not a microphone.
+pub const SOURCE_FILE_TYPE: &str = "persyk.source-file";
+
+/// The entry that names the file a recording was transcribed from, by its file name only —
+/// never a folder of the user's disk (issue #38 item 4): `{"name": "memo.m4a"}`.
+pub fn source_file_entry(path: &std::path::Path) -> EntryBody {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    EntryBody::Custom(crate::session::format::Custom {
+        custom_type: SOURCE_FILE_TYPE.to_owned(),
+        data: serde_json::json!({ "name": name }),
+    })
+}
+
 /// The stable dotted code a halt reason starts with (`provider.unauthorized: HTTP 401` →
 /// `provider.unauthorized`), or `engine.halted` for a reason without one.
 pub fn halt_code(reason: &str) -> &str {

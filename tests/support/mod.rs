@@ -32,6 +32,18 @@ pub fn test_model() -> PathBuf {
     path
 }
 
+/// A file `scripts/make-test-media` made (fails with how to get it when missing).
+pub fn test_media(name: &str) -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("target/test-media")
+        .join(name);
+    assert!(
+        path.exists(),
+        "the test media are missing: run scripts/make-test-media (scripts/setup does)"
+    );
+    path
+}
+
 /// The multilingual Whisper base model `scripts/fetch-test-model` builds (fails with how to
 /// get it when missing).
 pub fn multilingual_model() -> PathBuf {

@@ -168,14 +168,6 @@ pub fn yield_focus() {
     }
 }
 
-/// Whether Persyk itself is the frontmost application (a ⌘V now would land in Persyk).
-pub fn persyk_in_front() -> bool {
-    let own = objc2_app_kit::NSRunningApplication::currentApplication().processIdentifier();
-    objc2_app_kit::NSWorkspace::sharedWorkspace()
-        .frontmostApplication()
-        .is_some_and(|app| app.processIdentifier() == own)
-}
-
 define_class!(
     /// The recording indicator's class: a panel that never becomes key or main, so showing
     /// it or clicking it leaves keyboard focus where the user was typing.
