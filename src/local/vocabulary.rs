@@ -44,11 +44,7 @@ pub const MAX_ENTRY_CHARS: usize = 100;
 /// and of spellings compared, of the product of their lengths (the cells of an edit-distance
 /// table). A list of 100 ordinary names against a 100-word window needs well under a tenth
 /// of it (benches/local.rs, part 9); the worst list the limits allow stops there.
-pub const MAX_WORK_PER_TEXT: u64 = if option_env!("VOCAB_NOLIMIT").is_some() {
-    u64::MAX / 2
-} else {
-    4_000_000
-};
+pub const MAX_WORK_PER_TEXT: u64 = 4_000_000;
 /// How alike the phonetic keys of a stretch and an entry must at least be (1 − edit
 /// distance / the longer key's length), their first sounds equal.
 pub const SUSPECT_SOUNDS: f64 = 0.6;
