@@ -11,6 +11,9 @@
 //! - Called off the UI thread, once per start; on X11 it opens its own short-lived
 //!   connection (a handful of round trips), so it never shares the hotkey or paste
 //!   connections' state.
+//! - On macOS the same read also keeps the app's process id ([`dictation_app_pid`]): the
+//!   paste gives the keyboard back to that app should Persyk itself be in front when the
+//!   transcript is ready (issue #36 item 3). Only the latest start's is kept.
 
 use std::sync::Arc;
 
@@ -42,11 +45,27 @@ fn front_app() -> Vec<String> {
 fn front_app() -> Vec<String> {
     use objc2_app_kit::NSWorkspace;
     let workspace = NSWorkspace::sharedWorkspace();
-    workspace
-        .frontmostApplication()
+    let front = workspace.frontmostApplication();
+    DICTATION_APP.store(
+        front.as_ref().map_or(0, |app| app.processIdentifier()),
+        std::sync::atomic::Ordering::Relaxed,
+    );
+    front
         .and_then(|app| app.bundleIdentifier())
         .map(|id| vec![id.to_string()])
         .unwrap_or_default()
+}
+
+/// The process id of the app in front when the latest dictation started (0: unknown).
+#[cfg(target_os = "macos")]
+static DICTATION_APP: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// The process in front when the latest dictation started, as [`system`] read it (`None`:
+/// none was read yet, or no app was in front).
+#[cfg(target_os = "macos")]
+pub fn dictation_app_pid() -> Option<i32> {
+    let pid = DICTATION_APP.load(std::sync::atomic::Ordering::Relaxed);
+    (pid > 0).then_some(pid)
 }
 
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]

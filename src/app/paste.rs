@@ -1,8 +1,10 @@
 //! "After dictation → Copy and paste into the active app": the paste keystroke, posted to
 //! whatever app has keyboard focus once the clipboard holds the transcript.
 //!
-//! - macOS: ⌘V as two `CGEvent`s (key down and up with the command flag) posted at the HID
-//!   tap, only while `AXIsProcessTrusted()` holds (Accessibility access). A `CGEvent` names a
+//! - macOS: ⌘V as four `CGEvent`s (Command down, V down and up with the Command flag,
+//!   Command up: [`mac_paste_keystrokes`]) posted at the HID tap, only while
+//!   `AXIsProcessTrusted()` holds (Accessibility access), and never while Persyk itself is in
+//!   front ([`Paster::make_way`], [`focus_step`]). A `CGEvent` names a
 //!   key *position*, which the active layout maps to a character: the key is the one that
 //!   types `v` with ⌘ held in the current ASCII-capable layout (Text Input Sources +
 //!   `UCKeyTranslate` over every key code, [`mac_key_code_typing`]), so Dvorak, Colemak and
@@ -101,7 +103,16 @@ pub trait Paster: Send + Sync {
     fn request_access(&self) -> PasteAvailability {
         self.availability()
     }
-    /// Posts ⌘V / Ctrl+V. Called only when [`Paster::availability`] said `Available`.
+    /// Makes sure the keystroke will reach the app the dictation is for, before the
+    /// clipboard starts counting reads as the paste's ([`PasteClipboard::expect_paste`]):
+    /// macOS gives the keyboard back to that app when Persyk itself is in front
+    /// ([`focus_step`]), or refuses ([`PasteError::PersykInFront`]). Called only when
+    /// [`Paster::availability`] said `Available`; nothing to do elsewhere.
+    fn make_way(&self) -> Result<(), PasteError> {
+        Ok(())
+    }
+    /// Posts ⌘V / Ctrl+V. Called only when [`Paster::availability`] said `Available`, after
+    /// [`Paster::make_way`] succeeded.
     fn paste(&self) -> Result<(), PasteError>;
 }
 
@@ -238,10 +249,12 @@ pub fn deliver(
         };
     }
     let pasted = match paster.availability() {
-        PasteAvailability::Available => {
+        // The keyboard goes to the dictation's app first: a read counts as the paste's only
+        // from the keystroke on, with the app in front then (issue #36 items 2 and 3).
+        PasteAvailability::Available => paster.make_way().and_then(|()| {
             clipboard.expect_paste();
             paster.paste()
-        }
+        }),
         PasteAvailability::NeedsAccess => Err(PasteError::NotTrusted),
         PasteAvailability::Unavailable(why) => Err(PasteError::Unavailable(why)),
     };
@@ -313,26 +326,44 @@ pub fn mac_paste_keystrokes(key_v: u16) -> [(u16, bool, u64); 4] {
     ]
 }
 
-/// Waits, a few looks apart, for `in_front` to say Persyk is no longer in front after it gave
-/// the keyboard back; `false` when it still is (then nothing is pasted: ⌘V would land in
-/// Persyk). Pure apart from the two closures, so Linux tests it.
-pub fn wait_until_not_in_front(
-    mut in_front: impl FnMut() -> bool,
-    mut give_back: impl FnMut(),
-    looks: u32,
-    between: std::time::Duration,
-) -> bool {
-    if !in_front() {
-        return true;
+/// What happens before the paste keystroke on macOS, where a ⌘V posted while Persyk itself
+/// is in front would land in Persyk (issue #36 item 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FocusStep {
+    /// Another app is in front: paste now.
+    Paste,
+    /// Persyk is in front: give the keyboard back to this app (the process that was in
+    /// front when the dictation started, the one the words are for), then paste once it is
+    /// in front.
+    GiveBackTo(i32),
+    /// Persyk is in front and no other app is known to be the dictation's (it started in
+    /// Persyk, or the app is gone): copy only, and say why ([`PasteError::PersykInFront`]).
+    CopyOnly,
+}
+
+/// [`FocusStep`] from the process in front now, Persyk's own, and the one that was in front
+/// when the dictation started (`None`: unknown). Pure, so Linux tests it.
+pub fn focus_step(front_now: Option<i32>, own: i32, at_start: Option<i32>) -> FocusStep {
+    if front_now != Some(own) {
+        return FocusStep::Paste;
     }
-    give_back();
+    match at_start {
+        Some(pid) if pid > 0 && pid != own => FocusStep::GiveBackTo(pid),
+        _ => FocusStep::CopyOnly,
+    }
+}
+
+/// Looks up to `looks` times, `between` apart, until `ready` holds; whether it did. Used
+/// after asking macOS to bring the dictation's app to the front, which it does
+/// asynchronously (and may refuse). Pure apart from the closure, so Linux tests it.
+pub fn wait_for(mut ready: impl FnMut() -> bool, looks: u32, between: std::time::Duration) -> bool {
     for _ in 0..looks {
-        std::thread::sleep(between);
-        if !in_front() {
+        if ready() {
             return true;
         }
+        std::thread::sleep(between);
     }
-    false
+    ready()
 }
 
 /// When a read of the offered transcript counts as the paste's on macOS, where the
@@ -630,18 +661,37 @@ mod macos {
     /// ⌘V through CGEvent, behind Accessibility access.
     pub struct MacPaster;
 
-    /// Whether Persyk itself is the frontmost application (a ⌘V now would land in Persyk).
-    fn persyk_in_front() -> bool {
-        let own = objc2_app_kit::NSRunningApplication::currentApplication().processIdentifier();
+    /// The process in front now (`None`: no app is).
+    fn front_pid() -> Option<i32> {
         objc2_app_kit::NSWorkspace::sharedWorkspace()
             .frontmostApplication()
-            .is_some_and(|app| app.processIdentifier() == own)
+            .map(|app| app.processIdentifier())
     }
 
-    /// Gives the keyboard back to the app that was in front before (`NSApp deactivate`).
-    fn give_keyboard_back() {
-        if let Some(mtm) = objc2::MainThreadMarker::new() {
-            objc2_app_kit::NSApplication::sharedApplication(mtm).deactivate();
+    /// Asks macOS to bring the app `pid` to the front from Persyk, the active app: on macOS
+    /// 14 and later by cooperative activation (Persyk yields to it, then activates it from
+    /// itself, as AppKit's "Passing control from one app to another" describes), before
+    /// that with `activateWithOptions:`, which deactivates the caller and activates the
+    /// target. Whether the request was sent; the switch itself comes later, if at all.
+    fn give_keyboard_to(pid: i32) -> bool {
+        use objc2::runtime::NSObjectProtocol;
+        use objc2_app_kit::{NSApplication, NSApplicationActivationOptions, NSRunningApplication};
+        let Some(target) = NSRunningApplication::runningApplicationWithProcessIdentifier(pid)
+        else {
+            return false;
+        };
+        let Some(mtm) = objc2::MainThreadMarker::new() else {
+            return false;
+        };
+        let app = NSApplication::sharedApplication(mtm);
+        if app.respondsToSelector(objc2::sel!(yieldActivationToApplication:)) {
+            app.yieldActivationToApplication(&target);
+            target.activateFromApplication_options(
+                &NSRunningApplication::currentApplication(),
+                NSApplicationActivationOptions::empty(),
+            )
+        } else {
+            target.activateWithOptions(NSApplicationActivationOptions::empty())
         }
     }
 
@@ -651,6 +701,30 @@ mod macos {
     }
 
     impl Paster for MacPaster {
+        /// Never ⌘V into Persyk itself (issue #36 item 3): when Persyk is in front (its
+        /// window was clicked during the recording, or it was shown and never left), the
+        /// keyboard goes back to the app that was in front when the dictation started and
+        /// the paste waits up to 300 ms for it; else only the copy stands.
+        fn make_way(&self) -> Result<(), PasteError> {
+            let own = std::process::id() as i32;
+            let at_start = crate::app::frontmost::dictation_app_pid();
+            match super::focus_step(dispatch2::run_on_main(|_| front_pid()), own, at_start) {
+                super::FocusStep::Paste => Ok(()),
+                super::FocusStep::CopyOnly => Err(PasteError::PersykInFront),
+                super::FocusStep::GiveBackTo(pid) => {
+                    let asked = dispatch2::run_on_main(|_| give_keyboard_to(pid));
+                    // Each look is a trip through the main queue: AppKit updates
+                    // `frontmostApplication` on the main run loop.
+                    let front = || dispatch2::run_on_main(|_| front_pid()) == Some(pid);
+                    if asked && super::wait_for(front, 10, std::time::Duration::from_millis(30)) {
+                        Ok(())
+                    } else {
+                        Err(PasteError::PersykInFront)
+                    }
+                }
+            }
+        }
+
         fn availability(&self) -> PasteAvailability {
             if trusted() {
                 PasteAvailability::Available
@@ -690,17 +764,6 @@ mod macos {
         fn paste(&self) -> Result<(), PasteError> {
             if !trusted() {
                 return Err(PasteError::NotTrusted);
-            }
-            // Never ⌘V into Persyk itself: give the keyboard back to the app that was in
-            // front before (the one the dictation is for), or copy only (issue #36 item 3).
-            let away = super::wait_until_not_in_front(
-                || dispatch2::run_on_main(|_| persyk_in_front()),
-                || dispatch2::run_on_main(|_| give_keyboard_back()),
-                10,
-                std::time::Duration::from_millis(30),
-            );
-            if !away {
-                return Err(PasteError::PersykInFront);
             }
             let key_v = super::layout::key_code_typing_v().unwrap_or(super::MAC_KEY_V);
             // SAFETY: CoreGraphics objects created here and released here; a null result
@@ -1308,36 +1371,97 @@ mod tests {
         assert_eq!(k[3], (0x37, false, 0));
     }
 
-    /// Issue #36 item 3: ⌘V is never sent while Persyk is in front: it gives the keyboard
-    /// back and pastes once another app is in front, or says it could not.
+    /// Issue #36 item 3: ⌘V is never sent while Persyk is in front. The keyboard goes back
+    /// to the app that was in front when the dictation started; with no such app (the
+    /// dictation started in Persyk, or nothing was read) only the copy stands.
     #[test]
     fn issue36_03_no_paste_while_persyk_is_in_front() {
-        use std::cell::Cell;
+        let own = 400;
+        assert_eq!(focus_step(Some(77), own, Some(77)), FocusStep::Paste);
+        assert_eq!(focus_step(None, own, Some(77)), FocusStep::Paste);
+        assert_eq!(
+            focus_step(Some(own), own, Some(77)),
+            FocusStep::GiveBackTo(77)
+        );
+        assert_eq!(focus_step(Some(own), own, Some(own)), FocusStep::CopyOnly);
+        assert_eq!(focus_step(Some(own), own, None), FocusStep::CopyOnly);
+        assert_eq!(focus_step(Some(own), own, Some(0)), FocusStep::CopyOnly);
+        // The app comes to the front on the third look; one that never does is a refusal.
         let short = Duration::from_millis(1);
-        // Not in front: nothing to give back.
-        let gave = Cell::new(0);
-        assert!(wait_until_not_in_front(
-            || false,
-            || gave.set(gave.get() + 1),
-            3,
-            short
-        ));
-        assert_eq!(gave.get(), 0);
-        // In front, then the other app comes back after two looks.
-        let looks = Cell::new(0);
-        let front = || {
-            looks.set(looks.get() + 1);
-            looks.get() < 3
-        };
-        assert!(wait_until_not_in_front(
-            front,
-            || gave.set(gave.get() + 1),
+        let mut looks = 0;
+        assert!(wait_for(
+            || {
+                looks += 1;
+                looks == 3
+            },
             5,
             short
         ));
-        assert_eq!(gave.get(), 1);
-        // Never leaves the front: no paste.
-        assert!(!wait_until_not_in_front(|| true, || (), 3, short));
+        assert_eq!(looks, 3);
+        assert!(!wait_for(|| false, 3, short));
         assert_eq!(PasteError::PersykInFront.code(), "paste.persyk-in-front");
+    }
+
+    /// Issue #36 items 2 and 3 together: the keyboard is handed back *before* the clipboard
+    /// starts counting reads (else the app in front at the keystroke, which the read rule
+    /// checks, would be Persyk itself and the paste's read would never count), and a refused
+    /// hand-back pastes nothing, reads nothing and keeps the transcript, with its code.
+    #[test]
+    fn issue36_03_the_keyboard_is_handed_back_before_reads_count() {
+        type Log = Arc<Mutex<Vec<&'static str>>>;
+        struct Clip(Log);
+        impl PasteClipboard for Clip {
+            fn save(&mut self) -> Previous {
+                self.0.lock().unwrap().push("save");
+                Previous::Empty
+            }
+            fn offer(&mut self, _text: &str) -> Result<(), String> {
+                self.0.lock().unwrap().push("offer");
+                Ok(())
+            }
+            fn expect_paste(&mut self) {
+                self.0.lock().unwrap().push("expect");
+            }
+            fn wait_read(&mut self, _deadline: Duration) -> bool {
+                false
+            }
+            fn restore(&mut self, _saved: &SavedClipboard) -> bool {
+                false
+            }
+        }
+        struct Paste(Log, Result<(), PasteError>);
+        impl Paster for Paste {
+            fn availability(&self) -> PasteAvailability {
+                PasteAvailability::Available
+            }
+            fn make_way(&self) -> Result<(), PasteError> {
+                self.0.lock().unwrap().push("make way");
+                self.1
+            }
+            fn paste(&self) -> Result<(), PasteError> {
+                self.0.lock().unwrap().push("keystroke");
+                Ok(())
+            }
+        }
+        let settings = after(AfterAction::Paste, true);
+        let log: Log = Arc::default();
+        let d = deliver(
+            &mut Clip(log.clone()),
+            &Paste(log.clone(), Ok(())),
+            "hi",
+            &settings,
+        );
+        assert_eq!(d.pasted, Some(Ok(())));
+        assert_eq!(
+            *log.lock().unwrap(),
+            ["save", "offer", "make way", "expect", "keystroke"]
+        );
+        let log: Log = Arc::default();
+        let refused = Paste(log.clone(), Err(PasteError::PersykInFront));
+        let d = deliver(&mut Clip(log.clone()), &refused, "hi", &settings);
+        assert_eq!(d.copied, Ok(()));
+        assert_eq!(d.pasted, Some(Err(PasteError::PersykInFront)));
+        assert_eq!((d.restore, d.kept), (None, None));
+        assert_eq!(*log.lock().unwrap(), ["save", "offer", "make way"]);
     }
 }
