@@ -145,6 +145,43 @@ fn issue36_07_quitting_during_recognition_frees_the_model_first() {
     );
 }
 
+/// Issue #36 item 7, near the deadline: with less time left than the margin on-device
+/// recognition needs to stop ([`persyk::app::backend::QUIT_RECOGNITION_MARGIN`]), quitting
+/// stops the running inference at once instead of waiting for it: the backend stops in time,
+/// the model is freed, and the recording is saved with what was not recognized as a
+/// `local.quit` gap.
+#[test]
+fn issue36_07_quitting_near_the_deadline_stops_recognition_in_time() {
+    let model = support::test_model();
+    let f = fixture_with(None, None, Arc::new(SpeechMic), None, |s| {
+        s.provider.transcription_model = None;
+        s.recognition.engine = RecognitionEngine::Local;
+        s.recognition.local_model = Some(model.to_string_lossy().into_owned());
+    });
+    let mut app = UiApp::new(f, 640.0, 900.0);
+    app.wait = WAIT;
+    app.click("Start dictation");
+    app.wait_until("the utterance being recognized", |h| {
+        h.query_all_by_label_contains("transcribing")
+            .next()
+            .is_some()
+    });
+    let short = persyk::app::backend::QUIT_RECOGNITION_MARGIN / 2;
+    assert!(app.harness.state_mut().shutdown(short));
+    assert_eq!(app.harness.state().model_released(), Some(true));
+    let saved = std::fs::read_dir(&app.root)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.join("session.jsonl").is_file())
+        .expect("the session");
+    let text = std::fs::read_to_string(saved.join("session.jsonl")).unwrap();
+    assert!(text.contains("\"local.quit\""), "{text}");
+    assert!(
+        text.contains("\"recording.finished\""),
+        "the recording was closed"
+    );
+}
+
 /// A microphone that hears `0` (24 kHz mono), then a minute of silence, at twice real time.
 struct SaidMic(Vec<i16>);
 

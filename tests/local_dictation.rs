@@ -442,6 +442,100 @@ fn utterances_left_at_the_stop_deadline_are_gaps_and_nothing_is_written_after_st
     assert_eq!(finished(&entries)["outcome"], "incomplete");
 }
 
+/// Issue #36 item 7: quitting stops on-device recognition for good. With the real model
+/// decoding a window ("transcribing…" shown), `stop_recognition` abandons that inference at
+/// whisper.cpp's next abort check and every later window fails at once: the stop then ends
+/// with `local.quit` gaps over what was not recognized (the audio stays in the WAV), the
+/// session is valid and incomplete, and nothing keeps the model's memory afterwards.
+#[test]
+fn issue36_07_stopped_recognition_ends_the_recording_with_quit_gaps() {
+    use persyk::local::whisper::{self, LocalModel};
+    use persyk::pipeline::{self, LiveTap, Recognition, RecordOptions, SamplesSource, SourceKind};
+    use persyk::session::{LeafSelector, Store, store::Roots};
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicU32;
+    use tokio::sync::{mpsc, oneshot, watch};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut samples = vec![0i16; RATE as usize];
+    samples.extend(read_24k(&test_model_dir().join("jfk.wav")));
+    samples.extend(std::iter::repeat_n(0i16, RATE as usize * 120));
+    let model = LocalModel::load(&model_path()).expect("model");
+    let model_watch = model.watch();
+    let setup = whisper::setup(
+        &model,
+        persyk::local::options_for(None, true),
+        persyk::local::dictation::DRAIN_DEADLINE,
+    )
+    .expect("setup");
+    drop(model);
+    let store = Store::new(Roots::new(dir.path().to_path_buf(), Vec::new()).expect("roots"));
+    let handle = store.create_session().expect("session");
+    let session = handle.dir().to_path_buf();
+    let continuation = handle.continuation(&LeafSelector::Default).expect("cont");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (view_tx, view_rx) = oneshot::channel();
+    let (_removals, removals_rx) = mpsc::channel(4);
+    let tap = LiveTap {
+        view: view_tx,
+        level: Arc::new(AtomicU32::new(0)),
+        removals: removals_rx,
+    };
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let stopping = model_watch.clone();
+    let t = rt.block_on(async move {
+        let recording = tokio::spawn(pipeline::record_to(
+            continuation,
+            Recognition::Local(setup),
+            Box::new(SamplesSource::new(samples, 2.0)),
+            SourceKind::Replay,
+            stop_rx,
+            RecordOptions {
+                tap: Some(tap),
+                ..RecordOptions::default()
+            },
+        ));
+        let mut view = view_rx.await.expect("the engine's view");
+        loop {
+            let decoding = view
+                .borrow_and_update()
+                .provisional
+                .iter()
+                .any(|(_, t)| t == persyk::local::dictation::PROVISIONAL_TEXT);
+            if decoding {
+                break;
+            }
+            view.changed()
+                .await
+                .expect("the view ended before a decode");
+        }
+        // The app quits now: recognition stops, then the recording is stopped.
+        stopping.stop_recognition();
+        stop_tx.send(true).expect("stop");
+        recording.await.expect("task").expect("recording")
+    });
+    assert!(!t.report.complete);
+    assert!(
+        t.report.gaps.iter().any(|g| g.reason == "local.quit"),
+        "{:?}",
+        t.report.gaps
+    );
+    check(&session);
+    let entries = entries(&session);
+    assert_eq!(finished(&entries)["outcome"], "incomplete");
+    // Every holder let go of the model once the recording ended (its recognizer thread
+    // returns right after the stop; a guard against a hang, not a timing).
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !model_watch.is_released() && std::time::Instant::now() < end {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(model_watch.is_released());
+}
+
 /// How the capture lets the engine down in [`a_wav_range_that_is_not_durable_or_not_equal_falls_back_to_an_asset_of_its_own`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum CaptureFault {

@@ -320,19 +320,23 @@ impl BackendHandle {
                         downloads: Arc::new(Mutex::new(HashMap::new())),
                         #[cfg(feature = "local")]
                         local_model: None,
+                        model_watches: Arc::default(),
                         search_cache: Arc::new(SearchCache::new()),
                         cleanup_client: None,
                     };
-                    let by = rt.block_on(backend.run(cmd_rx, shutdown_rx));
-                    // The on-device model is freed before the backend says it is done, so
+                    let (by, watches) = rt.block_on(backend.run(cmd_rx, shutdown_rx));
+                    let watches = || lock(&watches).list.clone();
+                    // The on-device models are freed before the backend says it is done, so
                     // whisper.cpp's Metal backend never finds its buffers alive at exit
-                    // (issue #36 item 7): the backend dropped its copy; a recognizer's thread
-                    // may still be finishing with its own, within the same deadline.
-                    if let Some(watch) = by.1 {
-                        while !watch.is_released() && Instant::now() < by.0 {
+                    // (issue #36 item 7): the backend dropped its copies and stopped their
+                    // recognitions; a recognizer's thread may still be letting go of its
+                    // own, within the same deadline.
+                    if !watches().is_empty() {
+                        let released = || watches().iter().all(ModelWatch::is_released);
+                        while !released() && Instant::now() < by {
                             std::thread::sleep(Duration::from_millis(10));
                         }
-                        *lock(&released_slot) = Some(watch.is_released());
+                        *lock(&released_slot) = Some(released());
                     }
                     // Done means saved: blocking tasks still running (a search) are not
                     // waited for.
@@ -447,6 +451,10 @@ struct Backend {
     /// The on-device model, loaded by the first local recording and kept.
     #[cfg(feature = "local")]
     local_model: Option<crate::local::whisper::LocalModel>,
+    /// Every on-device model loaded for a recording (the kept one, a provider fallback's
+    /// own), watched without being held: quitting stops their recognitions and waits until
+    /// each is freed.
+    model_watches: Arc<Mutex<Watches>>,
     /// What each session's last validation found, reused between keystrokes.
     search_cache: Arc<SearchCache>,
     /// The clean-up model server's client, kept while the settings name the same server (it
@@ -456,17 +464,58 @@ struct Backend {
 
 type Downloads = Arc<Mutex<HashMap<String, Arc<AtomicBool>>>>;
 
-/// A watch on the on-device model's release (nothing to watch without the `local` feature).
+/// A watch on an on-device model (none is ever made without the `local` feature).
 #[cfg(feature = "local")]
-type ModelWatch = crate::local::whisper::Released;
+type ModelWatch = crate::local::whisper::ModelWatch;
 #[cfg(not(feature = "local"))]
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct ModelWatch;
 #[cfg(not(feature = "local"))]
 impl ModelWatch {
     fn is_released(&self) -> bool {
         true
     }
+    fn stop_recognition(&self) {}
+}
+
+/// The watches of the on-device models loaded, and whether their recognitions were stopped
+/// (a model loaded after that, by a provider fallback while the recording finishes, is
+/// stopped at once).
+#[derive(Debug, Default)]
+struct Watches {
+    list: Vec<ModelWatch>,
+    stopped: bool,
+}
+
+impl Watches {
+    #[cfg(feature = "local")]
+    fn add(&mut self, watch: ModelWatch) {
+        if self.stopped {
+            watch.stop_recognition();
+        }
+        self.list.push(watch);
+    }
+
+    fn stop_recognition(&mut self) {
+        self.stopped = true;
+        for watch in &self.list {
+            watch.stop_recognition();
+        }
+    }
+}
+
+/// How long before the quit deadline on-device recognition still running is stopped
+/// ([`crate::local::whisper::LocalModel::stop_recognition`]; what it had not recognized is
+/// a `local.quit` gap): the time left to abandon the inference, save the recording and free
+/// the model before the process exits (issue #36 item 7).
+pub const QUIT_RECOGNITION_MARGIN: Duration = Duration::from_secs(5);
+
+/// When quitting stops on-device recognition: [`QUIT_RECOGNITION_MARGIN`] before the
+/// deadline `by`, or at once when less than that is left.
+pub fn stop_recognition_at(now: Instant, by: Instant) -> Instant {
+    by.checked_sub(QUIT_RECOGNITION_MARGIN)
+        .filter(|at| *at > now)
+        .unwrap_or(now)
 }
 
 async fn recording_done(active: &mut Option<Active>) -> Finished {
@@ -512,13 +561,13 @@ impl Backend {
         }
     }
 
-    /// Runs until shut down; returns the shutdown deadline and, when an on-device model was
-    /// loaded, a watch on its release (the backend's own copy is dropped on return).
+    /// Runs until shut down; returns the shutdown deadline and a watch on each on-device
+    /// model loaded (the backend's own copy is dropped and their recognitions stopped).
     async fn run(
         mut self,
         mut commands: mpsc::Receiver<Command>,
         mut shutdown: watch::Receiver<Option<Instant>>,
-    ) -> (Instant, Option<ModelWatch>) {
+    ) -> (Instant, Arc<Mutex<Watches>>) {
         let daily = tokio::time::sleep(self.config.updates.first_daily_check);
         tokio::pin!(daily);
         loop {
@@ -548,19 +597,30 @@ impl Backend {
         // ... and a running recording is stopped and finished like a user's Stop, by the
         // deadline the UI set (the window closes then whatever happens here).
         let by = (*shutdown.borrow()).unwrap_or_else(|| Instant::now() + SHUTDOWN_DEADLINE);
+        // On-device recognition still running near the deadline stops, so its threads let go
+        // of the model in time (issue #36 item 7).
         if let Some(mut active) = self.active.take() {
             let _ = active.stop.send(true);
-            if let Ok(Ok(finished)) =
-                tokio::time::timeout_at(tokio::time::Instant::from_std(by), &mut active.task).await
-            {
+            let at = |t: Instant| tokio::time::Instant::from_std(t);
+            let soft = stop_recognition_at(Instant::now(), by);
+            let mut finished = tokio::time::timeout_at(at(soft), &mut active.task).await;
+            if finished.is_err() {
+                self.stop_recognition();
+                finished = tokio::time::timeout_at(at(by), &mut active.task).await;
+            }
+            if let Ok(Ok(finished)) = finished {
                 let _ = self.updates.try_send(Update::Ended(Box::new(finished)));
             }
         }
+        self.stop_recognition();
         #[cfg(feature = "local")]
-        let watch = self.local_model.take().map(|m| m.released());
-        #[cfg(not(feature = "local"))]
-        let watch = None;
-        (by, watch)
+        drop(self.local_model.take());
+        (by, self.model_watches.clone())
+    }
+
+    /// Stops every on-device recognition for good (quitting).
+    fn stop_recognition(&self) {
+        lock(&self.model_watches).stop_recognition();
     }
 
     /// Checks the release feed off the runtime's workers; the answer is an
@@ -1109,6 +1169,7 @@ impl Backend {
                     .await
                     .map_err(|_| "app.task-failed".to_owned())?
                     .map_err(|e| e.code().to_owned())?;
+                lock(&self.model_watches).add(m.watch());
                 self.local_model = Some(m.clone());
                 m
             }
@@ -1138,10 +1199,15 @@ impl Backend {
         let kept = self.local_model.clone().filter(|m| m.path() == path);
         let recognition = self.settings.recognition.clone();
         let keywords = self.settings.provider.keywords.clone();
+        let watches = self.model_watches.clone();
         Some(Box::new(move || {
             let model = match kept {
                 Some(m) => m,
-                None => LocalModel::load(&path).ok()?,
+                None => {
+                    let m = LocalModel::load(&path).ok()?;
+                    lock(&watches).add(m.watch());
+                    m
+                }
             };
             let options = recognition
                 .local_options(&keywords, model.is_multilingual())
@@ -2140,4 +2206,22 @@ fn recover_session(location: &Path) -> Result<String, String> {
     } else {
         parts.join("; ")
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue #36 item 7: on-device recognition stops the margin before the quit deadline, or
+    /// at once when less than the margin is left.
+    #[test]
+    fn issue36_07_recognition_stops_the_margin_before_the_quit_deadline() {
+        let now = Instant::now();
+        let by = now + SHUTDOWN_DEADLINE;
+        assert_eq!(stop_recognition_at(now, by), by - QUIT_RECOGNITION_MARGIN);
+        assert!(QUIT_RECOGNITION_MARGIN < SHUTDOWN_DEADLINE / 2);
+        let soon = now + QUIT_RECOGNITION_MARGIN / 2;
+        assert_eq!(stop_recognition_at(now, soon), now);
+        assert_eq!(stop_recognition_at(now, now), now);
+    }
 }

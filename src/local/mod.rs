@@ -58,6 +58,11 @@ pub enum LocalError {
     /// open when the stop came); never recorded, the audio is recognized again.
     #[error("local.aborted: the recognition was abandoned")]
     Aborted,
+    /// The app quit before this audio was recognized: its deadline was near, so recognition
+    /// stopped for good (`whisper::LocalModel::stop_recognition`); recorded as a gap, the
+    /// audio stays in the recording.
+    #[error("local.quit: Persyk quit before this audio was recognized")]
+    Quit,
 }
 
 impl LocalError {
@@ -71,6 +76,7 @@ impl LocalError {
             LocalError::InferenceFailed => "local.inference-failed",
             LocalError::ResampleFailed => "local.resample-failed",
             LocalError::Aborted => "local.aborted",
+            LocalError::Quit => "local.quit",
         }
     }
 }

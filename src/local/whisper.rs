@@ -37,17 +37,30 @@ pub fn whisper_cpp_version() -> &'static str {
 pub struct LocalModel {
     context: Arc<WhisperContext>,
     path: PathBuf,
+    /// Set once the app quits ([`LocalModel::stop_recognition`]), shared by every clone and
+    /// every recognizer made from them.
+    quit: Arc<AtomicBool>,
 }
 
-/// Tells whether a loaded model's memory — and with it whisper.cpp's backend buffers, which
-/// its Metal backend asserts were freed when the process exits — has been released: every
-/// holder (the app's cache, a recognizer's thread) dropped it.
+/// A handle on a loaded model that does not keep it loaded: whether its memory — and with it
+/// whisper.cpp's backend buffers, which its Metal backend asserts were freed when the
+/// process exits — has been released (every holder, the app's cache and each recognizer's
+/// thread, dropped it), and a way to stop its recognitions ([`LocalModel::stop_recognition`])
+/// without holding it.
 #[derive(Debug, Clone)]
-pub struct Released(std::sync::Weak<WhisperContext>);
+pub struct ModelWatch {
+    context: std::sync::Weak<WhisperContext>,
+    quit: Arc<AtomicBool>,
+}
 
-impl Released {
+impl ModelWatch {
     pub fn is_released(&self) -> bool {
-        self.0.strong_count() == 0
+        self.context.strong_count() == 0
+    }
+
+    /// As [`LocalModel::stop_recognition`].
+    pub fn stop_recognition(&self) {
+        self.quit.store(true, Ordering::SeqCst);
     }
 }
 
@@ -86,16 +99,31 @@ impl LocalModel {
         Ok(LocalModel {
             context: Arc::new(context),
             path: path.to_owned(),
+            quit: Arc::new(AtomicBool::new(false)),
         })
+    }
+
+    /// Stops every recognition with this model, for good: an inference running now is
+    /// abandoned at whisper.cpp's next abort check (between the compute graph's nodes on the
+    /// CPU, after the encoder and each decoder step), and every later one fails at once,
+    /// both with `local.quit`, so recognizer threads let go of the model quickly. Called
+    /// when the app quits and its deadline is near (issue #36 item 7): whisper.cpp's Metal
+    /// backend asserts at exit that its buffers were freed.
+    pub fn stop_recognition(&self) {
+        self.quit.store(true, Ordering::SeqCst);
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// A watch on this model's release (see [`Released`]).
-    pub fn released(&self) -> Released {
-        Released(Arc::downgrade(&self.context))
+    /// A watch on this model's release that can also stop its recognitions
+    /// ([`ModelWatch`]).
+    pub fn watch(&self) -> ModelWatch {
+        ModelWatch {
+            context: Arc::downgrade(&self.context),
+            quit: self.quit.clone(),
+        }
     }
 
     /// Whether the model recognizes several languages (`false` for `*.en` models).
@@ -125,7 +153,7 @@ impl LocalModel {
         }
         let vocabulary = Vocabulary::new(&options.vocabulary);
         Ok(Recognizer {
-            _model: self.clone(),
+            model: self.clone(),
             state,
             options,
             prompt_tokens,
@@ -138,9 +166,11 @@ impl LocalModel {
 
 /// One inference state; recognizes one utterance at a time.
 pub struct Recognizer {
-    /// Keeps the context alive as long as the state.
-    _model: LocalModel,
+    /// Declared before `model` so that it is dropped first: the state (and whisper.cpp's
+    /// buffers it holds) is freed before the model's [`ModelWatch`] can say released.
     state: whisper_rs::WhisperState,
+    /// Keeps the context alive as long as the state.
+    model: LocalModel,
     options: LocalOptions,
     /// [`LocalOptions::vocabulary`] tokenized (empty: no prompt).
     prompt_tokens: Vec<whisper_rs::WhisperTokenId>,
@@ -198,6 +228,9 @@ impl Recognizer {
             audio.resize(shortest, 0.0);
         }
         let len = pcm_24k.len() as u64;
+        if self.model.quit.load(Ordering::SeqCst) {
+            return Err(LocalError::Quit);
+        }
         let heard = self.heard(&audio, len, how)?;
         self.with_vocabulary(&audio, how, heard)
     }
@@ -298,20 +331,28 @@ impl Recognizer {
         if prompt && !self.prompt_tokens.is_empty() {
             params.set_tokens(&self.prompt_tokens);
         }
-        let abort = how.abort.clone();
-        if let Some(flag) = &abort {
-            // SAFETY: `aborted` only reads the `AtomicBool` behind the pointer, and `flag`
-            // (an `Arc` held on this stack frame) outlives the `full` call that uses it.
-            // whisper-rs's closure variant (`set_abort_callback_safe`) is not used: in 0.16 it
-            // instantiates its trampoline with the closure's type while the pointer it passes
-            // is a boxed trait object.
-            unsafe {
-                params.set_abort_callback(Some(aborted));
-                params.set_abort_callback_user_data(Arc::as_ptr(flag) as *mut std::ffi::c_void);
-            }
+        let flags = AbortFlags {
+            window: how.abort.clone(),
+            quit: self.model.quit.clone(),
+        };
+        // SAFETY: `aborted` only reads the two `AtomicBool`s of `flags`, which lives on this
+        // stack frame (and holds both `Arc`s) until after the `full` call that uses it.
+        // whisper-rs's closure variant (`set_abort_callback_safe`) is not used: in 0.16 it
+        // instantiates its trampoline with the closure's type while the pointer it passes is
+        // a boxed trait object.
+        unsafe {
+            params.set_abort_callback(Some(aborted));
+            params.set_abort_callback_user_data(
+                std::ptr::from_ref(&flags)
+                    .cast_mut()
+                    .cast::<std::ffi::c_void>(),
+            );
         }
         let result = self.state.full(params, audio);
-        if abort.is_some_and(|f| f.load(Ordering::Relaxed)) {
+        if flags.quit.load(Ordering::SeqCst) {
+            return Err(LocalError::Quit);
+        }
+        if flags.window.is_some_and(|f| f.load(Ordering::Relaxed)) {
             return Err(LocalError::Aborted);
         }
         result.map_err(|_| LocalError::InferenceFailed)?;
@@ -353,11 +394,22 @@ pub struct ShortWindows {
     pub last_doubt: Option<check::Doubt>,
 }
 
-/// whisper.cpp's abort callback: the flag behind `flag` is set.
-unsafe extern "C" fn aborted(flag: *mut std::ffi::c_void) -> bool {
-    // SAFETY: the pointer is the `AtomicBool` of an `Arc` that `Recognizer::decode` keeps
-    // alive for the whole inference.
-    unsafe { (*(flag as *const AtomicBool)).load(Ordering::Relaxed) }
+/// What abandons one inference: the engine's flag for this window, or the app quitting.
+struct AbortFlags {
+    window: Option<Arc<AtomicBool>>,
+    quit: Arc<AtomicBool>,
+}
+
+/// whisper.cpp's abort callback: either flag of the [`AbortFlags`] behind `flags` is set.
+unsafe extern "C" fn aborted(flags: *mut std::ffi::c_void) -> bool {
+    // SAFETY: the pointer is an `AbortFlags` that `Recognizer::run` keeps alive on its stack
+    // for the whole inference.
+    let flags = unsafe { &*(flags as *const AbortFlags) };
+    flags.quit.load(Ordering::Relaxed)
+        || flags
+            .window
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed))
 }
 
 /// Temperature steps of the fallback when a decode looks wrong (whisper.cpp's entropy and
