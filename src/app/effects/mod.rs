@@ -116,6 +116,9 @@ pub fn response_shows_window(action_identifier: &str) -> bool {
 pub struct Prompt {
     state: Mutex<PromptState>,
     answered: Condvar,
+    /// The center's error when asking failed (an ad-hoc-signed build gets "not allowed",
+    /// [`NOTIFICATIONS_NOT_ALLOWED`]): every later delivery says the same, not "off".
+    refusal: Mutex<Option<String>>,
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -143,7 +146,21 @@ impl Prompt {
         Prompt {
             state: Mutex::new(PromptState::NotAsked),
             answered: Condvar::new(),
+            refusal: Mutex::new(None),
         }
+    }
+
+    /// Remembers why asking failed (see [`Prompt::refusal`]).
+    fn refused(&self, reason: &str) {
+        *self.refusal.lock().unwrap_or_else(PoisonError::into_inner) = Some(reason.to_owned());
+    }
+
+    /// Why the system refused the question, if it did.
+    fn refusal(&self) -> Option<String> {
+        self.refusal
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     fn lock(&self) -> MutexGuard<'_, PromptState> {
@@ -202,6 +219,9 @@ pub fn deliver(
         NotifyAuthorization::NotDetermined => match prompt.turn() {
             Turn::Ask => {
                 let granted = center.request_authorization();
+                if let Err(reason) = &granted {
+                    prompt.refused(reason);
+                }
                 prompt.finish();
                 if !granted? {
                     return Err(NOTIFICATIONS_OFF.into());
@@ -211,11 +231,16 @@ pub fn deliver(
                 if !prompt.wait(PROMPT_WAIT) {
                     return Err(PROMPT_OPEN.into());
                 }
+                if let Some(reason) = prompt.refusal() {
+                    return Err(reason);
+                }
                 if center.authorization()? != NotifyAuthorization::Allowed {
                     return Err(NOTIFICATIONS_OFF.into());
                 }
             }
-            Turn::AskedBefore => return Err(NOTIFICATIONS_OFF.into()),
+            // Still undecided after asking: the system's own reason when it refused to ask
+            // (issue #36 item 5), else "off".
+            Turn::AskedBefore => return Err(prompt.refusal().unwrap_or(NOTIFICATIONS_OFF.into())),
         },
     }
     center.add(title, body)
@@ -771,6 +796,23 @@ mod tests {
         assert_eq!(
             deliver(&center, &asked, "t", "b"),
             Err(NOTIFICATIONS_NOT_ALLOWED.to_owned())
+        );
+        // Every later dictation says the same real reason — not "turn them on in System
+        // Settings", which the window would then show instead — and asks no more.
+        for _ in 0..2 {
+            assert_eq!(
+                deliver(&center, &asked, "t", "b"),
+                Err(NOTIFICATIONS_NOT_ALLOWED.to_owned())
+            );
+        }
+        assert_eq!(
+            center
+                .calls
+                .borrow()
+                .iter()
+                .filter(|c| **c == "request")
+                .count(),
+            1
         );
     }
 }

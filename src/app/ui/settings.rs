@@ -814,7 +814,7 @@ impl PersykUi {
         self.after_dictation_ui(ui);
         // Said once, here: a failed notification is no error on every page.
         if let Some(reason) = &self.notifications_off {
-            ui.colored_label(ui.visuals().warn_fg_color, NOTIFICATIONS_OFF);
+            ui.colored_label(ui.visuals().warn_fg_color, notifications_headline(reason));
             super::onboarding::details_ui(ui, reason);
         }
         let f = &mut self.form;
@@ -1531,9 +1531,40 @@ pub const NOTIFICATIONS_OFF: &str = "Notifications are off: the desktop did not 
      notification, so finished dictations are copied without one. Turn notifications on in \
      the desktop's settings.";
 
+/// What Settings says when macOS refuses notifications to this build outright (an
+/// ad-hoc-signed Persyk.app, `UNErrorDomain` 1): System Settings does not list such a build,
+/// so it is not sent there (issue #36 item 5).
+pub const NOTIFICATIONS_NOT_ALLOWED: &str = "macOS does not allow notifications for this build \
+     of Persyk, and System Settings cannot turn them on for it: finished dictations are copied \
+     without a banner, and the Dictation page says each one.";
+
+/// Settings' line for a notification that could not be shown, from the reason the effects
+/// reported: the real one when macOS refuses this build, "off" (and where to turn them on)
+/// otherwise.
+pub fn notifications_headline(reason: &str) -> &'static str {
+    if reason == crate::app::effects::NOTIFICATIONS_NOT_ALLOWED {
+        NOTIFICATIONS_NOT_ALLOWED
+    } else {
+        NOTIFICATIONS_OFF
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue #36 item 5: a build macOS refuses notifications to is not sent to a System
+    /// Settings pane that does not list it; notifications turned off still are.
+    #[test]
+    fn issue36_05_settings_says_the_real_reason_notifications_are_refused() {
+        let refused = notifications_headline(crate::app::effects::NOTIFICATIONS_NOT_ALLOWED);
+        assert_eq!(refused, NOTIFICATIONS_NOT_ALLOWED);
+        assert!(!refused.contains("Turn them on"), "{refused}");
+        assert_eq!(
+            notifications_headline(crate::app::effects::NOTIFICATIONS_OFF),
+            NOTIFICATIONS_OFF
+        );
+    }
 
     #[test]
     fn settings_form_round_trips_and_keeps_unknown_keys() {
