@@ -152,9 +152,12 @@ pub enum Previous {
     /// Something that cannot be saved whole (an X11 owner that sends it in increments or
     /// does not answer, a pasteboard type whose data cannot be read).
     Unrestorable,
-    /// Not read at all: reading it would raise the system's paste alert (macOS 15.4 and
-    /// later, unless the user allowed Persyk in System Settings).
-    Private,
+    /// Not read at all: reading it would raise the system's paste alert, or macOS refuses
+    /// it (macOS 15.4 and later, [`pasteboard_read`]); `listed`: System Settings lists Persyk
+    /// there (its setting is "ask" or "deny"), where the user can allow it.
+    Private {
+        listed: bool,
+    },
 }
 
 /// Why the transcript stays on the clipboard although "put back" is on.
@@ -162,8 +165,9 @@ pub enum Previous {
 pub enum Kept {
     /// The clipboard held something Persyk cannot put back whole, so it left it alone.
     Unrestorable,
-    /// The clipboard was not read, so as not to raise macOS's paste alert.
-    Private,
+    /// The clipboard was not read, so as not to raise macOS's paste alert (`listed`: as
+    /// [`Previous::Private`]).
+    Private { listed: bool },
 }
 
 impl Kept {
@@ -171,7 +175,7 @@ impl Kept {
     pub fn code(self) -> &'static str {
         match self {
             Kept::Unrestorable => "paste.clipboard-kept",
-            Kept::Private => "paste.clipboard-private",
+            Kept::Private { .. } => "paste.clipboard-private",
         }
     }
 
@@ -183,10 +187,17 @@ impl Kept {
                  image or files from another app), so the transcript stays on the clipboard \
                  (paste.clipboard-kept)."
             }
-            Kept::Private => {
-                "macOS asks before an app reads the clipboard, so Persyk did not read it to put \
-                 it back: the transcript stays on the clipboard. Allow Persyk under System \
-                 Settings › Privacy & Security › Paste from Other Apps to have it put back \
+            // Persyk has never made macOS ask, so System Settings does not list it: no
+            // pointer there (issue #36 item 6).
+            Kept::Private { listed: false } => {
+                "macOS would ask you before Persyk reads the clipboard, so Persyk did not read \
+                 it to put it back: the transcript stays on the clipboard \
+                 (paste.clipboard-private)."
+            }
+            Kept::Private { listed: true } => {
+                "Persyk's clipboard access is set to ask or deny in System Settings › Privacy \
+                 & Security, so Persyk did not read the clipboard to put it back: the \
+                 transcript stays on the clipboard. Allow it there to have it put back \
                  (paste.clipboard-private)."
             }
         }
@@ -261,7 +272,7 @@ pub fn deliver(
     let (restore, kept) = match (&pasted, previous) {
         (Ok(()), Previous::Saved(saved)) => (Some(saved), None),
         (Ok(()), Previous::Unrestorable) => (None, Some(Kept::Unrestorable)),
-        (Ok(()), Previous::Private) => (None, Some(Kept::Private)),
+        (Ok(()), Previous::Private { listed }) => (None, Some(Kept::Private { listed })),
         _ => (None, None),
     };
     Delivery {
@@ -403,16 +414,28 @@ impl ReadRule {
     }
 }
 
-/// Whether the general pasteboard may be read to save it, from `NSPasteboard.accessBehavior`
-/// (macOS 15.4 and later; `None` on older systems, which never ask). "Default" and "ask"
-/// raise the system's alert on a read that is not the user's own paste, and "always deny"
-/// refuses it: only "always allow" (or no such setting) lets Persyk read it quietly
-/// (issue #36 item 6).
-pub fn may_read_pasteboard(access_behavior: Option<isize>) -> bool {
+/// Whether the general pasteboard may be read to save it (issue #36 item 6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PasteboardRead {
+    /// Read it: macOS never asks (before 15.4), or the user set "always allow".
+    Quiet,
+    /// Leave it: a read would raise macOS's paste alert or be refused. `listed`: System
+    /// Settings lists Persyk's access ("ask" or "always deny", set there); with "default"
+    /// Persyk has never made macOS ask, and is not listed.
+    Private { listed: bool },
+}
+
+/// [`PasteboardRead`] from `NSPasteboard.accessBehavior` (macOS 15.4 and later; `None` on
+/// older systems, which never ask). AppKit's `NSPasteboardAccessBehavior`: 0 "default" asks
+/// upon a programmatic read, and the app is not shown in System Settings until it first
+/// triggered that alert; 1 "ask" asks; 2 "always allow"; 3 "always deny" refuses — a read
+/// that is not the user's own paste (Persyk saving the old clipboard is not) is quiet only
+/// with "always allow".
+pub fn pasteboard_read(access_behavior: Option<isize>) -> PasteboardRead {
     match access_behavior {
-        None => true,
-        Some(2) => true,
-        Some(_) => false,
+        None | Some(2) => PasteboardRead::Quiet,
+        Some(1 | 3) => PasteboardRead::Private { listed: true },
+        Some(_) => PasteboardRead::Private { listed: false },
     }
 }
 
@@ -1319,21 +1342,31 @@ mod tests {
         assert_eq!(rule.restore_at(posted, ms(900), true), Some(ms(900)));
     }
 
-    /// Issue #36 item 6: the pasteboard is read only where that raises no alert.
+    /// Issue #36 item 6: the pasteboard is read only where that raises no alert, and the
+    /// window points to System Settings only where it lists Persyk.
     #[test]
     fn issue36_06_the_pasteboard_is_read_only_where_macos_would_not_ask() {
-        assert!(may_read_pasteboard(None)); // before macOS 15.4
-        assert!(!may_read_pasteboard(Some(0))); // default: asks
-        assert!(!may_read_pasteboard(Some(1))); // ask
-        assert!(may_read_pasteboard(Some(2))); // always allow
-        assert!(!may_read_pasteboard(Some(3))); // always deny
+        use PasteboardRead::{Private as Left, Quiet};
+        assert_eq!(pasteboard_read(None), Quiet); // before macOS 15.4
+        assert_eq!(pasteboard_read(Some(0)), Left { listed: false }); // default: asks
+        assert_eq!(pasteboard_read(Some(1)), Left { listed: true }); // ask
+        assert_eq!(pasteboard_read(Some(2)), Quiet); // always allow
+        assert_eq!(pasteboard_read(Some(3)), Left { listed: true }); // always deny
+        assert_eq!(pasteboard_read(Some(9)), Left { listed: false }); // a newer value
+        let unlisted = Kept::Private { listed: false }.sentence();
+        assert!(!unlisted.contains("System Settings"), "{unlisted}");
+        assert!(
+            Kept::Private { listed: true }
+                .sentence()
+                .contains("System Settings")
+        );
         // Not read: the paste still happens, the transcript stays, and the window says why.
         let mut clip = FakeClipboard::holding(&[("text/plain", b"old")]);
         let paster = FakePaster::new(PasteAvailability::Available, Ok(()));
         struct Private<'a>(&'a mut FakeClipboard);
         impl PasteClipboard for Private<'_> {
             fn save(&mut self) -> Previous {
-                Previous::Private
+                Previous::Private { listed: false }
             }
             fn offer(&mut self, text: &str) -> Result<(), String> {
                 self.0.offer(text)
@@ -1353,12 +1386,12 @@ mod tests {
         );
         assert_eq!(d.pasted, Some(Ok(())));
         assert_eq!(d.restore, None);
-        assert_eq!(d.kept, Some(Kept::Private));
-        assert!(
-            Kept::Private
-                .sentence()
-                .ends_with("(paste.clipboard-private).")
-        );
+        assert_eq!(d.kept, Some(Kept::Private { listed: false }));
+        for listed in [false, true] {
+            let kept = Kept::Private { listed };
+            assert!(kept.sentence().ends_with("(paste.clipboard-private)."));
+            assert_eq!(kept.code(), "paste.clipboard-private");
+        }
     }
 
     /// Issue #36 item 9: ⌘V as a person types it — Command down first, up last.

@@ -20,9 +20,11 @@ use crate::app::paste::{PRIVACY_ACCESSIBILITY_URL, PasteAvailability, PasteError
 use crate::settings::{AfterAction, AfterDictationSettings};
 
 /// What macOS 15.4 and later means for "put back" (issue #36 item 6).
+/// No pointer to System Settings: it lists Persyk only once macOS has asked about it, and
+/// Persyk never reads where macOS would ask.
 pub const MAC_PASTE_PRIVACY: &str = "On macOS 15.4 and later Persyk reads the clipboard to put \
-    it back only if you allow it under System Settings › Privacy & Security › Paste from Other \
-    Apps; until then the transcript stays on the clipboard after a paste.";
+    it back only where macOS lets it without asking you; elsewhere the transcript stays on the \
+    clipboard after a paste.";
 
 /// The section's part of the settings form.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
