@@ -1233,3 +1233,36 @@ fn issue36_01_bundle_builds_for_the_declared_minimum_and_checks_every_macho() {
     let sign = position(&cmds, |c| c.first().is_some_and(|w| w == "codesign"));
     assert!(sign < check, "{cmds:#?}");
 }
+
+/// Issue #36 item 1: the bundle's log is piped into `tee` for the Mach-O check, and a step's
+/// pipeline fails only under pipefail, which GitHub sets only for a named shell. The lint
+/// fails a workflow that pipes without naming it, and passes it once it does.
+#[test]
+fn issue36_01_a_piped_bundle_step_must_fail_when_the_bundle_fails() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let steps = "jobs:\n  a:\n    runs-on: macos-15\n    steps:\n      - run: scripts/bundle-macos 2>&1 | tee bundle.log\n      - run: test -f a || test -f b\n";
+    let unnamed = dir.path().join("unnamed.yml");
+    fs::write(&unnamed, format!("name: a\non: push\n{steps}")).expect("write");
+    let out = Command::new(repo("scripts/lint-workflows"))
+        .arg("-no-color")
+        .arg(&unnamed)
+        .output()
+        .expect("run scripts/lint-workflows");
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let said = stdout(&out);
+    assert!(said.contains("unnamed.yml:7:"), "{}", show(&out));
+    assert!(said.contains("pipefail"), "{}", show(&out));
+    assert!(!said.contains(":8:"), "`||` is no pipe: {}", show(&out));
+    let named = dir.path().join("named.yml");
+    fs::write(
+        &named,
+        format!("name: a\non: push\ndefaults:\n  run:\n    shell: bash\n{steps}"),
+    )
+    .expect("write");
+    let out = Command::new(repo("scripts/lint-workflows"))
+        .arg("-no-color")
+        .arg(&named)
+        .output()
+        .expect("run scripts/lint-workflows");
+    assert!(out.status.success(), "{}", show(&out));
+}
