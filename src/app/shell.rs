@@ -674,6 +674,7 @@ impl Shell {
         let model = self.indicator_model();
         let shown = model.is_some();
         if shown && !self.indicator_open {
+            super::platform::before_indicator_opens();
             let size = (f64::from(indicator::SIZE.x), f64::from(indicator::SIZE.y));
             self.indicator_at =
                 super::platform::indicator_place(size, f64::from(indicator::BOTTOM_MARGIN))

@@ -37,7 +37,8 @@ pub fn set_accessory_policy() {
 }
 
 /// Brings Persyk to the front: an Accessory app is not activated by showing its window.
-/// Unhidden first: after ⌘H or a close (`NSApp hide:`) the window would stay hidden.
+/// Unhidden first: hidden by another app's "Hide Others" (⌥⌘H), the window would stay hidden
+/// (Persyk never hides itself: [`yield_focus`]).
 pub fn activate() {
     if let Some(mtm) = MainThreadMarker::new() {
         let app = NSApplication::sharedApplication(mtm);
@@ -250,15 +251,8 @@ pub fn make_indicator_panel(title: &str) -> bool {
         if panel {
             window.setStyleMask(window.styleMask() | NSWindowStyleMask::NonactivatingPanel);
         }
-        // What the indicator ended up as, so a wrong state shows in the log (issue #36 item 3).
-        eprintln!(
-            "persyk: indicator window: class {}, style {:#x}, can hide {}",
-            class_name(object.class()),
-            window.styleMask().0,
-            window.canHide()
-        );
-        // Level and Spaces apply to any window, a panel or not; it stays when Persyk hides
-        // itself (closing the main window hides the app).
+        // Level and Spaces apply to any window, a panel or not; it stays should Persyk be
+        // hidden (another app's "Hide Others").
         window.setHidesOnDeactivate(false);
         window.setCanHide(false);
         window.setLevel(NSStatusWindowLevel);
@@ -268,9 +262,39 @@ pub fn make_indicator_panel(title: &str) -> bool {
                 | NSWindowCollectionBehavior::FullScreenAuxiliary
                 | NSWindowCollectionBehavior::IgnoresCycle,
         );
+        // What the indicator ended up as, so a wrong state shows in the log (issue #36 item 3):
+        // its class (`PersykIndicatorPanel`, or KVO's subclass of it), style (with
+        // `NonactivatingPanel`, 1 << 7), whether it hides with the app, whether it is on
+        // screen and whether Persyk is hidden or active.
+        let app = NSApplication::sharedApplication(mtm);
+        eprintln!(
+            "persyk: indicator window: class {}, style {:#x}, can hide {}, visible {}, app \
+             hidden {}, app active {}",
+            class_name(object.class()),
+            window.styleMask().0,
+            window.canHide(),
+            window.isVisible(),
+            app.isHidden(),
+            app.isActive()
+        );
         return true;
     }
     false
+}
+
+/// Before the recording indicator opens: a hidden Persyk (another app's "Hide Others",
+/// ⌥⌘H, hides it too) would keep the new window off screen until unhidden, or unhide itself
+/// and take the keyboard when the window is ordered front (issue #36 item 3). Unhidden here
+/// without activation: the app the user types in keeps the keyboard, and the main window,
+/// closed to the menu bar, stays closed.
+pub fn unhide_for_indicator() {
+    if let Some(mtm) = MainThreadMarker::new() {
+        let app = NSApplication::sharedApplication(mtm);
+        if app.isHidden() {
+            eprintln!("persyk: Persyk was hidden; unhidden without activation for the indicator");
+            app.unhideWithoutActivation();
+        }
+    }
 }
 
 /// The key path winit observes on every window.

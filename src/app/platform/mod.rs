@@ -30,6 +30,14 @@ pub fn make_indicator_unfocusable(title: &str) -> bool {
     }
 }
 
+/// Just before the recording indicator's window opens: on macOS, a hidden Persyk is
+/// unhidden without activation so the window can show without taking the keyboard; nothing
+/// elsewhere.
+pub fn before_indicator_opens() {
+    #[cfg(target_os = "macos")]
+    macos::unhide_for_indicator();
+}
+
 /// Keeps the system from throttling Persyk while a recording runs or is recognized (macOS:
 /// App Nap would slow a hidden app's timers, the capture thread and on-device recognition).
 /// Nothing elsewhere.
