@@ -232,8 +232,8 @@ pub fn run(options: ShellOptions) -> Result<(), AppError> {
                 platform::macos::set_accessory_policy();
                 ui.set_microphone_note(permission::macos::microphone_note());
                 // A login item starts without `--hidden`: started so, Persyk stays in the
-                // menu bar as `--hidden` would (the window, built visible, is hidden in the
-                // first passes).
+                // menu bar as `--hidden` would; otherwise the window, built hidden, is shown
+                // and Persyk activated only now.
                 let mut options = options;
                 let login = platform::macos::launched_at_login();
                 if starts_visible(options.hidden, login, host) {
