@@ -15,6 +15,7 @@
 //! Nothing in `session/` knows about the realtime provider, audio or the UI.
 
 pub mod assets;
+pub mod conflict;
 pub mod context;
 pub mod delete;
 pub mod diag;
@@ -23,6 +24,7 @@ pub mod format;
 pub mod fsio;
 pub mod history;
 pub mod index;
+pub mod merge;
 pub mod project;
 pub mod record;
 pub mod recover;

@@ -637,6 +637,15 @@ impl SessionHandle {
         f(w.scanner.index())
     }
 
+    /// A copy of the committed state this handle knows, after catching up with other
+    /// writers: to validate records against it without appending them (the merge).
+    pub(crate) fn scanner_snapshot(&self) -> Result<Scanner, StoreError> {
+        let mut w = lock(&self.shared.writer);
+        self.check_live()?;
+        catch_up(&mut w)?;
+        w.scanner.try_clone().ok_or(StoreError::PreviousIo)
+    }
+
     /// Re-reads anything other writers appended since the last look.
     pub fn refresh(&self) -> Result<(), StoreError> {
         let mut w = lock(&self.shared.writer);
@@ -965,7 +974,7 @@ fn read_committed(file: &File, index: &SessionIndex, id: &str) -> Result<Vec<u8>
 /// Whether two records are the same JSON value (key order and insignificant whitespace
 /// aside). Both are parsed within the record limits, so a record 128 containers deep
 /// compares like any other.
-fn same_json(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same_json(a: &[u8], b: &[u8]) -> bool {
     match (record::parse_value(a), record::parse_value(b)) {
         (Ok(a), Ok(b)) => a == b,
         _ => false,
