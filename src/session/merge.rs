@@ -55,15 +55,14 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use super::SESSION_FILE;
-use super::assets::{open_existing_asset, try_lock_asset};
 use super::conflict::{SyncEngine, conflict_copy_engine};
 use super::diag::{Code, Diagnostic};
 use super::format::{Entry, EntryBody, from_str_deep};
 use super::index::{EntryKind, SessionIndex};
 use super::record::MAX_RECORD_BYTES;
-use super::recover::{fragment_stamp, unfinished_recordings};
 use super::store::{
-    MAX_BATCH_BYTES, MAX_BATCH_RECORDS, SessionHandle, StoreError, lock, same_json, write_new_file,
+    MAX_BATCH_BYTES, MAX_BATCH_RECORDS, SessionHandle, StoreError, fragment_stamp, same_json,
+    write_new_file,
 };
 use super::validate::Scanner;
 
@@ -153,7 +152,7 @@ pub struct MergeReport {
 /// `handle`, then removes the copy. See the module doc.
 pub fn merge_copy(handle: &SessionHandle, copy_name: &str) -> Result<MergeReport, MergeError> {
     let engine = conflict_copy_engine(copy_name).ok_or(MergeError::NotACopy)?;
-    if recording_here(handle)? {
+    if handle.capture_live()? {
         return Err(MergeError::Recording);
     }
     let dir = handle.dir().to_path_buf();
@@ -402,28 +401,6 @@ fn append_batch(handle: &SessionHandle, batch: &[String]) -> Result<usize, Merge
         .count();
     report.into_result()?;
     Ok(written)
-}
-
-/// Whether a capture of this session runs on this Mac (in this process, or holding a
-/// recording's asset lock in another).
-fn recording_here(handle: &SessionHandle) -> Result<bool, MergeError> {
-    if !lock(handle.captures()).is_empty() {
-        return Ok(true);
-    }
-    for (_, asset) in unfinished_recordings(handle)? {
-        let file = match open_existing_asset(handle.dir(), &asset, false) {
-            Ok(Some(f)) => f,
-            Ok(None) | Err(StoreError::InvalidName) => continue,
-            Err(e) => return Err(e.into()),
-        };
-        match try_lock_asset(file)? {
-            Some(f) => {
-                let _ = f.unlock();
-            }
-            None => return Ok(true),
-        }
-    }
-    Ok(false)
 }
 
 fn open_regular(path: &Path) -> io::Result<File> {

@@ -28,7 +28,6 @@ use std::io;
 use std::os::unix::fs::FileExt;
 
 use serde::de::IgnoredAny;
-use time::OffsetDateTime;
 
 use super::assets::{assets_dir_of, open_existing_asset};
 use super::conflict::scan_folder;
@@ -38,7 +37,9 @@ use super::fsio::Storage;
 use super::index::{EntryKind, SessionIndex};
 use super::merge::{MergeError, MergeReport, merge_copy};
 use super::record::{self, MAX_RECORD_BYTES};
-use super::store::{SessionHandle, Store, StoreError, new_id, now_iso, write_new_file};
+use super::store::{
+    SessionHandle, Store, StoreError, fragment_stamp, new_id, now_iso, write_new_file,
+};
 use super::validate::Scanner;
 use super::{ASSETS_DIR, SESSION_FILE};
 
@@ -238,20 +239,6 @@ fn recover_tail(
             })
         }
     }
-}
-
-pub(crate) fn fragment_stamp() -> String {
-    let now = OffsetDateTime::now_utc();
-    format!(
-        "{:04}{:02}{:02}T{:02}{:02}{:02}.{:03}Z",
-        now.year(),
-        u8::from(now.month()),
-        now.day(),
-        now.hour(),
-        now.minute(),
-        now.second(),
-        now.millisecond()
-    )
 }
 
 /// How a recording ended, as its latest lifecycle entry says.

@@ -335,6 +335,21 @@ pub fn now_iso() -> String {
     )
 }
 
+/// The UTC time a preserved fragment's file name carries (`20260101T000000.000Z`).
+pub(crate) fn fragment_stamp() -> String {
+    let now = OffsetDateTime::now_utc();
+    format!(
+        "{:04}{:02}{:02}T{:02}{:02}{:02}.{:03}Z",
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second(),
+        now.millisecond()
+    )
+}
+
 /// A new collision-resistant id (UUIDv7: time-ordered, 74 random bits).
 pub fn new_id() -> String {
     uuid::Uuid::now_v7().to_string()
