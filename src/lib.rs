@@ -27,7 +27,7 @@
 // The rooms, floor by floor (a room imports only rooms on floors below it; see
 // ARCHITECTURE.md and `scripts/layers`):
 // session · audio, endpoint, dirs · recognize · realtime, local, capture · settings,
-// credentials · pipeline · app; update (the release feed) beside the engines.
+// credentials · sync · pipeline · app; update (the release feed) beside the engines.
 #[cfg(feature = "app")]
 pub mod app;
 pub mod audio;
@@ -42,4 +42,5 @@ pub mod realtime;
 pub mod recognize;
 pub mod session;
 pub mod settings;
+pub mod sync;
 pub mod update;

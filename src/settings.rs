@@ -442,6 +442,29 @@ impl UpdateSettings {
     }
 }
 
+/// The `sync` section: history kept in a folder a sync engine copies between Macs
+/// (`crate::sync`). Where that folder is stays `sessions.directory`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SyncSettings {
+    /// This Mac's name in the sessions it records; `None` = the computer's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_name: Option<String>,
+    /// Words Persyk should know, replacements, clean-up modes and per-app rules live beside
+    /// the history (`persyk-settings.json` in the sessions folder), for every Mac.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub share_settings: bool,
+    /// Keys of this section this version does not know, kept as they were.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+impl SyncSettings {
+    fn is_default(&self) -> bool {
+        *self == SyncSettings::default()
+    }
+}
+
 /// The default global hotkey on this system: [`default_hotkey`] for this platform.
 pub const DEFAULT_HOTKEY: &str = default_hotkey(cfg!(target_os = "macos"));
 
@@ -499,6 +522,10 @@ pub struct Settings {
     /// The daily update check (absent while on).
     #[serde(default, skip_serializing_if = "UpdateSettings::is_default")]
     pub updates: UpdateSettings,
+    /// This Mac's name and shared settings for history kept in a synced folder (absent
+    /// while unused).
+    #[serde(default, skip_serializing_if = "SyncSettings::is_default")]
+    pub sync: SyncSettings,
     /// Keys this version does not know, kept as they were.
     #[serde(flatten)]
     pub other: Map<String, Value>,

@@ -1077,13 +1077,21 @@ impl Backend {
             }
         };
         let store2 = store.clone();
-        let handle = tokio::task::spawn_blocking(move || store2.create_session())
-            .await
-            .map_err(|_| "app.task-failed".to_owned())?
-            .map_err(|e| e.code().to_owned())?;
-        let continuation = handle
-            .continuation(&LeafSelector::Default)
-            .map_err(|e| e.code().to_owned())?;
+        // Which Mac records it, said in the session before the recording starts.
+        let device = crate::sync::Device::this(&self.settings)
+            .inspect_err(|e| eprintln!("persyk: {}: the session will not name this Mac", e.code()))
+            .ok();
+        let (handle, continuation) = tokio::task::spawn_blocking(move || {
+            let handle = store2.create_session()?;
+            let mut continuation = handle.continuation(&LeafSelector::Default)?;
+            if let Some(device) = device {
+                continuation.append_one(device.entry())?;
+            }
+            Ok::<_, crate::session::StoreError>((handle, continuation))
+        })
+        .await
+        .map_err(|_| "app.task-failed".to_owned())?
+        .map_err(|e| e.code().to_owned())?;
         let session = handle.dir().to_path_buf();
         let cleanup_settings = match mode {
             Some(mode) => self.settings.cleanup.with_mode(mode),

@@ -1,4 +1,5 @@
-//! `persyk check PATH... [--json]`.
+//! `persyk check PATH... [--json]`: each file's diagnostics, and a sync engine's conflict
+//! copies beside it that wait to be merged (`sync.unmerged-copy`, line 0).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -7,6 +8,9 @@ use persyk::session;
 use serde::Serialize;
 
 use super::{EXIT_CANNOT_RUN, EXIT_VIOLATION};
+
+/// The code `check` reports for a sync engine's conflict copy that is not merged yet.
+const UNMERGED_COPY: &str = "sync.unmerged-copy";
 
 #[derive(Serialize)]
 struct Row<'a> {
@@ -58,6 +62,39 @@ pub fn run(paths: &[PathBuf], json: bool) -> u8 {
                     d.code,
                     super::shown::line(&d.message)
                 );
+            }
+        }
+        // A sync engine's conflict copies beside the file: not damage, but waiting for
+        // `persyk recover` to merge them.
+        let folder = file
+            .parent()
+            .filter(|_| file.file_name().is_some_and(|n| n == session::SESSION_FILE));
+        if let Some(copies) = folder.and_then(|d| session::conflict::scan_folder(d).ok()) {
+            for (copy, engine) in copies.copies {
+                if exit == 0 {
+                    exit = EXIT_VIOLATION;
+                }
+                let message = format!(
+                    "a conflict copy from another Mac ({}) is waiting to be merged: run `persyk recover`",
+                    engine.name()
+                );
+                let shown_copy = folder
+                    .map(|d| d.join(&copy).display().to_string())
+                    .unwrap_or(copy);
+                if json {
+                    rows.push(serde_json::json!(Row {
+                        path: shown_copy,
+                        line: 0,
+                        code: UNMERGED_COPY,
+                        message: &message,
+                    }));
+                } else {
+                    let _ = writeln!(
+                        out,
+                        "{}:0: {UNMERGED_COPY}: {message}",
+                        super::shown::line(&shown_copy)
+                    );
+                }
             }
         }
         let hidden = index.diagnostics_total() - index.diagnostics().len() as u64;

@@ -120,7 +120,7 @@ pub fn run(args: Args<'_>) -> u8 {
         }
     };
     let store = Store::new(roots);
-    let continuation = match store
+    let mut continuation = match store
         .create_session()
         .and_then(|h| h.continuation(&LeafSelector::Default))
     {
@@ -131,6 +131,9 @@ pub fn run(args: Args<'_>) -> u8 {
         }
     };
     eprintln!("persyk: session {}", continuation.handle().dir().display());
+    if let Err(code) = super::recording::mark_device(&mut continuation) {
+        return code;
+    }
     let runtime = match super::recording::runtime() {
         Ok(rt) => rt,
         Err(code) => return code,

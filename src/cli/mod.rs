@@ -71,7 +71,8 @@ enum Command {
         #[arg(long)]
         leaf: Option<String>,
     },
-    /// Explicit recovery: an incomplete final record and unfinished recordings.
+    /// Explicit recovery: an incomplete final record, conflict copies from a sync engine
+    /// (merged), and unfinished recordings.
     Recover {
         /// A session directory or its session.jsonl.
         session: PathBuf,

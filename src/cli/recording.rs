@@ -182,7 +182,8 @@ pub fn refuse(flag: &str, accepted: &str) -> u8 {
     EXIT_CANNOT_RUN
 }
 
-/// A new session under `--root` (or the configured write root), continued from its start.
+/// A new session under `--root` (or the configured write root), continued from its start,
+/// with the entry that names this device ([`mark_device`]).
 pub fn new_continuation(root: Option<&Path>) -> Result<Continuation, u8> {
     let fail = |e: String| {
         eprintln!("persyk: {e}");
@@ -191,9 +192,33 @@ pub fn new_continuation(root: Option<&Path>) -> Result<Continuation, u8> {
     let store = Store::new(roots(root).map_err(fail)?);
     let handle = store.create_session().map_err(|e| fail(e.to_string()))?;
     eprintln!("persyk: session {}", handle.dir().display());
-    handle
+    let mut continuation = handle
         .continuation(&LeafSelector::Default)
-        .map_err(|e| fail(e.to_string()))
+        .map_err(|e| fail(e.to_string()))?;
+    mark_device(&mut continuation)?;
+    Ok(continuation)
+}
+
+/// Appends the `persyk.device` entry (which Mac records this) to a new session. Without a
+/// config folder to keep the device id in, the session is recorded without it (said on
+/// stderr); a failed append fails like any other.
+pub fn mark_device(continuation: &mut Continuation) -> Result<(), u8> {
+    match persyk::sync::Device::this(&configured()) {
+        Ok(device) => continuation
+            .append_one(device.entry())
+            .map(drop)
+            .map_err(|e| {
+                eprintln!("persyk: {e}");
+                EXIT_CANNOT_RUN
+            }),
+        Err(e) => {
+            eprintln!(
+                "persyk: {}: the session does not say which device recorded it",
+                e.code()
+            );
+            Ok(())
+        }
+    }
 }
 
 /// The roots for a new session: `--root DIR` or the configured ones.

@@ -6,7 +6,9 @@
 //!
 //! Output: with `--json`, stdout is one JSON array of rows
 //! `{"location","sessionId","leafId","created","label","excerpt","duplicateOf"?,"archived",
-//! "messageCount","durationMs","diagnostic","cursor"}`; otherwise one line per row. Root
+//! "messageCount","durationMs","diagnostic","recordedOn"?,"copies"?,"syncing"?,"cursor"}`
+//! (`recordedOn`: the device it was recorded on; `copies`: conflict copies waiting to be
+//! merged; `syncing`: files still arriving); otherwise one line per row. Root
 //! diagnostics and sessions a search could not read go to stderr as `persyk: CODE: …`, never
 //! with message text. When a page is full and more may follow, stderr says which `--cursor`
 //! continues (every row also carries its own `cursor`). Zero results exit 0; root diagnostics
@@ -45,7 +47,17 @@ struct JsonRow<'a> {
     message_count: Option<usize>,
     duration_ms: Option<u64>,
     diagnostic: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    recorded_on: Option<&'a str>,
+    #[serde(skip_serializing_if = "is_zero")]
+    copies: usize,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    syncing: bool,
     cursor: String,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 fn shown(p: &Path) -> String {
@@ -65,6 +77,9 @@ fn json_row(r: &SessionRow) -> JsonRow<'_> {
         message_count: r.message_count,
         duration_ms: r.duration_ms,
         diagnostic: r.diagnostic,
+        recorded_on: r.recorded_on.as_deref(),
+        copies: r.copies,
+        syncing: r.syncing,
         cursor: r.cursor.encode(),
     }
 }
@@ -221,6 +236,19 @@ fn human_line(r: &SessionRow, hit: bool) -> String {
     if let Some(d) = &r.duplicate_of {
         let d = d.display().to_string();
         line.push_str(&format!("  [duplicate of {}]", shown(&d)));
+    }
+    if let Some(device) = &r.recorded_on {
+        line.push_str(&format!("  [recorded on {}]", shown(device)));
+    }
+    if r.copies > 0 {
+        line.push_str(&format!(
+            "  [{} cop{} from another device to merge: persyk recover]",
+            r.copies,
+            if r.copies == 1 { "y" } else { "ies" }
+        ));
+    }
+    if r.syncing {
+        line.push_str("  [syncing]");
     }
     line
 }

@@ -11,7 +11,7 @@ use std::io::{self, BufRead, Write};
 
 use std::path::{Path, PathBuf};
 
-use persyk::session::recover::{RecordingOutcome, TailOutcome};
+use persyk::session::recover::{MergeOutcome, RecordingOutcome, TailOutcome};
 use persyk::session::store::{
     AppendReport, MAX_BATCH_BYTES, MAX_BATCH_RECORDS, Roots, new_id, now_iso,
 };
@@ -365,6 +365,30 @@ pub fn recover(session: &Path) -> u8 {
                     )
                 }
             }
+            let mut refused = false;
+            for m in &report.merges {
+                match m {
+                    MergeOutcome::Merged(r) => {
+                        println!(
+                            "copy {} ({}): merged; {} entries appended as they were, {} carried onto the default path, {} annotations restated{}",
+                            shown(&r.copy),
+                            r.engine.name(),
+                            r.appended,
+                            r.carried,
+                            r.restated,
+                            match &r.fragment {
+                                Some(f) =>
+                                    format!("; its incomplete last line kept in {}", shown(f)),
+                                None => String::new(),
+                            }
+                        )
+                    }
+                    MergeOutcome::Refused { copy, code } => {
+                        refused = true;
+                        println!("copy {}: left as it is ({code})", shown(copy))
+                    }
+                }
+            }
             for r in report.recordings {
                 match r {
                     RecordingOutcome::Recovered {
@@ -427,7 +451,7 @@ pub fn recover(session: &Path) -> u8 {
                     return exit_for(&e);
                 }
             }
-            0
+            if refused { EXIT_VIOLATION } else { 0 }
         }
         Err(e) => {
             eprintln!("persyk: {e}");

@@ -95,6 +95,9 @@ pub fn run(args: Args<'_>) -> u8 {
             return EXIT_CANNOT_RUN;
         }
     };
+    if let Err(code) = super::recording::mark_device(&mut continuation) {
+        return code;
+    }
     if let Err(e) = continuation.append_one(pipeline::source_file_entry(args.file)) {
         eprintln!("persyk: {e}");
         return EXIT_CANNOT_RUN;

@@ -213,6 +213,37 @@ impl SessionHandle {
     }
 }
 
+impl SessionHandle {
+    /// Whether a capture of this session runs on this machine: one in this process, or a
+    /// recording's asset whose lock another process holds.
+    pub fn capture_live(&self) -> Result<bool, StoreError> {
+        if !lock(self.captures()).is_empty() {
+            return Ok(true);
+        }
+        let started = self.with_index(|i| {
+            (0..i.len() as u32)
+                .filter(|&p| i.entry(p).kind() == super::index::EntryKind::RecordingStarted)
+                .collect::<Vec<u32>>()
+        });
+        for chunk in started.chunks(256) {
+            for item in self.read_positions(chunk)? {
+                let super::format::EntryBody::RecordingStarted(r) = item.entry.body else {
+                    continue;
+                };
+                let name = r.asset.strip_prefix("assets/").unwrap_or(&r.asset);
+                if self
+                    .asset_lock_state(name)
+                    .unwrap_or(AssetLockState::Missing)
+                    == AssetLockState::Held
+                {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+}
+
 /// Takes the exclusive lock of an opened asset without waiting: `Some(file)` holding the lock
 /// (released by `unlock` or when the file is closed), `None` when a capture holds it.
 pub(crate) fn try_lock_asset(f: File) -> Result<Option<File>, StoreError> {

@@ -23,6 +23,12 @@
 //! - A session that cannot be read, or whose `session.jsonl` is not a regular file (the store
 //!   refuses those too), is listed with its problem instead of being hidden.
 //! - Diagnostics carry codes and paths only, never file content.
+//! - A sync engine's files are never read as sessions ([`super::conflict`]): temporary files
+//!   and iCloud placeholders have other names than `session.jsonl`. A folder whose
+//!   `session.jsonl` has not arrived yet (only its iCloud placeholder is there, or on macOS a
+//!   *dataless* file iCloud would download first) is listed as syncing and not read at all,
+//!   so nothing waits on a download. Each session's folder is listed once for conflict copies
+//!   and files still arriving ([`DiscoveredSession::sync`]).
 
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
@@ -36,6 +42,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use super::SESSION_FILE;
+use super::conflict::{FolderSync, icloud_placeholder, scan_folder};
 use super::record::MAX_RECORD_BYTES;
 use super::store::{Roots, is_plain_name};
 use super::validate::Scanner;
@@ -138,6 +145,8 @@ pub struct DiscoveredSession {
     pub duplicate_of: Option<PathBuf>,
     /// Why the session could not be read at all.
     pub problem: Option<DiscoverError>,
+    /// Conflict copies beside the file, and whether files of the folder are still arriving.
+    pub sync: FolderSync,
 }
 
 impl DiscoveredSession {
@@ -178,6 +187,8 @@ struct Candidate {
     location: PathBuf,
     root: usize,
     problem: Option<DiscoverError>,
+    /// `session.jsonl` is not on this Mac yet (an iCloud placeholder or a dataless file).
+    not_downloaded: bool,
 }
 
 /// Lists the sessions of `roots`. Never fails as a whole: root problems become
@@ -192,8 +203,11 @@ pub fn discover(roots: &[RootSpec]) -> Discovery {
     let mut sessions: Vec<DiscoveredSession> = candidates
         .into_par_iter()
         .map(|c| {
+            let mut sync = scan_folder(&c.location).unwrap_or_default();
+            sync.placeholder |= c.not_downloaded;
             let (header, problem) = match c.problem {
                 Some(p) => (None, Some(p)),
+                None if sync.placeholder => (None, None),
                 None => match read_header(&c.location.join(SESSION_FILE)) {
                     Ok(h) => (h, None),
                     Err(source) => (None, Some(DiscoverError::SessionUnreadable { source })),
@@ -205,6 +219,7 @@ pub fn discover(roots: &[RootSpec]) -> Discovery {
                 header,
                 duplicate_of: None,
                 problem,
+                sync,
             }
         })
         .collect();
@@ -281,10 +296,21 @@ fn candidate(root: usize, path: &Path) -> Option<Candidate> {
     if !fs::metadata(path).ok()?.is_dir() {
         return None;
     }
+    let mut not_downloaded = false;
     let problem = match fs::symlink_metadata(path.join(SESSION_FILE)) {
-        Ok(m) if m.file_type().is_file() => None,
+        Ok(m) if m.file_type().is_file() => {
+            not_downloaded = is_dataless(&m);
+            None
+        }
         Ok(_) => Some(DiscoverError::SessionFileNotRegular),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            // Only iCloud's placeholder of it: a session still on its way to this Mac.
+            if !path.join(icloud_placeholder(SESSION_FILE)).exists() {
+                return None;
+            }
+            not_downloaded = true;
+            None
+        }
         Err(source) => Some(DiscoverError::SessionUnreadable { source }),
     };
     Some(match path.canonicalize() {
@@ -292,13 +318,31 @@ fn candidate(root: usize, path: &Path) -> Option<Candidate> {
             location,
             root,
             problem,
+            not_downloaded,
         },
         Err(source) => Candidate {
             location: path.to_path_buf(),
             root,
             problem: Some(DiscoverError::SessionUnreadable { source }),
+            not_downloaded,
         },
     })
+}
+
+/// Whether a file's data is not on this Mac: macOS marks a file iCloud evicted (or has not
+/// downloaded yet) `SF_DATALESS`, and reading it waits for the download.
+#[cfg(target_os = "macos")]
+pub fn is_dataless(meta: &fs::Metadata) -> bool {
+    use std::os::macos::fs::MetadataExt;
+    /// `SF_DATALESS` of `<sys/stat.h>`.
+    const SF_DATALESS: u32 = 0x4000_0000;
+    meta.st_flags() & SF_DATALESS != 0
+}
+
+/// Whether a file's data is not on this machine (only macOS has dataless files).
+#[cfg(not(target_os = "macos"))]
+pub fn is_dataless(_meta: &fs::Metadata) -> bool {
+    false
 }
 
 /// Reads and validates the first line only. `Ok(None)` when it is not a valid header.

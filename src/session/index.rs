@@ -449,6 +449,35 @@ fn hash_stored(hasher: &foldhash::fast::RandomState, (packed, bytes): StoredId<'
 }
 
 impl SessionIndex {
+    /// A copy of a kept index (ids in its own arenas); `None` for a lean one, whose ids live
+    /// in the file it was scanned from. For the merge, which validates a copy's lines against
+    /// the session without touching the store's own index.
+    pub(crate) fn try_clone(&self) -> Option<SessionIndex> {
+        if self.lean.is_some() {
+            return None;
+        }
+        Some(SessionIndex {
+            header: self.header.clone(),
+            entries: self.entries.clone(),
+            id_arena: self.id_arena.clone(),
+            packed_arena: self.packed_arena.clone(),
+            by_id: self.by_id.clone(),
+            hasher: self.hasher.clone(),
+            line_breaks: self.line_breaks.clone(),
+            custom_types: self.custom_types.clone(),
+            custom_type_ids: self.custom_type_ids.clone(),
+            name: self.name.clone(),
+            archived: self.archived,
+            labels: self.labels.clone(),
+            committed_len: self.committed_len,
+            committed_lines: self.committed_lines,
+            tail: self.tail,
+            diagnostics: self.diagnostics.clone(),
+            diagnostics_total: self.diagnostics_total,
+            lean: None,
+        })
+    }
+
     pub(crate) fn push_diagnostic(&mut self, d: Diagnostic) {
         self.diagnostics_total += 1;
         if self.diagnostics.len() < MAX_KEPT_DIAGNOSTICS {

@@ -15,6 +15,7 @@
 //! Nothing in `session/` knows about the realtime provider, audio or the UI.
 
 pub mod assets;
+pub mod conflict;
 pub mod context;
 pub mod delete;
 pub mod diag;
@@ -23,6 +24,7 @@ pub mod format;
 pub mod fsio;
 pub mod history;
 pub mod index;
+pub mod merge;
 pub mod project;
 pub mod record;
 pub mod recover;
@@ -47,6 +49,9 @@ use std::path::{Path, PathBuf};
 pub const SESSION_FILE: &str = "session.jsonl";
 /// The name of the assets directory inside a session directory.
 pub const ASSETS_DIR: &str = "assets";
+/// `customType` of the entry that names the device a recording was made on:
+/// `{"id": "<this device's id>", "name": "Anna's MacBook Air"}` (`docs/format.md`).
+pub const DEVICE_TYPE: &str = "persyk.device";
 
 /// Resolves a user-supplied path to a session file: a directory means its `session.jsonl`,
 /// anything else is taken as the file itself.

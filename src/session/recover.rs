@@ -28,15 +28,18 @@ use std::io;
 use std::os::unix::fs::FileExt;
 
 use serde::de::IgnoredAny;
-use time::OffsetDateTime;
 
 use super::assets::{assets_dir_of, open_existing_asset};
+use super::conflict::scan_folder;
 use super::diag::{Code, Diagnostic};
 use super::format::{Entry, EntryBody, Outcome, RecordingInterrupted};
 use super::fsio::Storage;
 use super::index::{EntryKind, SessionIndex};
+use super::merge::{MergeError, MergeReport, merge_copy};
 use super::record::{self, MAX_RECORD_BYTES};
-use super::store::{SessionHandle, Store, StoreError, new_id, now_iso, write_new_file};
+use super::store::{
+    SessionHandle, Store, StoreError, fragment_stamp, new_id, now_iso, write_new_file,
+};
 use super::validate::Scanner;
 use super::{ASSETS_DIR, SESSION_FILE};
 
@@ -104,22 +107,61 @@ pub enum RecordingOutcome {
     NoAudio { recording_id: String },
 }
 
+/// What happened to one conflict copy beside the session ([`super::merge`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MergeOutcome {
+    /// Merged and removed.
+    Merged(MergeReport),
+    /// Left as it is, with the code that says why.
+    Refused { copy: String, code: &'static str },
+}
+
 /// Everything recovery did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecoveryReport {
     pub tail: TailOutcome,
+    /// Conflict copies from a sync engine, merged in name order.
+    pub merges: Vec<MergeOutcome>,
     pub recordings: Vec<RecordingOutcome>,
 }
 
 impl Store {
-    /// Explicit recovery of the session folder `name` under root `root`.
+    /// Explicit recovery of the session folder `name` under root `root`: the torn tail, then
+    /// every conflict copy beside the file (merged, [`super::merge`]), then unfinished
+    /// recordings.
     pub fn recover(&self, root: usize, name: &str) -> Result<RecoveryReport, RecoverError> {
         let handle = self.open_session(root, name)?;
         let tail = handle
             .locked(|file, scanner, storage| recover_tail(&handle, file, scanner, storage))?;
+        let merges = merge_copies(&handle)?;
         let recordings = recover_recordings(&handle)?;
-        Ok(RecoveryReport { tail, recordings })
+        Ok(RecoveryReport {
+            tail,
+            merges,
+            recordings,
+        })
     }
+}
+
+/// Merges every conflict copy of the session's file, one at a time in name order. A copy
+/// that cannot be merged is reported and left where it is; the others still merge.
+pub fn merge_copies(handle: &SessionHandle) -> Result<Vec<MergeOutcome>, RecoverError> {
+    let copies = scan_folder(handle.dir())
+        .map_err(StoreError::io("list session folder"))?
+        .copies;
+    let mut out = Vec::with_capacity(copies.len());
+    for (copy, _) in copies {
+        out.push(match merge_copy(handle, &copy) {
+            Ok(report) => MergeOutcome::Merged(report),
+            // The session itself cannot take appends: nothing else can happen now.
+            Err(MergeError::Store(e)) => return Err(e.into()),
+            Err(e) => MergeOutcome::Refused {
+                copy,
+                code: e.code(),
+            },
+        });
+    }
+    Ok(out)
 }
 
 fn recover_tail(
@@ -197,20 +239,6 @@ fn recover_tail(
             })
         }
     }
-}
-
-fn fragment_stamp() -> String {
-    let now = OffsetDateTime::now_utc();
-    format!(
-        "{:04}{:02}{:02}T{:02}{:02}{:02}.{:03}Z",
-        now.year(),
-        u8::from(now.month()),
-        now.day(),
-        now.hour(),
-        now.minute(),
-        now.second(),
-        now.millisecond()
-    )
 }
 
 /// How a recording ended, as its latest lifecycle entry says.

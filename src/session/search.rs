@@ -705,6 +705,13 @@ pub struct SessionRow {
     pub duration_ms: Option<u64>,
     /// The first diagnostic of the file, or why it could not be read.
     pub diagnostic: Option<&'static str>,
+    /// Conflict copies from a sync engine waiting to be merged ([`super::merge`]).
+    pub copies: usize,
+    /// A sync engine is still bringing files of the session (its `session.jsonl`, a WAV):
+    /// not damage, and not read until it has arrived.
+    pub syncing: bool,
+    /// The name of the device the session was recorded on (its `persyk.device` entry).
+    pub recorded_on: Option<String>,
     /// Pass as [`PageRequest::cursor`] to continue after this row.
     pub cursor: Cursor,
 }
@@ -769,13 +776,18 @@ pub(super) fn base_row(s: &DiscoveredSession) -> SessionRow {
         message_count: None,
         duration_ms: None,
         diagnostic: s.problem.as_ref().map(|p| p.code()),
+        copies: s.sync.copies.len(),
+        syncing: s.sync.arriving
+            || s.sync.placeholder
+            || super::conflict::has_arriving(&s.location.join(super::ASSETS_DIR)),
+        recorded_on: None,
         cursor: Cursor::of(s),
     }
 }
 
 fn list_row(s: &DiscoveredSession) -> SessionRow {
     let mut row = base_row(s);
-    if s.problem.is_some() {
+    if s.problem.is_some() || s.sync.placeholder {
         return row;
     }
     let opened = open_scanned(&s.file()).map_err(SearchError::from);
@@ -876,7 +888,29 @@ pub(super) fn describe(
     row.label = label.unwrap_or_else(|| UNTITLED.to_owned());
     row.excerpt = excerpt;
     row.duration_ms = duration_ms(file, index)?;
+    row.recorded_on = recorded_on(file, index, projection)?;
     Ok(true)
+}
+
+/// The device name of the latest `persyk.device` entry on the default path.
+fn recorded_on(
+    file: &mut File,
+    index: &SessionIndex,
+    projection: &Projection,
+) -> Result<Option<String>, SearchError> {
+    let Some(&pos) = projection.custom_state.get(super::DEVICE_TYPE) else {
+        return Ok(None);
+    };
+    let items = history::read_entries(file, index, &[pos])?;
+    Ok(items
+        .into_iter()
+        .next()
+        .and_then(|item| match item.entry.body {
+            EntryBody::Custom(c) => c.data["name"]
+                .as_str()
+                .map(|n| one_line(n.trim()).chars().take(LABEL_CHARS).collect()),
+            _ => None,
+        }))
 }
 
 /// Per recording, the latest outcome that states a duration; their sum.
@@ -977,9 +1011,15 @@ where
     }
 }
 
+/// Why a search skips a session whose file is not on this Mac yet.
+pub const NOT_DOWNLOADED: &str = "sync.not-downloaded";
+
 fn search_one(s: &DiscoveredSession, query: &Query, scratch: &mut Scratch) -> Outcome {
     if let Some(p) = &s.problem {
         return Outcome::Skipped(p.code());
+    }
+    if s.sync.placeholder {
+        return Outcome::Skipped(NOT_DOWNLOADED);
     }
     match search_file(s, query, scratch) {
         Ok(o) => o,

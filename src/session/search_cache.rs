@@ -114,6 +114,7 @@ struct Described {
     label: String,
     duration_ms: Option<u64>,
     diagnostic: Option<&'static str>,
+    recorded_on: Option<String>,
     name: Option<String>,
     /// Current labels, by target position.
     labels: Vec<String>,
@@ -298,6 +299,7 @@ fn build(
                 label: row.label,
                 duration_ms: row.duration_ms,
                 diagnostic: row.diagnostic,
+                recorded_on: row.recorded_on,
                 name: index.name().map(str::to_owned),
                 labels: labels.into_iter().map(|(_, l)| l.to_owned()).collect(),
                 spans: projection
@@ -332,6 +334,7 @@ fn row_of(s: &DiscoveredSession, d: &Described) -> SessionRow {
     row.label = d.label.clone();
     row.duration_ms = d.duration_ms;
     row.diagnostic = d.diagnostic;
+    row.recorded_on = d.recorded_on.clone();
     row
 }
 
@@ -340,7 +343,7 @@ pub fn list(discovery: &Discovery, page: &PageRequest, cache: &SearchCache) -> P
     cache.retain(discovery);
     search::list_with(discovery, page, |s| {
         let mut row = base_row(s);
-        if s.problem.is_some() {
+        if s.problem.is_some() || s.sync.placeholder {
             return row;
         }
         let summary = File::open(s.file())
@@ -368,6 +371,9 @@ pub fn search(
     search::search_with(discovery, page, |s, scratch| {
         if let Some(p) = &s.problem {
             return Outcome::Skipped(p.code());
+        }
+        if s.sync.placeholder {
+            return Outcome::Skipped(search::NOT_DOWNLOADED);
         }
         match search_one(s, query, scratch, cache) {
             Ok(o) => o,

@@ -335,6 +335,21 @@ pub fn now_iso() -> String {
     )
 }
 
+/// The UTC time a preserved fragment's file name carries (`20260101T000000.000Z`).
+pub(crate) fn fragment_stamp() -> String {
+    let now = OffsetDateTime::now_utc();
+    format!(
+        "{:04}{:02}{:02}T{:02}{:02}{:02}.{:03}Z",
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second(),
+        now.millisecond()
+    )
+}
+
 /// A new collision-resistant id (UUIDv7: time-ordered, 74 random bits).
 pub fn new_id() -> String {
     uuid::Uuid::now_v7().to_string()
@@ -635,6 +650,15 @@ impl SessionHandle {
     pub fn with_index<T>(&self, f: impl FnOnce(&SessionIndex) -> T) -> T {
         let w = lock(&self.shared.writer);
         f(w.scanner.index())
+    }
+
+    /// A copy of the committed state this handle knows, after catching up with other
+    /// writers: to validate records against it without appending them (the merge).
+    pub(crate) fn scanner_snapshot(&self) -> Result<Scanner, StoreError> {
+        let mut w = lock(&self.shared.writer);
+        self.check_live()?;
+        catch_up(&mut w)?;
+        w.scanner.try_clone().ok_or(StoreError::PreviousIo)
     }
 
     /// Re-reads anything other writers appended since the last look.
@@ -965,7 +989,7 @@ fn read_committed(file: &File, index: &SessionIndex, id: &str) -> Result<Vec<u8>
 /// Whether two records are the same JSON value (key order and insignificant whitespace
 /// aside). Both are parsed within the record limits, so a record 128 containers deep
 /// compares like any other.
-fn same_json(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same_json(a: &[u8], b: &[u8]) -> bool {
     match (record::parse_value(a), record::parse_value(b)) {
         (Ok(a), Ok(b)) => a == b,
         _ => false,

@@ -258,6 +258,17 @@ impl Scanner {
         Scanner::default()
     }
 
+    /// A copy of this scanner's state, to validate lines without committing them here;
+    /// `None` for a lean scan.
+    pub(crate) fn try_clone(&self) -> Option<Scanner> {
+        Some(Scanner {
+            index: self.index.try_clone()?,
+            next_line: self.next_line,
+            next_offset: self.next_offset,
+            last_sequence: self.last_sequence.clone(),
+        })
+    }
+
     /// The state built so far.
     pub fn index(&self) -> &SessionIndex {
         &self.index
