@@ -113,6 +113,7 @@ fn live_view(texts: &[String]) -> EngineView {
             .collect(),
         gaps: 2,
         gap_at: vec![texts.len() / 3, texts.len() * 2 / 3],
+        heard_ms: 0,
     }
 }
 

@@ -159,6 +159,7 @@ fn main() {
                     .collect(),
                 gaps: 0,
                 gap_at: Vec::new(),
+                heard_ms: 0,
             };
             let (tx, rx) = tokio::sync::watch::channel(view);
             live_source = Some(tx);

@@ -353,6 +353,10 @@ pub struct AfterDictationSettings {
     /// After pasting, put the clipboard's previous text back (only with `paste`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub restore_clipboard: bool,
+    /// Copy a transcribed file's text to the clipboard when it is done (off: an hour's
+    /// transcript never replaces the clipboard unasked; issue #38 item 6).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub copy_file_transcripts: bool,
 }
 
 impl AfterDictationSettings {
@@ -1038,6 +1042,7 @@ mod tests {
         let copy_only = AfterDictationSettings {
             action: AfterAction::Copy,
             restore_clipboard: true,
+            copy_file_transcripts: false,
         };
         assert!(!copy_only.restores());
         // An action this version does not know is refused like any bad value.

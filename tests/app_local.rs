@@ -290,3 +290,109 @@ fn issue26_08_a_listed_name_is_copied_as_listed() {
     assert!(copy.contains("Siobhan Kowalczyk"), "{copy:?}");
     assert!(copy.contains("quarterly report"), "{copy:?}");
 }
+
+/// A file dropped on the window, as winit hands it to egui.
+#[derive(Debug)]
+struct Dropped(PathBuf);
+
+impl eframe::egui::DroppedFile for Dropped {
+    fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+
+    fn bytes(&self) -> Result<Vec<u8>, String> {
+        std::fs::read(&self.0).map_err(|e| e.to_string())
+    }
+}
+
+/// The sessions under the fixture's root, with their session.jsonl text.
+fn sessions_text(root: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(root)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter_map(|p| std::fs::read_to_string(p.join("session.jsonl")).ok())
+        .collect()
+}
+
+/// Issue #38's app journey: two files dropped on the window at once form a queue (the second
+/// waits, named); the first, an MP3, is transcribed on the device into a session of its own
+/// whose words history finds ("from a file", its name only), nothing replaces the clipboard
+/// (the setting is off); the second, five minutes long, shows its progress and is cancelled:
+/// what was recognized stays, the rest is a `capture.cancelled` gap, and the window says so.
+#[test]
+fn issue38_dropped_files_are_transcribed_in_turn_and_cancel_keeps_the_rest_as_a_gap() {
+    let model = support::test_model();
+    let f = fixture_with(None, None, Arc::new(SpeechMic), None, |s| {
+        s.provider.transcription_model = None;
+        s.recognition.engine = RecognitionEngine::Local;
+        s.recognition.local_model = Some(model.to_string_lossy().into_owned());
+    });
+    let mut app = UiApp::new(f, 640.0, 900.0);
+    app.wait = Duration::from_secs(120);
+    // Five minutes of speech: jfk.wav and a second of silence, again and again.
+    let long = app.dir.path().join("lecture.wav");
+    {
+        let spec = hound::WavSpec {
+            channels: 1,
+            sample_rate: 24_000,
+            bits_per_sample: 16,
+            sample_format: hound::SampleFormat::Int,
+        };
+        let mut w = hound::WavWriter::create(&long, spec).unwrap();
+        let jfk = support::jfk_as_recorded();
+        let mut written = 0usize;
+        while written < 24_000 * 300 {
+            for s in jfk.iter().chain(std::iter::repeat_n(&0i16, 24_000)) {
+                w.write_sample(*s).unwrap();
+            }
+            written += jfk.len() + 24_000;
+        }
+        w.finalize().unwrap();
+    }
+    for file in [support::test_media("jfk.mp3"), long.clone()] {
+        app.harness
+            .input_mut()
+            .dropped_files
+            .push(Arc::new(Dropped(file)));
+    }
+    app.harness.step();
+    app.wait_label("Transcribing jfk.mp3");
+    assert!(app.has_label("Waiting: lecture.wav"));
+    app.wait_label("jfk.mp3 was transcribed (0:11): its words are in history.");
+    // The second starts on its own; its bar moves, then Cancel.
+    app.wait_label("Transcribing lecture.wav");
+    app.wait_until("recognition under way in the long file", |h| {
+        h.query_all_by_label_contains("left").next().is_some()
+    });
+    assert!(app.has_label(" of 5:"), "the position of the file's length");
+    app.click("Cancel file transcription");
+    app.wait_label("lecture.wav was cancelled after");
+    assert!(app.copies().is_empty(), "{:?}", app.copies());
+
+    let texts = sessions_text(&app.root);
+    assert_eq!(texts.len(), 2, "one session per file");
+    let folder = app.dir.path().to_string_lossy().into_owned();
+    for t in &texts {
+        assert!(t.contains("\"persyk.source-file\""));
+        assert!(!t.contains(&folder), "a file is named, never its folder");
+    }
+    let mp3 = texts.iter().find(|t| t.contains("jfk.mp3")).unwrap();
+    assert!(mp3.contains("ask not what your country can do for you"));
+    assert!(!mp3.contains("capture.cancelled"));
+    let lecture = texts.iter().find(|t| t.contains("lecture.wav")).unwrap();
+    let tail: Vec<&str> = lecture.lines().rev().take(4).collect();
+    assert!(
+        lecture.contains("\"capture.cancelled\""),
+        "the rest is a named gap: {tail:#?}"
+    );
+    assert!(
+        lecture.contains("\"recording.finished\"") || lecture.contains("\"recording.interrupted\"")
+    );
+
+    // History finds the first file's words, marked as from a file.
+    app.harness
+        .state_mut()
+        .show_page(persyk::app::ui::Page::Search);
+    app.wait_label("from a file: jfk.mp3");
+    app.shutdown();
+}

@@ -169,6 +169,7 @@ fn wait_put_back(target: &mut Target, app: &mut App) {
 const PASTE_AND_PUT_BACK: AfterDictationSettings = AfterDictationSettings {
     action: AfterAction::Paste,
     restore_clipboard: true,
+    copy_file_transcripts: false,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -229,6 +230,7 @@ fn issue14_01_without_put_back_the_transcript_stays_on_the_clipboard() {
     let mut app = self::app(AfterDictationSettings {
         action: AfterAction::Paste,
         restore_clipboard: false,
+        copy_file_transcripts: false,
     });
     app.dictate_by_hotkey();
     wait_target(&mut target, &mut app, "entry", "the pasted text", |a| {
@@ -444,6 +446,7 @@ fn issue14_01_a_refused_paste_is_said_and_the_text_stays_on_the_clipboard() {
         AfterDictationSettings {
             action: AfterAction::Paste,
             restore_clipboard: true,
+            copy_file_transcripts: false,
         },
         Box::new(effects.clone()),
         true,
@@ -465,6 +468,7 @@ fn issue14_01_with_persyks_window_focused_the_text_is_copied_not_pasted() {
         AfterDictationSettings {
             action: AfterAction::Paste,
             restore_clipboard: false,
+            copy_file_transcripts: false,
         },
         Box::new(effects.clone()),
         true,

@@ -32,6 +32,8 @@
 //! - Search and listing reuse per-file summaries ([`SearchCache`]) between keystrokes; a
 //!   changed file is scanned again.
 
+mod files;
+
 use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -323,6 +325,7 @@ impl BackendHandle {
                         model_watches: Arc::default(),
                         search_cache: Arc::new(SearchCache::new()),
                         cleanup_client: None,
+                        files: files::Files::default(),
                     };
                     let (by, watches) = rt.block_on(backend.run(cmd_rx, shutdown_rx));
                     let watches = || lock(&watches).list.clone();
@@ -460,6 +463,8 @@ struct Backend {
     /// The clean-up model server's client, kept while the settings name the same server (it
     /// remembers what the server refused).
     cleanup_client: Option<Arc<crate::cleanup::client::Client>>,
+    /// Files being transcribed (issue #38): the queue and the one in hand.
+    files: files::Files,
 }
 
 type Downloads = Arc<Mutex<HashMap<String, Arc<AtomicBool>>>>;
@@ -584,8 +589,13 @@ impl Backend {
                 },
                 finished = recording_done(&mut self.active) => {
                     self.active = None;
+                    // The file waiting for this dictation goes on.
+                    self.hold_file(false);
                     let finished = self.drop_if_empty(finished).await;
                     self.notifier().send(Update::Ended(Box::new(finished))).await;
+                }
+                (finished, cancelled, progress) = files::file_done(&mut self.files.job) => {
+                    self.file_ended(finished, cancelled, progress).await;
                 }
                 _ = shutdown.changed() => break,
             }
@@ -597,6 +607,9 @@ impl Backend {
         // ... and a running recording is stopped and finished like a user's Stop, by the
         // deadline the UI set (the window closes then whatever happens here).
         let by = (*shutdown.borrow()).unwrap_or_else(|| Instant::now() + SHUTDOWN_DEADLINE);
+        // A file in hand stops where it is (its words kept, the rest a gap), beside the
+        // dictation: both are told first, then waited for within the same deadline.
+        let file = self.stop_files();
         // On-device recognition still running near the deadline stops, so its threads let go
         // of the model in time (issue #36 item 7).
         if let Some(mut active) = self.active.take() {
@@ -610,6 +623,17 @@ impl Backend {
             }
             if let Ok(Ok(finished)) = finished {
                 let _ = self.updates.try_send(Update::Ended(Box::new(finished)));
+            }
+        }
+        if let Some(mut file) = file {
+            let at = |t: Instant| tokio::time::Instant::from_std(t);
+            let soft = stop_recognition_at(Instant::now(), by);
+            if tokio::time::timeout_at(at(soft), &mut file.task)
+                .await
+                .is_err()
+            {
+                self.stop_recognition();
+                let _ = tokio::time::timeout_at(at(by), &mut file.task).await;
             }
         }
         self.stop_recognition();
@@ -668,7 +692,12 @@ impl Backend {
         let notify = self.notifier();
         match command {
             Command::Start { cleanup } => {
+                // A file being transcribed waits while the dictation has the recognizer.
+                self.hold_file(true);
                 if let Err(code) = self.start(AudioOrigin::Microphone, cleanup).await {
+                    if self.active.is_none() {
+                        self.hold_file(false);
+                    }
                     // The code only: the window says what it means.
                     eprintln!("persyk: the recording could not start: {code}");
                     notify.send(Update::StartFailed { code }).await;
@@ -680,6 +709,8 @@ impl Backend {
                     notify.send(Update::StartFailed { code }).await;
                 }
             }
+            Command::TranscribeFiles { files } => self.queue_files(files).await,
+            Command::CancelFile => self.cancel_file(),
             Command::Stop => {
                 if let Some(a) = &self.active {
                     let _ = a.stop.send(true);
@@ -1775,6 +1806,7 @@ fn run_search(
                 duplicate_of: r.duplicate_of,
                 diagnostic: r.diagnostic,
                 needs_recovery,
+                from_file: r.from_file,
             }
         })
         .collect();

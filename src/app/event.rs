@@ -20,6 +20,8 @@ pub enum MenuAction {
     Recent(usize),
     /// "Clean-up" submenu: the mode for the next dictations.
     Cleanup(crate::cleanup::settings::CleanupMode),
+    /// "Transcribe a File…": choose audio or video files to transcribe (issue #38).
+    TranscribeFile,
     Open,
     Search,
     Settings,

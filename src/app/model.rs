@@ -32,6 +32,11 @@ pub enum Command {
     },
     /// Stream a saved recording through the file source into a new session.
     TranscribeAgain { wav: PathBuf },
+    /// Transcribe these audio or video files on the device, one after another, each into a
+    /// session of its own (issue #38): the menu's "Transcribe a File…", a drop, Open With.
+    TranscribeFiles { files: Vec<PathBuf> },
+    /// Stop the file being transcribed: what was recognized is kept, the rest is a gap.
+    CancelFile,
     /// Stop the running recording (it finishes and is saved).
     Stop,
     /// Remove a published canonical message of the running recording.
@@ -166,6 +171,107 @@ pub struct Finished {
     pub cleanup: Option<CleanupOutcome>,
 }
 
+/// How far a file's transcription is, shared by the backend (which counts) and the window
+/// (which shows it each frame). Frames are the file's own (its rate), counted as they go to
+/// the recognizer.
+#[derive(Debug)]
+pub struct FileProgress {
+    /// The file's name (never its folder).
+    pub name: String,
+    pub rate_hz: AtomicU32,
+    /// Frames handed on to the recording so far (decoded; at most about a minute and a half
+    /// ahead of the recognizer, which holds a file back).
+    pub done: std::sync::atomic::AtomicU64,
+    /// How far recognition has got (ms of the file): what the bar shows.
+    pub heard_ms: std::sync::atomic::AtomicU64,
+    /// Frames in the file, when its container says (0: unknown).
+    pub total: std::sync::atomic::AtomicU64,
+    /// A dictation has the recognizer: the file waits.
+    pub paused: std::sync::atomic::AtomicBool,
+    /// When it started.
+    pub started: std::time::Instant,
+    /// Time spent waiting for a dictation (not part of the estimate's rate).
+    pub paused_ms: std::sync::atomic::AtomicU64,
+}
+
+impl FileProgress {
+    pub fn new(name: String) -> FileProgress {
+        FileProgress {
+            name,
+            rate_hz: AtomicU32::new(0),
+            done: Default::default(),
+            heard_ms: Default::default(),
+            total: Default::default(),
+            paused: Default::default(),
+            started: std::time::Instant::now(),
+            paused_ms: Default::default(),
+        }
+    }
+
+    fn ms(&self, frames: u64) -> u64 {
+        let rate = u64::from(self.rate_hz.load(Ordering::Relaxed).max(1));
+        frames.saturating_mul(1000) / rate
+    }
+
+    /// Where in the file the transcription is (ms): the audio recognized, never more than
+    /// was decoded or the file's length.
+    pub fn position_ms(&self) -> u64 {
+        let heard = self.heard_ms.load(Ordering::Relaxed);
+        let decoded = self.ms(self.done.load(Ordering::Relaxed));
+        let position = heard.min(decoded);
+        self.total_ms().map_or(position, |t| position.min(t))
+    }
+
+    /// The file's length (ms), when known.
+    pub fn total_ms(&self) -> Option<u64> {
+        match self.total.load(Ordering::Relaxed) {
+            0 => None,
+            n => Some(self.ms(n)),
+        }
+    }
+
+    /// An honest estimate of the time left: the rate so far (waiting for a dictation left
+    /// out) applied to what is left; `None` until a second of the file is done or without a
+    /// known length.
+    pub fn left(&self, now: std::time::Instant) -> Option<std::time::Duration> {
+        estimate_left(
+            self.position_ms(),
+            self.total_ms()?,
+            now.duration_since(self.started)
+                .saturating_sub(std::time::Duration::from_millis(
+                    self.paused_ms.load(Ordering::Relaxed),
+                )),
+        )
+    }
+}
+
+/// Time left when `done_ms` of `total_ms` of audio took `working` so far; `None` before a
+/// second of audio is done (no rate yet).
+pub fn estimate_left(
+    done_ms: u64,
+    total_ms: u64,
+    working: std::time::Duration,
+) -> Option<std::time::Duration> {
+    if done_ms < 1000 {
+        return None;
+    }
+    let left_ms = total_ms.saturating_sub(done_ms) as f64;
+    Some(std::time::Duration::from_secs_f64(
+        working.as_secs_f64() * left_ms / done_ms as f64,
+    ))
+}
+
+/// A file's transcription that ended, as the window tells it.
+#[derive(Debug, Clone)]
+pub struct FileDone {
+    pub name: String,
+    pub finished: Finished,
+    /// It was stopped with Cancel (what was recognized is kept).
+    pub cancelled: bool,
+    /// Why it could not start (a stable code): no session was made.
+    pub refused: Option<String>,
+}
+
 /// The clean-up of a finished recording, as the window tells it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CleanupOutcome {
@@ -196,6 +302,8 @@ pub struct ResultRow {
     pub diagnostic: Option<&'static str>,
     /// An incomplete tail or an unfinished recording: "Recover" applies.
     pub needs_recovery: bool,
+    /// Transcribed from this file (its name), not dictated.
+    pub from_file: Option<String>,
 }
 
 /// Transcriptions the menu-bar menu's "Recent" holds.
@@ -377,6 +485,16 @@ pub enum Update {
         code: String,
     },
     Ended(Box<Finished>),
+    /// A file's transcription started; the window shows its progress.
+    FileStarted {
+        progress: Arc<FileProgress>,
+    },
+    /// The files waiting their turn, by name, in order.
+    FilesWaiting {
+        names: Vec<String>,
+    },
+    /// A file's transcription ended (or could not start).
+    FileEnded(Box<FileDone>),
     /// The answer to `Command::CleanUpAgain`: what the clean-up gave (or a stable code).
     CleanedAgain {
         location: PathBuf,

@@ -1066,6 +1066,7 @@ mod tests {
         AfterDictationSettings {
             action,
             restore_clipboard: restore,
+            copy_file_transcripts: false,
         }
     }
 

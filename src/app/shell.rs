@@ -459,6 +459,10 @@ impl Shell {
             ShellEvent::Menu(MenuAction::Recent(i)) => self.ui.copy_recent(i),
             ShellEvent::Menu(MenuAction::Open) | ShellEvent::Reopen => self.show(ctx, None),
             ShellEvent::Menu(MenuAction::Search) => self.show(ctx, Some(Page::Search)),
+            ShellEvent::Menu(MenuAction::TranscribeFile) => {
+                self.show(ctx, Some(Page::Dictation));
+                self.ui.choose_files();
+            }
             ShellEvent::Menu(MenuAction::Settings) => self.show(ctx, Some(Page::Settings)),
             ShellEvent::Menu(MenuAction::CheckUpdates) => {
                 self.show(ctx, Some(Page::Settings));

@@ -134,6 +134,7 @@ impl Tray {
         for (_, item) in &cleanup_items {
             cleanup.append(item).map_err(|_| TrayError::Failed)?;
         }
+        let transcribe_file = MenuItem::new("Transcribe a File…", true, None);
         let open = MenuItem::new("Open Persyk", true, None);
         let search = MenuItem::new("Search history…", true, None);
         let settings = MenuItem::new("Settings…", true, None);
@@ -146,6 +147,7 @@ impl Tray {
             &paste_last,
             &recent,
             &cleanup,
+            &transcribe_file,
             &PredefinedMenuItem::separator(),
             &open,
             &search,
@@ -159,6 +161,7 @@ impl Tray {
             (toggle.id().clone(), MenuAction::Toggle),
             (copy_last.id().clone(), MenuAction::CopyLast),
             (paste_last.id().clone(), MenuAction::PasteLast),
+            (transcribe_file.id().clone(), MenuAction::TranscribeFile),
             (open.id().clone(), MenuAction::Open),
             (search.id().clone(), MenuAction::Search),
             (settings.id().clone(), MenuAction::Settings),

@@ -180,11 +180,6 @@ impl DecodedSource {
             worker: None,
         })
     }
-
-    /// Frames the container says the audio has, when it says.
-    pub fn len_frames(&self) -> Option<u64> {
-        self.state.as_ref().and_then(|s| s.expected_frames)
-    }
 }
 
 enum Next {
@@ -236,6 +231,11 @@ impl Decoding {
 impl AudioSource for DecodedSource {
     fn format(&self) -> SourceFormat {
         self.format
+    }
+
+    /// Frames the container says the audio has, when it says.
+    fn len_frames(&self) -> Option<u64> {
+        self.state.as_ref().and_then(|s| s.expected_frames)
     }
 
     fn start(&mut self, events: SyncSender<SourceEvent>) -> Result<(), SourceError> {

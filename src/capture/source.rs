@@ -182,6 +182,10 @@ pub trait AudioSource: Send {
     fn reopen(&self) -> Option<Result<Box<dyn AudioSource>, SourceError>> {
         None
     }
+    /// Frames the input holds, when it is finite and says (a file's header or container).
+    fn len_frames(&self) -> Option<u64> {
+        None
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -241,16 +245,16 @@ impl FileSource {
             worker: None,
         })
     }
-
-    /// Frames in the file, from its header.
-    pub fn len_frames(&self) -> Option<u64> {
-        self.reader.as_ref().map(|r| u64::from(r.duration()))
-    }
 }
 
 impl AudioSource for FileSource {
     fn format(&self) -> SourceFormat {
         self.format
+    }
+
+    /// Frames in the file, from its header.
+    fn len_frames(&self) -> Option<u64> {
+        self.reader.as_ref().map(|r| u64::from(r.duration()))
     }
 
     fn start(&mut self, events: SyncSender<SourceEvent>) -> Result<(), SourceError> {

@@ -49,6 +49,8 @@ struct JsonRow<'a> {
     diagnostic: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     recorded_on: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    from_file: Option<&'a str>,
     #[serde(skip_serializing_if = "is_zero")]
     copies: usize,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -78,6 +80,7 @@ fn json_row(r: &SessionRow) -> JsonRow<'_> {
         duration_ms: r.duration_ms,
         diagnostic: r.diagnostic,
         recorded_on: r.recorded_on.as_deref(),
+        from_file: r.from_file.as_deref(),
         copies: r.copies,
         syncing: r.syncing,
         cursor: r.cursor.encode(),
@@ -239,6 +242,9 @@ fn human_line(r: &SessionRow, hit: bool) -> String {
     }
     if let Some(device) = &r.recorded_on {
         line.push_str(&format!("  [recorded on {}]", shown(device)));
+    }
+    if let Some(name) = &r.from_file {
+        line.push_str(&format!("  [from the file {}]", shown(name)));
     }
     if r.copies > 0 {
         line.push_str(&format!(

@@ -50,7 +50,8 @@
 //!   engine after [`LocalEngine::stop`] returns.
 //! - Removal has no remote party: `message.removed` is appended directly (docs/format.md).
 //! - The intake queue is bounded ([`CHUNK_QUEUE`] chunks); a live source meets a full one as
-//!   backpressure (capture halts visibly), a file source waits.
+//!   backpressure (capture halts visibly), a file source waits. A file's pending audio is
+//!   bounded too ([`FILE_AHEAD_SAMPLES`]): memory is flat in the file's length.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -77,6 +78,11 @@ use crate::session::store::{Continuation, new_id};
 
 /// Chunks (100 ms each) queued into the intake: 25.6 s of audio.
 pub const CHUNK_QUEUE: usize = 256;
+
+/// A file's audio waiting to be recognized, at most (one minute at 24 kHz, 2.9 MB): past it
+/// the intake waits for the recognizer, so a file is never held in memory whole. Twice the
+/// longest window, so a full window can always be cut.
+pub const FILE_AHEAD_SAMPLES: usize = PCM_RATE_HZ as usize * 60;
 /// The longest window: whisper.cpp's 30 s less room for the segment that carries over.
 pub const MAX_WINDOW_MS: u64 = 25_000;
 /// A live recording's text is committed at the first pause once this much audio waits;
@@ -249,6 +255,8 @@ struct Writer {
     /// [`PROVISIONAL_TEXT`] while a closed window is being recognized. Never persisted.
     transcribing: Option<String>,
     provenance: Provenance,
+    /// The end of the last window recognized (ms): the view's `heard_ms`.
+    heard_ms: u64,
 }
 
 impl Writer {
@@ -263,6 +271,7 @@ impl Writer {
             messages: self.messages.clone(),
             gaps: self.gaps.len(),
             gap_at: self.gap_at.clone(),
+            heard_ms: self.heard_ms,
         }
     }
 
@@ -340,6 +349,7 @@ pub fn start(
         gap_at: Vec::new(),
         transcribing: None,
         provenance: setup.provenance,
+        heard_ms: 0,
     };
     let shared = Arc::new(Shared {
         writer: Mutex::new(writer),
@@ -750,6 +760,19 @@ fn intake(chunks: Receiver<AudioChunk>, audio: &Audio) {
         let open = segmenter.open_utterance();
         let position = segmenter.position();
         let mut p = audio.lock();
+        // A file waits while the recognizer is a minute behind: its audio is never all in
+        // memory (a long file's pending audio stays the same size whatever its length), and
+        // the file's progress follows the words. A live source never waits here.
+        while !audio.live.load(Ordering::Relaxed)
+            && p.buf.len() >= FILE_AHEAD_SAMPLES
+            && !p.closed
+            && !p.stopping
+        {
+            p = match audio.ready.wait_timeout(p, Duration::from_millis(50)) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
         if p.closed {
             return;
         }
@@ -904,6 +927,7 @@ fn recognize_loop(
                     start_ms: Some(start_ms),
                     end_ms: Some(window_end_ms),
                 });
+                w.heard_ms = w.heard_ms.max(window_end_ms);
                 shared.publish(&w);
                 audio
                     .lock()
@@ -972,6 +996,7 @@ fn recognize_loop(
             }
             index += 1;
         }
+        w.heard_ms = w.heard_ms.max(ms(commit.commit_to));
         shared.publish(&w);
         if w.closed {
             audio.lock().closed = true;

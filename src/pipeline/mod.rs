@@ -256,6 +256,9 @@ pub struct RecordOptions {
     /// The on-device engine that recognizes, after the user stops, the audio the Realtime
     /// engine could not (it never connected, the key was refused, the connection dropped).
     pub fallback: Option<Fallback>,
+    /// The source is a file being transcribed: a stop before its end cancels, and the
+    /// recording is incomplete with a `capture.cancelled` gap for the rest.
+    pub stop_cancels: bool,
 }
 
 /// Makes the on-device engine's setup when the Realtime engine failed (loading the model is
@@ -269,6 +272,7 @@ impl Default for RecordOptions {
             tap: None,
             max_data_bytes: MAX_WAV_DATA_BYTES,
             fallback: None,
+            stop_cancels: false,
         }
     }
 }
@@ -297,6 +301,9 @@ impl Failure {
         &self.0
     }
 }
+
+/// The gap of a file whose transcription was stopped before the file's end.
+pub const CANCELLED_CODE: &str = "capture.cancelled";
 
 /// Records from `source` into the session of `continuation` until the source ends or `stop`
 /// turns true, streaming to the provider; returns the engine's report and the recording.
@@ -353,6 +360,7 @@ pub async fn record_to(
     options: RecordOptions,
 ) -> Result<Transcription, CaptureError> {
     let max_data_bytes = options.max_data_bytes;
+    let stop_cancels = options.stop_cancels;
     let fallback = options.fallback;
     let (view_tx, level, mut removals) = match options.tap {
         Some(t) => (Some(t.view), Some(t.level), Some(t.removals)),
@@ -435,6 +443,7 @@ pub async fn record_to(
                     kind,
                     level,
                     max_data_bytes,
+                    stop_cancels,
                     engine_lost: None,
                 }),
             };
@@ -556,7 +565,7 @@ pub async fn record_to(
 }
 
 /// `customType` of the entry that says a recording came from a file, not a microphone.
-pub const SOURCE_FILE_TYPE: &str = "persyk.source-file";
+pub use crate::session::SOURCE_FILE_TYPE;
 
 /// The entry that names the file a recording was transcribed from, by its file name only —
 /// never a folder of the user's disk (issue #38 item 4): `{"name": "memo.m4a"}`.
@@ -755,6 +764,7 @@ struct CaptureLoop<'a> {
     kind: SourceKind,
     level: Option<Arc<AtomicU32>>,
     max_data_bytes: u64,
+    stop_cancels: bool,
     /// Set when the engine halted or stopped: its reason and the first WAV offset it did not
     /// get.
     engine_lost: Option<(String, u64)>,
@@ -777,6 +787,7 @@ fn capture_loop(mut c: CaptureLoop<'_>) -> CaptureEnd {
     let mut ended = false;
     let mut converted = Vec::new();
     let mut stopping = false;
+    let mut source_ended = false;
     let mut input_overloads = 0u64;
     // Whole samples only, and never past what a WAV header can describe.
     let max_data_bytes = c.max_data_bytes.min(MAX_WAV_DATA_BYTES) / 2 * 2;
@@ -786,6 +797,12 @@ fn capture_loop(mut c: CaptureLoop<'_>) -> CaptureEnd {
         if !stopping && (c.stop.load(Ordering::SeqCst) || c.capture.stop_requested()) {
             // Stop: keep what the source already delivered, then end.
             stopping = true;
+            // A file cancelled ends here: it delivers as fast as it decodes, so "what was
+            // delivered" would be the rest of the file. What is queued is not written; the
+            // gap starts where the WAV ends.
+            if c.stop_cancels {
+                break;
+            }
         }
         // The engine's halt never stops capture: the WAV keeps the audio, the engine gets no
         // more of it, and the recovery after the stop deals with the rest.
@@ -825,7 +842,11 @@ fn capture_loop(mut c: CaptureLoop<'_>) -> CaptureEnd {
                     failure = Some(Failure::capture(&e));
                 }
             }
-            Ok(SourceEvent::Ended) | Err(None) => ended = true,
+            Ok(SourceEvent::Ended) => {
+                source_ended = true;
+                ended = true;
+            }
+            Err(None) => ended = true,
             // The channel closed without `Ended`: the source died (a panic in its thread, a
             // stream torn down). What it delivered is kept; the recording is incomplete.
             Err(Some(RecvTimeoutError::Disconnected)) => {
@@ -861,6 +882,11 @@ fn capture_loop(mut c: CaptureLoop<'_>) -> CaptureEnd {
         if ended {
             break;
         }
+    }
+    // A file stopped before its end is cancelled, not finished: the rest was never heard,
+    // so the recording is incomplete with a gap from where it stopped (issue #38 item 3).
+    if stopping && c.stop_cancels && !source_ended {
+        failure.get_or_insert(Failure(CANCELLED_CODE.into()));
     }
     let wav_ok = sync_wav(&mut c.wav, c.capture);
     if wav_ok {

@@ -94,6 +94,9 @@ pub struct EngineView {
     /// For each gap, in order: how many messages were published before it (where a
     /// "[not transcribed]" marker belongs).
     pub gap_at: Vec<usize>,
+    /// How far into the audio recognition has got (ms from the recording's start): the
+    /// on-device engine's last window done. 0 where the engine does not say (Realtime).
+    pub heard_ms: u64,
 }
 
 /// How a removal ended.

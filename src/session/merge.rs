@@ -966,10 +966,9 @@ fn carried_line(
                 .map(|(_, path)| *path)
                 && let Some(value) = fields.get(field)
                 && let Ok(mut value) = from_str_deep::<Value>(value.get())
+                && rename_refs(&mut value, paths, &rename)
             {
-                if rename_refs(&mut value, paths, &rename) {
-                    fields.insert(field.into(), raw(&value)?);
-                }
+                fields.insert(field.into(), raw(&value)?);
             }
         }
         _ => {}

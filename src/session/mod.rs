@@ -52,6 +52,9 @@ pub const ASSETS_DIR: &str = "assets";
 /// `customType` of the entry that names the device a recording was made on:
 /// `{"id": "<this device's id>", "name": "Anna's MacBook Air"}` (`docs/format.md`).
 pub const DEVICE_TYPE: &str = "persyk.device";
+/// `customType` of the entry that names the file a recording was transcribed from, by its
+/// file name only: `{"name": "memo.m4a"}` (`docs/format.md`).
+pub const SOURCE_FILE_TYPE: &str = "persyk.source-file";
 
 /// Resolves a user-supplied path to a session file: a directory means its `session.jsonl`,
 /// anything else is taken as the file itself.

@@ -712,6 +712,9 @@ pub struct SessionRow {
     pub syncing: bool,
     /// The name of the device the session was recorded on (its `persyk.device` entry).
     pub recorded_on: Option<String>,
+    /// The name of the file it was transcribed from (its `persyk.source-file` entry; issue
+    /// #38), never a folder.
+    pub from_file: Option<String>,
     /// Pass as [`PageRequest::cursor`] to continue after this row.
     pub cursor: Cursor,
 }
@@ -781,6 +784,7 @@ pub(super) fn base_row(s: &DiscoveredSession) -> SessionRow {
             || s.sync.placeholder
             || super::conflict::has_arriving(&s.location.join(super::ASSETS_DIR)),
         recorded_on: None,
+        from_file: None,
         cursor: Cursor::of(s),
     }
 }
@@ -888,17 +892,20 @@ pub(super) fn describe(
     row.label = label.unwrap_or_else(|| UNTITLED.to_owned());
     row.excerpt = excerpt;
     row.duration_ms = duration_ms(file, index)?;
-    row.recorded_on = recorded_on(file, index, projection)?;
+    row.recorded_on = custom_name(file, index, projection, super::DEVICE_TYPE)?;
+    row.from_file = custom_name(file, index, projection, super::SOURCE_FILE_TYPE)?;
     Ok(true)
 }
 
-/// The device name of the latest `persyk.device` entry on the default path.
-fn recorded_on(
+/// The `name` of the latest custom entry of `custom_type` on the default path (the device a
+/// session was recorded on, the file it was transcribed from), on one line.
+fn custom_name(
     file: &mut File,
     index: &SessionIndex,
     projection: &Projection,
+    custom_type: &str,
 ) -> Result<Option<String>, SearchError> {
-    let Some(&pos) = projection.custom_state.get(super::DEVICE_TYPE) else {
+    let Some(&pos) = projection.custom_state.get(custom_type) else {
         return Ok(None);
     };
     let items = history::read_entries(file, index, &[pos])?;

@@ -115,6 +115,7 @@ struct Described {
     duration_ms: Option<u64>,
     diagnostic: Option<&'static str>,
     recorded_on: Option<String>,
+    from_file: Option<String>,
     name: Option<String>,
     /// Current labels, by target position.
     labels: Vec<String>,
@@ -300,6 +301,7 @@ fn build(
                 duration_ms: row.duration_ms,
                 diagnostic: row.diagnostic,
                 recorded_on: row.recorded_on,
+                from_file: row.from_file,
                 name: index.name().map(str::to_owned),
                 labels: labels.into_iter().map(|(_, l)| l.to_owned()).collect(),
                 spans: projection
@@ -335,6 +337,7 @@ fn row_of(s: &DiscoveredSession, d: &Described) -> SessionRow {
     row.duration_ms = d.duration_ms;
     row.diagnostic = d.diagnostic;
     row.recorded_on = d.recorded_on.clone();
+    row.from_file = d.from_file.clone();
     row
 }
 

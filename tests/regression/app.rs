@@ -951,6 +951,7 @@ fn issue15_09_a_long_live_transcript_lays_out_only_the_rows_in_view() {
             .collect(),
         gaps: 1,
         gap_at: vec![300],
+        heard_ms: 0,
     };
     let (tx, rx) = tokio::sync::watch::channel(view);
     let mut harness = Harness::builder()
@@ -1172,6 +1173,7 @@ fn issue15_17_the_search_list_lays_out_only_the_rows_in_view() {
             duplicate_of: None,
             diagnostic: None,
             needs_recovery: false,
+            from_file: None,
         })
         .collect();
     harness

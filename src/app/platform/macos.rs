@@ -368,3 +368,27 @@ impl Drop for Activity {
         unsafe { NSProcessInfo::processInfo().endActivity(&self.0) };
     }
 }
+
+/// "Transcribe a File…": the system's open panel (several files at once), run modally on
+/// the main thread. `None` off the main thread; an empty list when the user cancels.
+pub fn choose_media_files() -> Option<Vec<std::path::PathBuf>> {
+    use objc2_app_kit::{NSModalResponseOK, NSOpenPanel};
+    let mtm = MainThreadMarker::new()?;
+    let panel = NSOpenPanel::openPanel(mtm);
+    panel.setCanChooseFiles(true);
+    panel.setCanChooseDirectories(false);
+    panel.setAllowsMultipleSelection(true);
+    panel.setMessage(Some(&NSString::from_str(
+        "Choose audio or video files to transcribe on this Mac",
+    )));
+    if panel.runModal() != NSModalResponseOK {
+        return Some(Vec::new());
+    }
+    let urls = panel.URLs();
+    Some(
+        urls.iter()
+            .filter_map(|url| url.path())
+            .map(|p| std::path::PathBuf::from(p.to_string()))
+            .collect(),
+    )
+}

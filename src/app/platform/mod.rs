@@ -38,6 +38,20 @@ pub fn before_indicator_opens() {
     macos::unhide_for_indicator();
 }
 
+/// "Transcribe a File…": the system's file panel where there is one (macOS), with the files
+/// chosen (empty: cancelled). `None` where Persyk has no panel: the window's path field is
+/// used instead.
+pub fn choose_media_files() -> Option<Vec<std::path::PathBuf>> {
+    #[cfg(target_os = "macos")]
+    {
+        macos::choose_media_files()
+    }
+    #[cfg(not(target_os = "macos"))]
+    {
+        None
+    }
+}
+
 /// Keeps the system from throttling Persyk while a recording runs or is recognized (macOS:
 /// App Nap would slow a hidden app's timers, the capture thread and on-device recognition).
 /// Nothing elsewhere.

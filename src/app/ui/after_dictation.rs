@@ -31,6 +31,7 @@ pub const MAC_PASTE_PRIVACY: &str = "On macOS 15.4 and later Persyk reads the cl
 pub struct AfterDictationForm {
     pub paste: bool,
     pub restore_clipboard: bool,
+    pub copy_file_transcripts: bool,
 }
 
 impl AfterDictationForm {
@@ -38,6 +39,7 @@ impl AfterDictationForm {
         AfterDictationForm {
             paste: s.pastes(),
             restore_clipboard: s.restore_clipboard,
+            copy_file_transcripts: s.copy_file_transcripts,
         }
     }
 
@@ -49,6 +51,7 @@ impl AfterDictationForm {
                 AfterAction::Copy
             },
             restore_clipboard: self.restore_clipboard,
+            copy_file_transcripts: self.copy_file_transcripts,
         }
     }
 }
@@ -114,6 +117,12 @@ pub fn after_dictation_section(
                 }
             });
         });
+    });
+    super::widgets::row(ui, "Files", |ui, _| {
+        ui.checkbox(
+            &mut form.copy_file_transcripts,
+            "Copy a transcribed file's text to the clipboard when it is done",
+        );
     });
     if form.paste && !was {
         request = Some(AfterDictationRequest::AskAccess);
@@ -221,6 +230,7 @@ mod tests {
                 let s = AfterDictationSettings {
                     action,
                     restore_clipboard,
+                    copy_file_transcripts: false,
                 };
                 assert_eq!(AfterDictationForm::from_settings(&s).to_settings(), s);
             }

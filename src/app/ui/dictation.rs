@@ -143,6 +143,7 @@ impl PersykUi {
                 }
             }
         });
+        self.files_ui(ui, &mut actions);
         // The transcript under it, in a card filling the rest of the window.
         let view = match &self.dictation {
             Dictation::Live(l) => Some((
@@ -489,6 +490,7 @@ mod tests {
                 .collect(),
             gaps: gap_at.len(),
             gap_at,
+            heard_ms: 0,
         }
     }
 

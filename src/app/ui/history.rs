@@ -541,6 +541,10 @@ pub(super) fn result_row(
         } else {
             ui.label(RichText::new(&row.label).strong());
         }
+        if let Some(name) = &row.from_file {
+            ui.label(RichText::new(format!("from a file: {name}")).weak())
+                .on_hover_text("Transcribed from this file, not dictated");
+        }
         if row.duplicate_of.is_some() {
             ui.label(RichText::new("duplicate id").color(ui.visuals().warn_fg_color))
                 .on_hover_text("Another folder holds a session with the same id");
@@ -848,6 +852,7 @@ mod tests {
             duplicate_of: None,
             diagnostic: None,
             needs_recovery: false,
+            from_file: None,
         };
         assert!(excerpt_repeats_label(&row(
             "Hello there…",

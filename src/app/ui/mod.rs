@@ -52,6 +52,7 @@
 mod after_dictation;
 mod cleanup;
 mod dictation;
+mod files;
 mod history;
 pub mod indicator;
 mod onboarding;
@@ -315,6 +316,12 @@ enum Action {
     CheckUpdates,
     /// A verified release's "What's new" or "Download": opened in the browser.
     OpenLink(String),
+    /// "Transcribe a File…" (the system's panel).
+    ChooseFiles,
+    /// Transcribe these files, one after another.
+    TranscribeFiles(Vec<PathBuf>),
+    /// Stop the file being transcribed (its words so far are kept).
+    CancelFile,
 }
 
 /// Why no recognizer can run now: the Dictation page says it in one sentence with the
@@ -516,6 +523,8 @@ pub struct PersykUi {
     /// Why the last playback could not play (a sentence, and its code for the details line),
     /// shown in the opened session until the next Play or until it closes.
     playback_note: Option<(&'static str, String)>,
+    /// Files transcribed from the window (issue #38).
+    files: files::FilesView,
 }
 
 impl PersykUi {
@@ -604,6 +613,7 @@ impl PersykUi {
             playback: None,
             playback_generation: 0,
             playback_note: None,
+            files: files::FilesView::default(),
         };
         ui.sent = ui.form.to_settings(&ui.settings);
         ui.send(Command::Recent { limit: RECENT_LEN });
@@ -936,6 +946,7 @@ impl PersykUi {
                 crate::settings::AfterAction::Paste
             },
             restore_clipboard: self.settings.after_dictation.restore_clipboard,
+            ..self.settings.after_dictation
         };
         match self.effects.deliver_transcript(&text, &after, &self.waker) {
             Delivered::Now(delivery) => self.paste_last_done(delivery),
@@ -1224,6 +1235,9 @@ impl PersykUi {
                 self.waiting_permission = false;
                 self.finish(*finished);
             }
+            Update::FileStarted { progress } => self.files.progress = Some(progress),
+            Update::FilesWaiting { names } => self.files.waiting = names,
+            Update::FileEnded(done) => self.apply_file_ended(*done),
             Update::Removal { entry_id, outcome } => {
                 self.removals.insert(
                     entry_id,
@@ -1567,6 +1581,7 @@ impl PersykUi {
             return;
         }
         self.history_keys(ui.ctx());
+        self.take_dropped(ui.ctx());
         // Esc while recording cancels it (kept for an Undo); while a model cleans up, the
         // words go out as spoken. Not while the user types in a field (it has its own Esc).
         if self.escape_means_something()
@@ -1735,6 +1750,9 @@ impl PersykUi {
                     self.notice = Some((format!("The link could not be opened ({reason})"), true));
                 }
             }
+            Action::ChooseFiles => self.choose_files(),
+            Action::TranscribeFiles(files) => self.transcribe_files(files),
+            Action::CancelFile => self.cancel_file(),
         }
     }
 
