@@ -396,3 +396,103 @@ fn issue38_dropped_files_are_transcribed_in_turn_and_cancel_keeps_the_rest_as_a_
     app.wait_label("from a file: jfk.mp3");
     app.shutdown();
 }
+
+/// Issue #38 item 3: a dictation started while a file is transcribed takes the recognizer
+/// first. The file waits ("waiting for your dictation"), the dictation is recognized and
+/// copied as usual, and the file resumes after it and ends complete: no gap, its WAV asset
+/// holds every sample of the file, every repetition of the speech is in its words.
+#[test]
+fn issue38_03_a_dictation_holds_the_file_back_and_the_file_resumes_after_losing_nothing() {
+    let model = support::test_model();
+    let f = fixture_with(None, None, Arc::new(SpeechMic), None, |s| {
+        s.provider.transcription_model = None;
+        s.recognition.engine = RecognitionEngine::Local;
+        s.recognition.local_model = Some(model.to_string_lossy().into_owned());
+    });
+    let mut app = UiApp::new(f, 640.0, 900.0);
+    app.wait = Duration::from_secs(240);
+    const REPEATS: usize = 8;
+    let file = app.dir.path().join("talk.wav");
+    let mut samples_in = 0usize;
+    {
+        let spec = hound::WavSpec {
+            channels: 1,
+            sample_rate: 24_000,
+            bits_per_sample: 16,
+            sample_format: hound::SampleFormat::Int,
+        };
+        let mut w = hound::WavWriter::create(&file, spec).unwrap();
+        let jfk = support::jfk_as_recorded();
+        for _ in 0..REPEATS {
+            for s in jfk.iter().chain(std::iter::repeat_n(&0i16, 24_000)) {
+                w.write_sample(*s).unwrap();
+                samples_in += 1;
+            }
+        }
+        w.finalize().unwrap();
+    }
+    app.harness
+        .input_mut()
+        .dropped_files
+        .push(Arc::new(Dropped(file)));
+    app.harness.step();
+    app.wait_label("Transcribing talk.wav");
+
+    app.click("Start dictation");
+    app.wait_label("waiting for your dictation");
+    app.wait_until("the dictation's canonical text", |h| {
+        h.query_all_by_role_and_label(Role::Button, "Copy")
+            .next()
+            .is_some()
+    });
+    app.click("Stop dictation");
+    app.wait_until("the saved recording", |h| {
+        h.query_all_by_label_contains("Saved:").next().is_some()
+    });
+    let copies = app.copies();
+    assert_eq!(copies.len(), 1, "only the dictation is copied: {copies:?}");
+    assert!(copies[0].contains("ask not what your country can do for you"));
+
+    app.wait_label("talk.wav was transcribed");
+    assert!(!app.has_label("waiting for your dictation"));
+    let sessions: Vec<PathBuf> = std::fs::read_dir(&app.root)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("session.jsonl").exists())
+        .collect();
+    assert_eq!(sessions.len(), 2, "the dictation's and the file's");
+    let file_session = sessions
+        .iter()
+        .find(|p| {
+            std::fs::read_to_string(p.join("session.jsonl"))
+                .unwrap()
+                .contains("\"persyk.source-file\"")
+        })
+        .expect("the file's session");
+    let text = std::fs::read_to_string(file_session.join("session.jsonl")).unwrap();
+    assert!(
+        !text.contains("\"capture.") && !text.contains("\"local."),
+        "holding the file back made no gap"
+    );
+    assert!(text.contains("\"recording.finished\""));
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.contains("\"type\":\"message\""))
+            .map(|l| {
+                l.to_lowercase()
+                    .matches("ask not what your country can do for you")
+                    .count()
+            })
+            .sum::<usize>(),
+        REPEATS,
+        "every repetition recognized once"
+    );
+    let wav = std::fs::read_dir(file_session.join("assets"))
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|e| e == "wav"))
+        .expect("the file's WAV asset");
+    let reader = hound::WavReader::open(&wav).unwrap();
+    assert_eq!(reader.len() as usize, samples_in, "every sample kept");
+    app.shutdown();
+}

@@ -6,6 +6,8 @@
 #![cfg(feature = "app")]
 
 mod app_support;
+#[cfg(feature = "local")]
+mod support;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -564,4 +566,65 @@ fn issue27_the_menu_switches_the_clean_up_mode() {
         app.harness.state().view().settings().cleanup.mode,
         CleanupMode::AsSpoken
     );
+}
+
+/// Issue #38 item 1: Finder's Open With (and a file dropped on the app's icon) reaches the
+/// shell as files to open: while the window is closed to the menu bar, the files are queued
+/// from another thread, the window comes back on the Dictation page and each file is
+/// transcribed on the device into history, in the order given. (The `odoc` Apple event that
+/// carries them on macOS ends in the same `Opener`; `platform::OpenQueue` keeps launch-time
+/// files for it and is unit-tested.)
+#[cfg(feature = "local")]
+#[test]
+fn issue38_01_files_the_system_opens_bring_the_window_back_and_are_transcribed() {
+    let model = support::test_model();
+    let mut app = shell(
+        fixture(None, None, 1.0, |s| {
+            s.provider.transcription_model = None;
+            s.recognition.engine = persyk::settings::RecognitionEngine::Local;
+            s.recognition.local_model = Some(model.to_string_lossy().into_owned());
+        }),
+        true,
+    );
+    app.step();
+    app.close_window();
+    assert!(app.commands().contains(&ViewportCommand::Visible(false)));
+    let opener = app.harness.state().opener();
+    let files = vec![
+        support::test_media("jfk.m4a"),
+        support::test_media("jfk.flac"),
+    ];
+    std::thread::spawn(move || opener.open(files))
+        .join()
+        .unwrap();
+    app.step();
+    let commands = app.commands();
+    assert!(
+        commands.contains(&ViewportCommand::Visible(true)),
+        "{commands:?}"
+    );
+    assert_eq!(app.harness.state().view().page(), Page::Dictation);
+    let start = Instant::now();
+    while app
+        .harness
+        .query_all_by_label_contains("jfk.flac was transcribed")
+        .next()
+        .is_none()
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(180),
+            "timed out waiting for both files"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+        app.step();
+    }
+    let texts = session_files(app.root());
+    assert_eq!(texts.len(), 2, "one session per file");
+    for name in ["jfk.m4a", "jfk.flac"] {
+        let t = texts.iter().find(|t| t.contains(name)).expect(name);
+        assert!(
+            t.contains("ask not what your country can do for you"),
+            "{name}"
+        );
+    }
 }

@@ -151,6 +151,62 @@ fn info_plist_has_the_keys_the_app_needs() {
     }
 }
 
+/// Issue #38 item 1: Finder's Open With lists Persyk for audio and video files (document
+/// types), as a viewer that never becomes the default app for them (rank Alternate: opening
+/// a song still plays it in Music), and the types cover every container the decoder reads.
+#[test]
+fn issue38_01_open_with_offers_persyk_for_audio_and_video_and_never_as_the_default() {
+    let path = repo("bundle/Info.plist");
+    let keys = plist_keys(&path, &["CFBundleDocumentTypes"])
+        .unwrap_or_else(|e| panic!("bundle/Info.plist does not parse:\n{e}"));
+    let types: serde_json::Value =
+        serde_json::from_str(&keys["CFBundleDocumentTypes"]).expect("JSON from the dump");
+    let types = types.as_array().expect("an array of document types");
+    assert_eq!(types.len(), 1, "{types:?}");
+    let t = &types[0];
+    assert_eq!(
+        t["CFBundleTypeRole"], "Viewer",
+        "Persyk reads files, never edits them"
+    );
+    assert_eq!(
+        t["LSHandlerRank"], "Alternate",
+        "never the default app for a file"
+    );
+    assert!(
+        t["CFBundleTypeName"]
+            .as_str()
+            .is_some_and(|n| !n.is_empty()),
+        "the kind Finder shows"
+    );
+    let utis: Vec<&str> = t["LSItemContentTypes"]
+        .as_array()
+        .expect("content types")
+        .iter()
+        .filter_map(|u| u.as_str())
+        .collect();
+    // The parents every audio and video type conforms to, then the decoder's containers.
+    for uti in [
+        "public.audio",
+        "public.movie",
+        "public.mp3",
+        "public.mpeg-4-audio",
+        "com.apple.m4a-audio",
+        "public.aiff-audio",
+        "com.microsoft.waveform-audio",
+        "org.xiph.flac",
+        "public.mpeg-4",
+        "com.apple.quicktime-movie",
+    ] {
+        assert!(utis.contains(&uti), "{uti} missing from {utis:?}");
+    }
+    assert!(
+        !t.as_object()
+            .expect("a dictionary")
+            .contains_key("CFBundleTypeExtensions"),
+        "content types (UTIs), not the extensions macOS deprecated"
+    );
+}
+
 #[test]
 fn a_malformed_plist_is_reported() {
     let dir = tempfile::tempdir().expect("temp dir");

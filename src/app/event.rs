@@ -62,6 +62,10 @@ pub enum ShellEvent {
     /// Persyk was launched again (a second `persyk`, Finder, Spotlight, the Dock's reopen
     /// event on macOS) or a notification banner was clicked: show and focus the window.
     Reopen,
+    /// The system asked Persyk to open files (Finder's Open With, a file dropped on the
+    /// app's icon): they wait in the shell's list (`shell::Opener`) until the UI thread takes
+    /// them (issue #38).
+    OpenFiles,
 }
 
 impl ShellEvent {

@@ -223,6 +223,9 @@ pub fn run(options: ShellOptions) -> Result<(), AppError> {
     // decided hidden first, never shown and then hidden (issue #36 item 4).
     let host = tray::host_available();
     let built_visible = starts_visible(options.hidden, false, host) && !cfg!(target_os = "macos");
+    // Finder's Open With: the handler must be in place before AppKit finishes launching.
+    #[cfg(target_os = "macos")]
+    platform::macos::handle_open_documents();
     eframe::run_native(
         "Persyk",
         native_options(built_visible),
@@ -265,6 +268,8 @@ pub fn run(options: ShellOptions) -> Result<(), AppError> {
             {
                 let reopen = post.clone();
                 platform::macos::handle_reopen(Box::new(move || reopen(event::ShellEvent::Reopen)));
+                let opener = shell.opener();
+                platform::macos::on_open_documents(Box::new(move |files| opener.open(files)));
                 effects::macos::install_notification_delegate();
             }
             effects::on_notification_click(Box::new(move || post(event::ShellEvent::Reopen)));

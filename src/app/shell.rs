@@ -155,6 +155,31 @@ pub struct Shell {
     /// it hidden, as on X11, or when asked to), so the next passes say hidden again. Counts
     /// the passes left; `None` once the user opened the window.
     stay_hidden: Option<u8>,
+    /// Files the system asked Persyk to open, waiting for the UI thread ([`Opener`]).
+    opened: Arc<Mutex<Vec<std::path::PathBuf>>>,
+}
+
+/// Hands the files the system asks Persyk to open (Finder's Open With) to the window; safe
+/// from any thread. The files wait in the shell's list and a [`ShellEvent::OpenFiles`] wakes
+/// the UI thread, which transcribes them in the order they came.
+#[derive(Clone)]
+pub struct Opener {
+    files: Arc<Mutex<Vec<std::path::PathBuf>>>,
+    post: Post,
+}
+
+impl Opener {
+    /// Queues `files` for transcription (nothing for an empty list).
+    pub fn open(&self, files: Vec<std::path::PathBuf>) {
+        if files.is_empty() {
+            return;
+        }
+        self.files
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(files);
+        (self.post)(ShellEvent::OpenFiles);
+    }
 }
 
 impl Shell {
@@ -234,6 +259,7 @@ impl Shell {
             indicator_at: None,
             indicator: Arc::default(),
             stay_hidden,
+            opened: Arc::default(),
         };
         shell.sync_hotkey();
         shell
@@ -369,6 +395,14 @@ impl Shell {
         self.post.clone()
     }
 
+    /// What the system's "open these files" requests go through (Finder's Open With).
+    pub fn opener(&self) -> Opener {
+        Opener {
+            files: self.opened.clone(),
+            post: self.post.clone(),
+        }
+    }
+
     /// The window's state.
     pub fn view(&self) -> &PersykUi {
         &self.ui
@@ -462,6 +496,15 @@ impl Shell {
             ShellEvent::Menu(MenuAction::TranscribeFile) => {
                 self.show(ctx, Some(Page::Dictation));
                 self.ui.choose_files();
+            }
+            ShellEvent::OpenFiles => {
+                let files = std::mem::take(
+                    &mut *self.opened.lock().unwrap_or_else(PoisonError::into_inner),
+                );
+                if !files.is_empty() {
+                    self.show(ctx, Some(Page::Dictation));
+                    self.ui.transcribe_files(files);
+                }
             }
             ShellEvent::Menu(MenuAction::Settings) => self.show(ctx, Some(Page::Settings)),
             ShellEvent::Menu(MenuAction::CheckUpdates) => {

@@ -159,6 +159,141 @@ pub fn handle_reopen(on_reopen: Box<dyn Fn()>) {
     std::mem::forget(handler);
 }
 
+/// `kAEOpenDocuments` (`'odoc'`): open these files (Finder's Open With, a file dropped on
+/// the app's icon, `open -a Persyk memo.m4a`).
+const OPEN_DOCUMENTS: u32 = u32::from_be_bytes(*b"odoc");
+/// `keyDirectObject` (`'----'`): the open event's list of files.
+const DIRECT_OBJECT: u32 = u32::from_be_bytes(*b"----");
+/// The notification `NSApp finishLaunching` posts once AppKit's own Apple event handlers are
+/// installed and before it handles the launch's event (the constant's value is its name).
+const WILL_FINISH_LAUNCHING: &str = "NSApplicationWillFinishLaunchingNotification";
+
+thread_local! {
+    /// The files asked for, until the shell takes them (main thread only: AppKit delivers
+    /// Apple events and notifications there).
+    static OPEN_QUEUE: std::cell::RefCell<super::OpenQueue> =
+        std::cell::RefCell::new(super::OpenQueue::default());
+}
+
+define_class!(
+    /// Receives `NSApplicationWillFinishLaunchingNotification` and then the open-documents
+    /// Apple event (see [`handle_open_documents`]).
+    #[unsafe(super(NSObject))]
+    #[thread_kind = MainThreadOnly]
+    #[name = "PersykOpenDocumentsHandler"]
+    struct OpenDocumentsHandler;
+
+    impl OpenDocumentsHandler {
+        #[unsafe(method(willFinishLaunching:))]
+        fn will_finish_launching(&self, _note: &AnyObject) {
+            install_open_documents(self);
+        }
+
+        #[unsafe(method(handleOpenDocuments:withReplyEvent:))]
+        fn handle_open_documents(&self, event: &AnyObject, _reply: &AnyObject) {
+            let files = document_paths(event);
+            OPEN_QUEUE.with(|q| q.borrow_mut().deliver(files));
+        }
+    }
+);
+
+/// Makes Persyk the receiver of the open-documents Apple event. Called before eframe starts
+/// the event loop. When Persyk is launched *by* Open With, AppKit handles that event during
+/// launch, between `applicationWillFinishLaunching:` and `applicationDidFinishLaunching:`
+/// (Apple's "How Cocoa Applications Handle Apple Events"), so the handler must be in place by
+/// the first: winit's delegate (`WinitApplicationDelegate`, 0.30.13) does not implement that
+/// method and AppKit's default handler would send the event to `application:openURLs:`, which
+/// winit's delegate lacks too. The will-finish notification is observed instead: AppKit has
+/// installed its own handlers by then, so Persyk's replaces theirs (the manager keeps the last
+/// one set). The files go to [`on_open_documents`]'s sink, or wait for it.
+pub fn handle_open_documents() {
+    let Some(mtm) = MainThreadMarker::new() else {
+        return;
+    };
+    let handler = OpenDocumentsHandler::alloc(mtm).set_ivars(());
+    // SAFETY: NSObject's `init` on a freshly allocated object.
+    let handler: Retained<OpenDocumentsHandler> = unsafe { msg_send![super(handler), init] };
+    let Some(center) = AnyClass::get(c"NSNotificationCenter") else {
+        return;
+    };
+    let name = NSString::from_str(WILL_FINISH_LAUNCHING);
+    // SAFETY: `defaultCenter` and `addObserver:selector:name:object:` are
+    // NSNotificationCenter's documented messages; the handler implements the selector with
+    // the one-argument signature the center calls, and a nil object means "from anyone".
+    unsafe {
+        let center: Retained<AnyObject> = msg_send![center, defaultCenter];
+        let _: () = msg_send![
+            &*center,
+            addObserver: &*handler,
+            selector: objc2::sel!(willFinishLaunching:),
+            name: &*name,
+            object: std::ptr::null::<AnyObject>()
+        ];
+    }
+    // Neither the center (since macOS 10.11) nor the event manager retains it: it lives as
+    // long as the process.
+    std::mem::forget(handler);
+}
+
+/// Sets the handler of `'aevt'/'odoc'` to `handler` (from the will-finish notification).
+fn install_open_documents(handler: &OpenDocumentsHandler) {
+    let Some(manager) = AnyClass::get(c"NSAppleEventManager") else {
+        return;
+    };
+    // SAFETY: as in `handle_reopen`: the manager's documented message, a selector the
+    // handler implements with the (event, replyEvent) signature, `FourCharCode`s.
+    unsafe {
+        let manager: Retained<AnyObject> = msg_send![manager, sharedAppleEventManager];
+        let _: () = msg_send![
+            &*manager,
+            setEventHandler: handler,
+            andSelector: objc2::sel!(handleOpenDocuments:withReplyEvent:),
+            forEventClass: CORE_EVENT_CLASS,
+            andEventID: OPEN_DOCUMENTS
+        ];
+    }
+}
+
+/// The paths an open-documents event names: its direct object is a list of file
+/// descriptors (an alias, a bookmark or a file URL, each coerced by `fileURLValue`, macOS
+/// 10.11+); a single descriptor is taken as a list of one.
+fn document_paths(event: &AnyObject) -> Vec<std::path::PathBuf> {
+    let url_path = |descriptor: &AnyObject| -> Option<std::path::PathBuf> {
+        // SAFETY: `fileURLValue` (NSURL or nil) and NSURL's `path` (NSString or nil) are
+        // documented messages on these objects.
+        let url: Option<Retained<AnyObject>> = unsafe { msg_send![descriptor, fileURLValue] };
+        let url = url?;
+        // SAFETY: as above.
+        let path: Option<Retained<NSString>> = unsafe { msg_send![&*url, path] };
+        Some(std::path::PathBuf::from(path?.to_string()))
+    };
+    // SAFETY: `paramDescriptorForKeyword:` (nil when absent), `numberOfItems` (`NSInteger`)
+    // and `descriptorAtIndex:` (1-based, nil past the end) are NSAppleEventDescriptor's.
+    unsafe {
+        let list: Option<Retained<AnyObject>> =
+            msg_send![event, paramDescriptorForKeyword: DIRECT_OBJECT];
+        let Some(list) = list else {
+            return Vec::new();
+        };
+        let count: isize = msg_send![&*list, numberOfItems];
+        if count <= 0 {
+            return url_path(&list).into_iter().collect();
+        }
+        (1..=count)
+            .filter_map(|i| {
+                let item: Option<Retained<AnyObject>> = msg_send![&*list, descriptorAtIndex: i];
+                item.and_then(|item| url_path(&item))
+            })
+            .collect()
+    }
+}
+
+/// Where the files asked for go from now on (the shell's opener); the ones asked for at
+/// launch, before the shell existed, are sent first.
+pub fn on_open_documents(sink: Box<dyn Fn(Vec<std::path::PathBuf>)>) {
+    OPEN_QUEUE.with(|q| q.borrow_mut().connect(sink));
+}
+
 /// Gives the keyboard back to the app that was in front before Persyk, without hiding
 /// Persyk (`NSApp deactivate`; the caller hides the main window). Never `NSApp hide:`: a
 /// hidden app's next window — the recording indicator — stays off screen until the app is

@@ -52,6 +52,42 @@ pub fn choose_media_files() -> Option<Vec<std::path::PathBuf>> {
     }
 }
 
+/// Files the system asks Persyk to open (macOS: Finder's Open With, the `odoc` Apple event),
+/// kept until the window can take them. On launch the event arrives before the window and its
+/// shell exist (AppKit handles it between `applicationWillFinishLaunching:` and
+/// `applicationDidFinishLaunching:`), so the files wait here until [`OpenQueue::connect`]
+/// gives the queue where to send them; after that each request is passed on as it comes.
+/// Plain logic, so that Linux tests it too.
+#[cfg(any(target_os = "macos", test))]
+#[derive(Default)]
+pub struct OpenQueue {
+    waiting: Vec<std::path::PathBuf>,
+    sink: Option<Box<dyn Fn(Vec<std::path::PathBuf>)>>,
+}
+
+#[cfg(any(target_os = "macos", test))]
+impl OpenQueue {
+    /// Files to open: passed on at once when connected, else kept in order.
+    pub fn deliver(&mut self, files: Vec<std::path::PathBuf>) {
+        if files.is_empty() {
+            return;
+        }
+        match &self.sink {
+            Some(sink) => sink(files),
+            None => self.waiting.extend(files),
+        }
+    }
+
+    /// Where files go from now on; the ones that came before are sent there first.
+    pub fn connect(&mut self, sink: Box<dyn Fn(Vec<std::path::PathBuf>)>) {
+        let waiting = std::mem::take(&mut self.waiting);
+        if !waiting.is_empty() {
+            sink(waiting);
+        }
+        self.sink = Some(sink);
+    }
+}
+
 /// Keeps the system from throttling Persyk while a recording runs or is recognized (macOS:
 /// App Nap would slow a hidden app's timers, the capture thread and on-device recognition).
 /// Nothing elsewhere.
@@ -279,5 +315,39 @@ mod tests {
         ] {
             assert_eq!(panel_step(class, superclass), step, "{class}");
         }
+    }
+
+    /// Issue #38 item 1: files Finder asks Persyk to open at launch come before the window
+    /// exists; none is lost or reordered, later ones go straight through, and an empty
+    /// request sends nothing.
+    #[test]
+    fn issue38_01_files_opened_before_the_window_wait_for_it_in_order() {
+        use std::cell::RefCell;
+        use std::path::PathBuf;
+        use std::rc::Rc;
+        let got: Rc<RefCell<Vec<Vec<PathBuf>>>> = Rc::default();
+        let mut queue = OpenQueue::default();
+        queue.deliver(vec![PathBuf::from("/a/memo.m4a")]);
+        queue.deliver(Vec::new());
+        queue.deliver(vec![
+            PathBuf::from("/b/talk.mp4"),
+            PathBuf::from("/c/x.wav"),
+        ]);
+        assert!(got.borrow().is_empty());
+        let sink = got.clone();
+        queue.connect(Box::new(move |files| sink.borrow_mut().push(files)));
+        assert_eq!(
+            *got.borrow(),
+            vec![vec![
+                PathBuf::from("/a/memo.m4a"),
+                PathBuf::from("/b/talk.mp4"),
+                PathBuf::from("/c/x.wav"),
+            ]],
+            "the waiting files, once, in order"
+        );
+        queue.deliver(Vec::new());
+        queue.deliver(vec![PathBuf::from("/d/late.flac")]);
+        assert_eq!(got.borrow().len(), 2);
+        assert_eq!(got.borrow()[1], vec![PathBuf::from("/d/late.flac")]);
     }
 }
