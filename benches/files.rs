@@ -221,7 +221,10 @@ fn main() {
     let dir = tempfile::tempdir().expect("tempdir");
 
     if part.is_empty() || part == "wer" {
-        println!("1. WER by format, {} corpus clips, tiny.en on the device", clips.len());
+        println!(
+            "1. WER by format, {} corpus clips, tiny.en on the device",
+            clips.len()
+        );
         println!("{:<18} {:>7} {:>7} {:>7}", "clip", "WAV", "MP3", "M4A");
         let mut sums = [0.0f64; 3];
         for c in &clips {
