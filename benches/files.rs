@@ -65,7 +65,14 @@ fn status_kib(field: &str) -> u64 {
 }
 
 /// Resets the peak RSS to the current RSS (Linux: `5` to `clear_refs`); returns the RSS (MB).
+/// Memory freed by earlier steps is given back first (glibc keeps it otherwise, and a run
+/// that reuses it would look smaller than one that does not).
 fn reset_peak() -> f64 {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free heap memory; no pointer is involved.
+    unsafe {
+        libc::malloc_trim(0);
+    }
     let _ = std::fs::write("/proc/self/clear_refs", "5");
     status_kib("VmRSS:") as f64 / 1024.0
 }
@@ -116,6 +123,18 @@ fn transcribe(model: &LocalModel, file: &Path) -> (Duration, Duration, String) {
         .create_session()
         .and_then(|h| h.continuation(&LeafSelector::Default))
         .expect("session");
+    let trace = std::env::var_os("PERSYK_BENCH_RSS_TRACE").is_some();
+    let (trace_stop, trace_rx) = std::sync::mpsc::channel::<()>();
+    let tracer = std::thread::spawn(move || {
+        let mut series = Vec::new();
+        while trace
+            && trace_rx.recv_timeout(Duration::from_secs(5))
+                == Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+        {
+            series.push(status_kib("VmRSS:") / 1024);
+        }
+        series
+    });
     let cpu0 = cpu_time();
     let started = Instant::now();
     let source = open_file(file, 0.0).expect("a file Persyk reads");
@@ -139,6 +158,12 @@ fn transcribe(model: &LocalModel, file: &Path) -> (Duration, Duration, String) {
             },
         ))
         .expect("recording");
+    drop(trace_stop);
+    if let Ok(series) = tracer.join()
+        && !series.is_empty()
+    {
+        println!("     RSS every 5 s (MB): {series:?}");
+    }
     (
         started.elapsed(),
         cpu_time().saturating_sub(cpu0),
