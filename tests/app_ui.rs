@@ -758,3 +758,94 @@ fn issue25_06_settings_says_which_hotkey_is_in_use() {
     );
     assert_eq!(hotkey_in_use(&saved(Some("banana"))), None);
 }
+
+/// Issue #37: another Mac's session says which Mac recorded it (this Mac's own do not), a
+/// session with a sync engine's conflict copy beside it says so and offers Merge, and Merge
+/// (an explicit recovery: appends only) keeps the other Mac's change and removes the copy.
+#[test]
+fn issue37_rows_name_the_other_mac_and_merge_a_conflict_copy() {
+    let mut app = UiApp::new(
+        fixture(None, Some("sk-test-app"), 5.0, |s| {
+            s.sync.device_name = Some("Desk Mac".into());
+        }),
+        640.0,
+        900.0,
+    );
+    let root = app.root.clone();
+    let device = |dir: &Path, id: &str, name: &str| {
+        // The header, the persyk.device entry, then the words (as a recording writes them).
+        let text = std::fs::read_to_string(dir.join("session.jsonl")).unwrap();
+        let (header, rest) = text.split_once('\n').unwrap();
+        let rest = rest.replacen(
+            "\"parentId\":null",
+            &format!("\"parentId\":\"{id}-dev\""),
+            1,
+        );
+        let entry = format!(
+            "{{\"type\":\"custom\",\"id\":\"{id}-dev\",\"parentId\":null,\"timestamp\":\"2026-01-01T00:00:00.000Z\",\
+             \"customType\":\"persyk.device\",\"data\":{{\"id\":\"{id}-device\",\"name\":\"{name}\"}}}}"
+        );
+        std::fs::write(
+            dir.join("session.jsonl"),
+            format!("{header}\n{entry}\n{rest}"),
+        )
+        .unwrap();
+    };
+    let ours = write_session(
+        &root,
+        "ours",
+        "00000000-0000-4000-8000-0000000000a1",
+        "2026-01-01T00:00:00.000Z",
+        &["Dictated at the desk"],
+    );
+    device(&ours, "00000000-0000-4000-8000-0000000000a1", "Desk Mac");
+    let theirs = write_session(
+        &root,
+        "theirs",
+        "00000000-0000-4000-8000-0000000000b2",
+        "2026-01-02T00:00:00.000Z",
+        &["Dictated on the train"],
+    );
+    device(
+        &theirs,
+        "00000000-0000-4000-8000-0000000000b2",
+        "Travel Mac",
+    );
+    // The other Mac labelled its message while this one's copy was not in sync yet.
+    let text = std::fs::read_to_string(theirs.join("session.jsonl")).unwrap();
+    let copy = format!(
+        "{text}{{\"type\":\"label\",\"id\":\"lab1\",\"parentId\":\"00000000-0000-4000-8000-0000000000b2-m0\",\
+         \"timestamp\":\"2026-01-02T00:01:00.000Z\",\"targetId\":\"00000000-0000-4000-8000-0000000000b2-m0\",\
+         \"label\":\"train idea\"}}\n"
+    );
+    let copy_name = "session.sync-conflict-20260102-000100-TRAVELM.jsonl";
+    std::fs::write(theirs.join(copy_name), copy).unwrap();
+
+    app.click("Search");
+    app.wait_label("Dictated on the train");
+    assert!(app.has_label("recorded on Travel Mac"));
+    assert!(
+        !app.has_label("recorded on Desk Mac"),
+        "this Mac's own sessions carry no name"
+    );
+    assert!(app.has_label("has a copy from another Mac"));
+    assert_eq!(app.buttons("Merge"), 1);
+    app.click("Merge");
+    app.wait_label("Recovered:");
+    app.wait_until("no copy left", |h| {
+        h.query_all_by_label("has a copy from another Mac")
+            .next()
+            .is_none()
+    });
+    assert!(!theirs.join(copy_name).exists(), "the copy is merged away");
+    let merged = std::fs::read_to_string(theirs.join("session.jsonl")).unwrap();
+    assert!(
+        merged.starts_with(&text),
+        "the session file was only appended to"
+    );
+    assert!(
+        merged.contains("\"train idea\""),
+        "the other Mac's label kept"
+    );
+    app.shutdown();
+}

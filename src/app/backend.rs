@@ -1788,6 +1788,8 @@ fn run_search(
         .iter()
         .map(|s| (s.location.clone(), s.code))
         .collect();
+    // Rows say which Mac recorded a session only when it is not this one.
+    let this_mac = crate::sync::device_name(settings);
     results.rows = page
         .rows
         .into_iter()
@@ -1807,6 +1809,9 @@ fn run_search(
                 diagnostic: r.diagnostic,
                 needs_recovery,
                 from_file: r.from_file,
+                other_mac: r.recorded_on.filter(|name| *name != this_mac),
+                copies: r.copies,
+                syncing: r.syncing,
             }
         })
         .collect();
@@ -2217,6 +2222,17 @@ fn recover_session(location: &Path) -> Result<String, String> {
         TailOutcome::PreservedFragment { bytes, .. } => {
             parts.push(format!("kept a {bytes}-byte incomplete record aside"))
         }
+    }
+    for m in &report.merges {
+        parts.push(match m {
+            recover::MergeOutcome::Merged(r) => format!(
+                "merged the copy from another Mac ({} entries kept, {} shown on the default path)",
+                r.appended, r.carried
+            ),
+            recover::MergeOutcome::Refused { code, .. } => {
+                format!("left a copy from another Mac unmerged ({code})")
+            }
+        });
     }
     for r in &report.recordings {
         parts.push(match r {

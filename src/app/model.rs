@@ -304,6 +304,12 @@ pub struct ResultRow {
     pub needs_recovery: bool,
     /// Transcribed from this file (its name), not dictated.
     pub from_file: Option<String>,
+    /// Recorded on another Mac: its name (issue #37; `None` for this Mac's sessions).
+    pub other_mac: Option<String>,
+    /// Conflict copies from a sync engine beside the session, waiting for "Merge".
+    pub copies: usize,
+    /// A sync engine is still bringing its files: shown as syncing, never as damage.
+    pub syncing: bool,
 }
 
 /// Transcriptions the menu-bar menu's "Recent" holds.

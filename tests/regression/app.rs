@@ -1174,6 +1174,9 @@ fn issue15_17_the_search_list_lays_out_only_the_rows_in_view() {
             diagnostic: None,
             needs_recovery: false,
             from_file: None,
+            other_mac: None,
+            copies: 0,
+            syncing: false,
         })
         .collect();
     harness

@@ -545,13 +545,29 @@ pub(super) fn result_row(
             ui.label(RichText::new(format!("from a file: {name}")).weak())
                 .on_hover_text("Transcribed from this file, not dictated");
         }
+        if let Some(mac) = &row.other_mac {
+            ui.label(RichText::new(format!("recorded on {mac}")).weak())
+                .on_hover_text("Recorded on another Mac and brought here by your sync folder");
+        }
+        if row.syncing {
+            ui.label(RichText::new("syncing").weak())
+                .on_hover_text("Your sync engine is still bringing this session's files");
+        }
+        if row.copies > 0 {
+            ui.label(
+                RichText::new("has a copy from another Mac").color(ui.visuals().warn_fg_color),
+            )
+            .on_hover_text(
+                "Two Macs changed this session at the same moment; Merge keeps both changes",
+            );
+        }
         if row.duplicate_of.is_some() {
             ui.label(RichText::new("duplicate id").color(ui.visuals().warn_fg_color))
                 .on_hover_text("Another folder holds a session with the same id");
         }
         if row.needs_recovery {
             ui.label(RichText::new("needs recovery").color(ui.visuals().warn_fg_color));
-        } else if let Some(code) = row.diagnostic {
+        } else if let Some(code) = row.diagnostic.filter(|_| !row.syncing) {
             // A sentence on the row; the file's first diagnostic code in its tooltip.
             ui.label(RichText::new("cannot be read fully").color(ui.visuals().warn_fg_color))
                 .on_hover_text(format!("Details: {code}"));
@@ -572,6 +588,16 @@ pub(super) fn result_row(
             actions.push(Action::CopyRow(row.clone()));
         }
         if row.needs_recovery && ui.button("Recover").clicked() {
+            actions.push(Action::Recover(row.location.clone()));
+        }
+        // Merging is an explicit recovery (every entry of both files kept, appends only).
+        if row.copies > 0
+            && !row.needs_recovery
+            && ui
+                .button("Merge")
+                .on_hover_text("Merge the other Mac's copy into this session")
+                .clicked()
+        {
             actions.push(Action::Recover(row.location.clone()));
         }
         if ui
@@ -853,6 +879,9 @@ mod tests {
             diagnostic: None,
             needs_recovery: false,
             from_file: None,
+            other_mac: None,
+            copies: 0,
+            syncing: false,
         };
         assert!(excerpt_repeats_label(&row(
             "Hello there…",
