@@ -1018,3 +1018,77 @@ fn pi_reads_what_the_merge_shows() {
     );
     assert_eq!(pi["labels"]["base-1"], "groceries");
 }
+
+/// Issue #37 item 4: files a sync engine is still bringing are never read as sessions. A
+/// folder holding only iCloud's placeholder of `session.jsonl` is listed as syncing (not
+/// damaged) and search skips it with `sync.not-downloaded`; a session whose WAV is still a
+/// Syncthing temporary file is syncing, and that file is not an asset or a copy; a finished
+/// session beside them reads as usual.
+#[test]
+fn files_still_arriving_are_syncing_never_damage() {
+    let (a, _) = label_here_cleanup_there();
+    let tmp = tempfile::tempdir().expect("tmp");
+    let root = tmp.path();
+    // Only the placeholder of the session file is here (iCloud keeps `.NAME.icloud`).
+    let cloud = root.join("cloud");
+    fs::create_dir_all(&cloud).expect("dir");
+    fs::write(cloud.join(".session.jsonl.icloud"), b"bplist00 placeholder").expect("write");
+    // The words are here, the recording still arriving through Syncthing.
+    let wav = root.join("wav");
+    fs::create_dir_all(wav.join("assets")).expect("dir");
+    fs::write(wav.join("session.jsonl"), a.bytes()).expect("write");
+    fs::write(wav.join("assets/.syncthing.rec-1.wav.tmp"), b"RIFF").expect("write");
+    // An ordinary session.
+    let done = root.join("done");
+    fs::create_dir_all(done.join("assets")).expect("dir");
+    fs::write(done.join("session.jsonl"), a.bytes()).expect("write");
+
+    let r = root.to_str().expect("utf-8");
+    let out = persyk(&["sessions", "--root", r, "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).expect("JSON rows");
+    let row = |name: &str| {
+        rows.iter()
+            .find(|r| {
+                r["location"]
+                    .as_str()
+                    .is_some_and(|l| Path::new(l).file_name() == Some(name.as_ref()))
+            })
+            .unwrap_or_else(|| panic!("{name} listed: {rows:#?}"))
+    };
+    assert_eq!(row("cloud")["syncing"], true, "{rows:#?}");
+    assert_eq!(row("wav")["syncing"], true, "{rows:#?}");
+    assert!(row("done")["syncing"].as_bool() != Some(true), "{rows:#?}");
+    for name in ["wav", "done"] {
+        assert!(row(name)["diagnostic"].is_null(), "{name}: {rows:#?}");
+        assert!(
+            row(name)["copies"].as_u64().unwrap_or(0) == 0,
+            "a temporary file is not a conflict copy"
+        );
+    }
+
+    // Search finds the words of both readable sessions and says why it skipped the other.
+    let out = persyk(&["search", "milk", "--root", r, "--json"]);
+    let hits: Vec<Value> = serde_json::from_slice(&out.stdout).expect("JSON rows");
+    assert_eq!(hits.len(), 2, "{hits:#?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cloud") && stderr.contains("sync.not-downloaded"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("bplist00"),
+        "a placeholder is never read: {stderr}"
+    );
+    // The placeholder's folder is untouched: nothing was written or repaired.
+    let names: Vec<_> = fs::read_dir(&cloud)
+        .expect("read")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+}
