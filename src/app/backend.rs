@@ -1962,6 +1962,7 @@ fn recent(
         cursor: None,
     };
     let page = search_cache::list(&discovery, &request, cache);
+    let this_mac = crate::sync::device_name(settings);
     page.rows
         .into_iter()
         .filter(|r| live != Some(r.location.as_path()) && r.duplicate_of.is_none())
@@ -1970,6 +1971,7 @@ fn recent(
             (!text.trim().is_empty()).then_some(RecentItem {
                 session: r.location,
                 text,
+                other_mac: r.recorded_on.filter(|name| *name != this_mac),
             })
         })
         .take(limit)

@@ -321,6 +321,8 @@ pub struct RecentItem {
     pub session: PathBuf,
     /// The surviving canonical user text, joined by spaces: what a click copies.
     pub text: String,
+    /// Recorded on another Mac: its name (the menu says so beside the words; issue #37).
+    pub other_mac: Option<String>,
 }
 
 /// One answered search.

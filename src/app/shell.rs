@@ -630,7 +630,12 @@ impl Shell {
             );
             tray.set_can_paste_last(self.ui.paste_last_text().is_some());
             tray.set_cleanup_mode(self.ui.settings().cleanup.mode);
-            let labels = recent_labels(self.ui.recent().iter().map(|r| r.text.as_str()));
+            let labels = recent_labels(
+                self.ui
+                    .recent()
+                    .iter()
+                    .map(|r| (r.text.as_str(), r.other_mac.as_deref())),
+            );
             if self.recent_shown.as_ref() != Some(&labels) {
                 tray.set_recent(&labels);
                 self.recent_shown = Some(labels);

@@ -28,12 +28,22 @@ use super::model::RECENT_LEN;
 /// Words of a transcription shown as its "Recent" label.
 pub const RECENT_LABEL_WORDS: usize = 8;
 
-/// The "Recent" labels of `texts` (newest first): their first words.
-pub fn recent_labels<'a>(texts: impl IntoIterator<Item = &'a str>) -> Vec<String> {
-    texts
+/// The "Recent" labels of transcriptions (newest first): their first words, and the Mac
+/// that recorded one when it was not this one.
+pub fn recent_labels<'a>(
+    items: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+) -> Vec<String> {
+    items
         .into_iter()
         .take(RECENT_LEN)
-        .map(|t| super::effects::first_words(t, RECENT_LABEL_WORDS))
+        .map(|(t, other_mac)| {
+            let words = super::effects::first_words(t, RECENT_LABEL_WORDS);
+            match other_mac {
+                // Another Mac's transcription says where it was made (issue #37).
+                Some(mac) => format!("{words} — on {mac}"),
+                None => words,
+            }
+        })
         .collect()
 }
 
@@ -351,4 +361,26 @@ pub fn host_available() -> bool {
 #[cfg(not(target_os = "linux"))]
 pub fn host_available() -> bool {
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue #37: the menu's Recent names the Mac a transcription came from when it was not
+    /// this one; this Mac's own show their words alone, and at most [`RECENT_LEN`] show.
+    #[test]
+    fn issue37_recent_names_another_macs_transcription() {
+        let labels = recent_labels([
+            ("buy milk and call the bank", None),
+            ("the meeting moves to Thursday", Some("Travel Mac")),
+            ("one", None),
+            ("two", None),
+            ("three", None),
+            ("four", None),
+        ]);
+        assert_eq!(labels.len(), RECENT_LEN);
+        assert_eq!(labels[0], "buy milk and call the bank");
+        assert_eq!(labels[1], "the meeting moves to Thursday — on Travel Mac");
+    }
 }

@@ -104,6 +104,7 @@ impl PersykUi {
                 RecentItem {
                     session: f.session.clone(),
                     text: f.transcript.clone(),
+                    other_mac: None,
                 },
             );
             self.recent.truncate(RECENT_LEN);

@@ -1550,6 +1550,7 @@ impl PersykUi {
                 RecentItem {
                     session,
                     text: text.clone(),
+                    other_mac: None,
                 },
             );
             self.recent.truncate(RECENT_LEN);
