@@ -411,7 +411,7 @@ fn issue38_03_a_dictation_holds_the_file_back_and_the_file_resumes_after_losing_
     });
     let mut app = UiApp::new(f, 640.0, 900.0);
     app.wait = Duration::from_secs(240);
-    const REPEATS: usize = 8;
+    const REPEATS: usize = 4;
     let file = app.dir.path().join("talk.wav");
     let mut samples_in = 0usize;
     {
