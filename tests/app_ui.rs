@@ -849,3 +849,76 @@ fn issue37_rows_name_the_other_mac_and_merge_a_conflict_copy() {
     );
     app.shutdown();
 }
+
+#[test]
+fn issue37_a_session_another_mac_records_now_offers_nothing_that_writes() {
+    let mut app = UiApp::new(
+        fixture(None, Some("sk-test-app"), 5.0, |s| {
+            s.sync.device_name = Some("Desk Mac".into());
+        }),
+        640.0,
+        900.0,
+    );
+    let root = app.root.clone();
+    let theirs = write_session(
+        &root,
+        "theirs",
+        "00000000-0000-4000-8000-0000000000c3",
+        "2026-01-03T00:00:00.000Z",
+        &["Still talking on the train"],
+    );
+    // The other Mac's recording is still going: its last heartbeat is seconds old, and its
+    // recording has no end yet (which, without the marker, is "needs recovery").
+    let marker = theirs.join(persyk::session::presence::MARKER_FILE);
+    let beat = time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    std::fs::write(
+        &marker,
+        format!(
+            "{{\"deviceId\":\"travel\",\"deviceName\":\"Travel Mac\",\
+             \"sessionId\":\"00000000-0000-4000-8000-0000000000c3\",\"heartbeat\":\"{beat}\"}}\n"
+        ),
+    )
+    .unwrap();
+    let mut text = std::fs::read_to_string(theirs.join("session.jsonl")).unwrap();
+    let last = text
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .and_then(|v| v["id"].as_str().map(str::to_owned))
+        .unwrap();
+    text.push_str(&format!(
+        "{{\"type\":\"recording.started\",\"id\":\"rec-start\",\"parentId\":\"{last}\",\
+         \"timestamp\":\"2026-01-03T00:00:01.000Z\",\"recordingId\":\"r1\",\
+         \"asset\":\"assets/r1.wav\"}}\n"
+    ));
+    std::fs::write(theirs.join("session.jsonl"), &text).unwrap();
+
+    app.click("Search");
+    app.wait_label("Still talking on the train");
+    assert!(app.has_label("recording on Travel Mac now"));
+    assert!(!app.has_label("needs recovery"));
+    assert_eq!(app.buttons("Recover"), 0);
+    assert_eq!(app.buttons("Delete…"), 0);
+    // The other Mac stopped: its marker is gone, the row is an ordinary one again.
+    std::fs::remove_file(&marker).unwrap();
+    app.harness.get_by_label("Search history").focus();
+    app.harness
+        .get_by_label("Search history")
+        .type_text("train");
+    app.wait_until("the row without the marker", |h| {
+        h.query_all_by_label("recording on Travel Mac now")
+            .next()
+            .is_none()
+            && h.query_all_by_label("needs recovery").next().is_some()
+    });
+    assert_eq!(app.buttons("Delete…"), 1);
+    assert_eq!(app.buttons("Recover"), 1);
+    assert_eq!(
+        std::fs::read_to_string(theirs.join("session.jsonl")).unwrap(),
+        text,
+        "nothing written"
+    );
+    app.shutdown();
+}

@@ -1092,3 +1092,152 @@ fn files_still_arriving_are_syncing_never_damage() {
         .collect();
     assert_eq!(names.len(), 1, "{names:?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// One writer per session per moment (issue #37 item 5, `session::presence`).
+
+/// A store over `root` that knows itself as `device` (None: it knows no device).
+fn store_of(root: &Path, device: Option<&str>) -> Store {
+    let mut store = Store::new(Roots::new(root.to_path_buf(), Vec::new()).expect("roots"));
+    if let Some(d) = device {
+        store.set_device(d);
+    }
+    store
+}
+
+/// What every kind of write of another Mac gets while `dir`'s recording marker is fresh:
+/// `sync.recording-elsewhere` naming the recording Mac, and not one byte written.
+fn assert_nothing_written_by(store: &Store, dir: &Path, recording_mac: &str) {
+    let name = dir.file_name().and_then(|n| n.to_str()).expect("name");
+    let before = fs::read(dir.join("session.jsonl")).expect("read");
+    let handle = store.open_session(0, name).expect("open");
+    assert_eq!(handle.recording_elsewhere().as_deref(), Some(recording_mac));
+    let elsewhere = |e: &persyk::session::StoreError| {
+        assert_eq!(e.code(), "sync.recording-elsewhere", "{e}");
+        match e {
+            persyk::session::StoreError::RecordingElsewhere { device_name } => {
+                assert_eq!(device_name, recording_mac)
+            }
+            other => panic!("{other}"),
+        }
+    };
+    let mut continuation = handle.continuation(&LeafSelector::Default).expect("leaf");
+    let label = EntryBody::SessionInfo(SessionInfo {
+        name: Some("too early".into()),
+        archived: None,
+    });
+    elsewhere(&continuation.append_one(label).expect_err("append"));
+    elsewhere(&store.delete(&handle).expect_err("delete"));
+    match store.recover(0, name).expect_err("recover") {
+        persyk::session::recover::RecoverError::Store(e) => elsewhere(&e),
+        other => panic!("{other}"),
+    }
+    elsewhere(
+        &handle
+            .claim_recording("mac-b", "Mac B")
+            .expect_err("a second recording"),
+    );
+    assert_eq!(fs::read(dir.join("session.jsonl")).expect("read"), before);
+    assert!(dir.exists());
+}
+
+#[test]
+fn nobody_writes_to_a_session_another_mac_is_recording() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let root = tmp.path();
+    let mac_a = store_of(root, Some("mac-a"));
+    let handle = mac_a.create_session().expect("create");
+    let dir = handle.dir().to_path_buf();
+    let mut recording = handle.continuation(&LeafSelector::Default).expect("leaf");
+    recording
+        .claim_recording("mac-a", "Mac A")
+        .expect("A records it");
+    let message = say;
+    recording.append_one(message("one")).expect("A appends");
+
+    // Mac B (another device), and a reader that knows no device: refused, nothing written.
+    let mac_b = store_of(root, Some("mac-b"));
+    assert_nothing_written_by(&mac_b, &dir, "Mac A");
+    assert_nothing_written_by(&store_of(root, None), &dir, "Mac A");
+
+    // Another process of Mac A itself (another store, the same device) is not stopped.
+    let name = dir.file_name().and_then(|n| n.to_str()).expect("name");
+    let same_mac = store_of(root, Some("mac-a"));
+    let other = same_mac.open_session(0, name).expect("open");
+    assert_eq!(other.recording_elsewhere(), None);
+    other
+        .continuation(&LeafSelector::Default)
+        .expect("leaf")
+        .append_one(EntryBody::SessionInfo(SessionInfo {
+            name: Some("named on A".into()),
+            archived: None,
+        }))
+        .expect("A's other process appends");
+    recording.append_one(message("two")).expect("A appends");
+
+    // The recording stops: the marker is gone and B's writes go through.
+    drop(recording);
+    assert!(!dir.join(persyk::session::presence::MARKER_FILE).exists());
+    let b = mac_b.open_session(0, name).expect("open");
+    assert_eq!(b.recording_elsewhere(), None);
+    b.continuation(&LeafSelector::Default)
+        .expect("leaf")
+        .append_one(EntryBody::SessionInfo(SessionInfo {
+            name: Some("named on B".into()),
+            archived: None,
+        }))
+        .expect("B appends after the recording");
+    assert!(
+        scan_path(&dir.join("session.jsonl"))
+            .expect("scan")
+            .diagnostics()
+            .is_empty()
+    );
+}
+
+#[test]
+fn a_marker_left_by_a_mac_that_stopped_beating_holds_nothing_for_long() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let mac_b = store_of(tmp.path(), Some("mac-b"));
+    let handle = mac_b.create_session().expect("create");
+    let dir = handle.dir().to_path_buf();
+    let name = dir.file_name().and_then(|n| n.to_str()).expect("name");
+    let marker = |beat: OffsetDateTime| {
+        json!({
+            "deviceId": "mac-a",
+            "deviceName": "Mac A",
+            "sessionId": handle.session_id(),
+            "heartbeat": beat.format(&Rfc3339).expect("format"),
+        })
+        .to_string()
+    };
+    let path = dir.join(persyk::session::presence::MARKER_FILE);
+    // Mac A crashed mid-recording: its last heartbeat 30 s ago still counts …
+    fs::write(
+        &path,
+        marker(OffsetDateTime::now_utc() - Duration::from_secs(30)),
+    )
+    .expect("w");
+    assert_nothing_written_by(&mac_b, &dir, "Mac A");
+    // … 61 s ago it no longer does, and B may even record into it.
+    fs::write(
+        &path,
+        marker(OffsetDateTime::now_utc() - Duration::from_secs(61)),
+    )
+    .expect("w");
+    let b = mac_b.open_session(0, name).expect("open");
+    assert_eq!(b.recording_elsewhere(), None);
+    let mut c = b.continuation(&LeafSelector::Default).expect("leaf");
+    c.append_one(EntryBody::SessionInfo(SessionInfo {
+        name: Some("after the crash".into()),
+        archived: None,
+    }))
+    .expect("append");
+    c.claim_recording("mac-b", "Mac B").expect("claim");
+    assert_eq!(
+        persyk::session::presence::read_marker(&dir).map(|m| m.device_name),
+        Some("Mac B".to_owned())
+    );
+    drop(c);
+    assert!(!path.exists());
+}

@@ -14,7 +14,10 @@
 //!    Syncthing keeps both versions (a conflict copy on both sides); `persyk check` on B
 //!    reports it, `persyk recover` on B merges it, and both sides end with the same
 //!    session file, every entry of both kept, valid, no copy left.
-//! 3. `persyk rm` on A removes the session on B too.
+//! 3. One writer per session: while A records (paced at half speed), its marker reaches B
+//!    and B's append and `persyk rm` are refused with `sync.recording-elsewhere`, nothing
+//!    written; once A stops the marker leaves both Macs and B's append goes through.
+//! 4. `persyk rm` on A removes the session on B too.
 //!
 //! It takes tens of seconds (mostly Syncthing's watcher and index exchange).
 
@@ -274,6 +277,25 @@ impl Mac {
             .expect("persyk")
     }
 
+    fn persyk_with_stdin(&self, args: &[&str], input: &str) -> std::process::Output {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_persyk"))
+            .args(args)
+            .env("PERSYK_CONFIG", self.config.join("settings.json"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("persyk");
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("write");
+        child.wait_with_output().expect("persyk")
+    }
+
     fn root(&self) -> &str {
         self.root.to_str().expect("utf-8")
     }
@@ -490,9 +512,110 @@ fn two_macs_share_history_through_syncthing() {
         assert_eq!(by_label[0]["label"], "Kennedy 1961");
     }
 
-    // 3. Deleting on A removes it on B.
-    let rm = mac_a.persyk(&["rm", "--yes", dir_a.to_str().expect("utf-8")]);
-    assert!(rm.status.success(), "{}", show(&rm));
-    wait_for("the session to leave B", || !dir_b.exists());
+    // 3. One writer: B writes nothing to a session while A records it.
+    let mut recording = Command::new(env!("CARGO_BIN_EXE_persyk"))
+        .args([
+            "transcribe",
+            jfk.to_str().expect("utf-8"),
+            "--provider",
+            "local",
+            "--model",
+            model.to_str().expect("utf-8"),
+            "--root",
+            mac_a.root(),
+            // Half speed (22 s): Syncthing brings the marker to B while it records.
+            "--realtime-factor",
+            "0.5",
+        ])
+        .env("PERSYK_CONFIG", mac_a.config.join("settings.json"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("transcribe");
+    let (live_tx, live_rx) = mpsc::channel();
+    let stderr = recording.stderr.take().expect("stderr");
+    let said = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if let Some(dir) = line.strip_prefix("persyk: session ") {
+                let _ = live_tx.send(PathBuf::from(dir));
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let live_a = live_rx
+        .recv_timeout(DEADLINE)
+        .expect("the recording's folder");
+    let live_b = mac_b.root.join(live_a.file_name().expect("name"));
+    wait_for("A's recording marker to reach B", || {
+        live_b.join("persyk-recording.json").is_file() && live_b.join("session.jsonl").is_file()
+    });
+    let marker: Value =
+        serde_json::from_slice(&fs::read(live_b.join("persyk-recording.json")).expect("marker"))
+            .expect("a JSON marker");
+    assert_eq!(marker["deviceName"], "Mac A", "{marker}");
+    let label_while_recording =
+        json!({"type": "session_info", "id": "name-while-recording", "name": "too early"});
+    let refused = |out: &std::process::Output| {
+        assert_eq!(out.status.code(), Some(2), "{}", show(out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("sync.recording-elsewhere") && err.contains("Mac A is recording it"),
+            "{}",
+            show(out)
+        );
+    };
+    let out = mac_b.persyk_with_stdin(
+        &["append", live_b.to_str().expect("utf-8")],
+        &format!("{label_while_recording}\n"),
+    );
+    refused(&out);
+    let out = mac_b.persyk(&["rm", "--yes", live_b.to_str().expect("utf-8")]);
+    refused(&out);
+    assert!(live_b.join("session.jsonl").is_file());
+    let status = recording.wait().expect("transcribe");
+    let said = said.join().expect("stderr");
+    assert!(status.success(), "{said}");
+    wait_for(
+        "the marker to leave both Macs and B to hold A's last line",
+        || {
+            !live_a.join("persyk-recording.json").exists()
+                && !live_b.join("persyk-recording.json").exists()
+                && fs::read(live_a.join("session.jsonl")).ok()
+                    == fs::read(live_b.join("session.jsonl")).ok()
+        },
+    );
+    for dir in [&live_a, &live_b] {
+        let text = fs::read_to_string(dir.join("session.jsonl")).expect("read");
+        assert!(
+            !text.contains("name-while-recording"),
+            "B wrote while A recorded"
+        );
+    }
+    let out = mac_b.persyk_with_stdin(
+        &["append", live_b.to_str().expect("utf-8")],
+        &format!("{label_while_recording}\n"),
+    );
+    assert!(out.status.success(), "{}", show(&out));
+    wait_for("B's name to reach A", || {
+        fs::read_to_string(live_a.join("session.jsonl"))
+            .is_ok_and(|t| t.contains("name-while-recording"))
+    });
+    assert!(conflict_copies(&live_a).is_empty() && conflict_copies(&live_b).is_empty());
+
+    // 4. Deleting on A removes it on B.
+    for dir in [&dir_a, &live_a] {
+        let rm = mac_a.persyk(&["rm", "--yes", dir.to_str().expect("utf-8")]);
+        assert!(rm.status.success(), "{}", show(&rm));
+    }
+    wait_for("the sessions to leave B", || {
+        !dir_b.exists() && !live_b.exists()
+    });
     assert!(mac_b.search("ask not").is_empty());
 }

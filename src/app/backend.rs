@@ -683,7 +683,9 @@ impl Backend {
             .settings
             .roots(self.config.dev)
             .map_err(|e| e.code().to_owned())?;
-        let store = Arc::new(Store::new(roots));
+        let mut store = Store::new(roots);
+        crate::sync::identify(&mut store);
+        let store = Arc::new(store);
         self.store = Some(store.clone());
         Ok(store)
     }
@@ -1116,6 +1118,8 @@ impl Backend {
             let handle = store2.create_session()?;
             let mut continuation = handle.continuation(&LeafSelector::Default)?;
             if let Some(device) = device {
+                // The marker that keeps other Macs from writing to it while it records.
+                crate::sync::claim_recording(&mut continuation, &device)?;
                 continuation.append_one(device.entry())?;
             }
             Ok::<_, crate::session::StoreError>((handle, continuation))
@@ -1794,9 +1798,16 @@ fn run_search(
         .rows
         .into_iter()
         .map(|r| {
-            let needs_recovery = r.diagnostic == Some("file.incomplete-tail")
-                || (live != Some(r.location.as_path())
-                    && store.is_some_and(|s| has_unfinished_recording(s, &r.location)));
+            // Another Mac recording it now: its growing tail is not damage.
+            let recording_on = crate::session::presence::recording_elsewhere(
+                &r.location,
+                store.and_then(Store::device),
+                time::OffsetDateTime::now_utc(),
+            );
+            let needs_recovery = recording_on.is_none()
+                && (r.diagnostic == Some("file.incomplete-tail")
+                    || (live != Some(r.location.as_path())
+                        && store.is_some_and(|s| has_unfinished_recording(s, &r.location))));
             ResultRow {
                 location: r.location,
                 session_id: r.session_id,
@@ -1812,6 +1823,7 @@ fn run_search(
                 other_mac: r.recorded_on.filter(|name| *name != this_mac),
                 copies: r.copies,
                 syncing: r.syncing,
+                recording_on,
             }
         })
         .collect();
@@ -2215,7 +2227,8 @@ fn recover_session(location: &Path) -> Result<String, String> {
         .to_owned();
     let parent = location.parent().unwrap_or(Path::new("/")).to_path_buf();
     let roots = Roots::new(parent, Vec::new()).map_err(|e| e.code().to_owned())?;
-    let store = Store::new(roots);
+    let mut store = Store::new(roots);
+    crate::sync::identify(&mut store);
     let report = store.recover(0, &name).map_err(|e| e.code().to_owned())?;
     let mut parts = Vec::new();
     match report.tail {

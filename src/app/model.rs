@@ -310,6 +310,9 @@ pub struct ResultRow {
     pub copies: usize,
     /// A sync engine is still bringing its files: shown as syncing, never as damage.
     pub syncing: bool,
+    /// Another Mac is recording it right now (its fresh marker; issue #37 item 5): that
+    /// Mac's name. Shown instead of "needs recovery"; nothing that writes is offered.
+    pub recording_on: Option<String>,
 }
 
 /// Transcriptions the menu-bar menu's "Recent" holds.

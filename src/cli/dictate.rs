@@ -119,7 +119,8 @@ pub fn run(args: Args<'_>) -> u8 {
             return EXIT_CANNOT_RUN;
         }
     };
-    let store = Store::new(roots);
+    let mut store = Store::new(roots);
+    persyk::sync::identify(&mut store);
     let mut continuation = match store
         .create_session()
         .and_then(|h| h.continuation(&LeafSelector::Default))

@@ -189,7 +189,8 @@ pub fn new_continuation(root: Option<&Path>) -> Result<Continuation, u8> {
         eprintln!("persyk: {e}");
         EXIT_CANNOT_RUN
     };
-    let store = Store::new(roots(root).map_err(fail)?);
+    let mut store = Store::new(roots(root).map_err(fail)?);
+    persyk::sync::identify(&mut store);
     let handle = store.create_session().map_err(|e| fail(e.to_string()))?;
     eprintln!("persyk: session {}", handle.dir().display());
     let mut continuation = handle
@@ -204,8 +205,8 @@ pub fn new_continuation(root: Option<&Path>) -> Result<Continuation, u8> {
 /// stderr); a failed append fails like any other.
 pub fn mark_device(continuation: &mut Continuation) -> Result<(), u8> {
     match persyk::sync::Device::this(&configured()) {
-        Ok(device) => continuation
-            .append_one(device.entry())
+        Ok(device) => persyk::sync::claim_recording(continuation, &device)
+            .and_then(|()| continuation.append_one(device.entry()))
             .map(drop)
             .map_err(|e| {
                 eprintln!("persyk: {e}");

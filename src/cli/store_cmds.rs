@@ -49,7 +49,9 @@ fn explicit_store(session: &Path) -> Result<(Store, String), String> {
         .to_owned();
     let parent = dir.parent().unwrap_or(Path::new("/")).to_path_buf();
     let roots = Roots::new(parent, Vec::new()).map_err(|e| e.to_string())?;
-    Ok((Store::new(roots), name))
+    let mut store = Store::new(roots);
+    persyk::sync::identify(&mut store);
+    Ok((store, name))
 }
 
 fn exit_for(e: &StoreError) -> u8 {
@@ -57,7 +59,8 @@ fn exit_for(e: &StoreError) -> u8 {
         StoreError::Io { .. }
         | StoreError::NotASession
         | StoreError::InvalidName
-        | StoreError::RootMissing => EXIT_CANNOT_RUN,
+        | StoreError::RootMissing
+        | StoreError::RecordingElsewhere { .. } => EXIT_CANNOT_RUN,
         StoreError::LeafNotFound => EXIT_LEAF_NOT_FOUND,
         _ => EXIT_VIOLATION,
     }
@@ -71,6 +74,12 @@ fn report_record_error(e: &StoreError, record: Option<usize>) {
     match record {
         Some(n) => eprintln!("persyk: record {n}: {e}"),
         None => eprintln!("persyk: {e}"),
+    }
+    if let StoreError::RecordingElsewhere { device_name } = e {
+        eprintln!(
+            "persyk:   {} is recording it; try again when it stops",
+            super::shown::line(device_name)
+        );
     }
     if let StoreError::InvalidRecord { diagnostics, .. }
     | StoreError::NotAuthoritative { diagnostics } = e
@@ -109,7 +118,9 @@ pub fn new(root: Option<&Path>) -> u8 {
             }
         }
     };
-    match Store::new(roots).create_session() {
+    let mut store = Store::new(roots);
+    persyk::sync::identify(&mut store);
+    match store.create_session() {
         Ok(h) => {
             println!("{}", h.dir().display());
             0

@@ -79,7 +79,8 @@ pub fn run(args: Args<'_>) -> u8 {
             return EXIT_CANNOT_RUN;
         }
     };
-    let store = Store::new(roots);
+    let mut store = Store::new(roots);
+    persyk::sync::identify(&mut store);
     let handle = match store.create_session() {
         Ok(h) => h,
         Err(e) => {

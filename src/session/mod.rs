@@ -25,6 +25,7 @@ pub mod fsio;
 pub mod history;
 pub mod index;
 pub mod merge;
+pub mod presence;
 pub mod project;
 pub mod record;
 pub mod recover;

@@ -108,6 +108,10 @@ pub enum StoreError {
         "store.root-missing: the configured sessions folder does not exist (an unmounted drive?); nothing was created"
     )]
     RootMissing,
+    /// Another Mac is recording this session now (its marker is fresh: `session::presence`);
+    /// nothing was written. `device_name` is that Mac's name, to say who.
+    #[error("sync.recording-elsewhere: another Mac is recording this session; nothing was written")]
+    RecordingElsewhere { device_name: String },
 }
 
 fn first_code(d: &[Diagnostic]) -> &'static str {
@@ -136,6 +140,7 @@ impl StoreError {
             StoreError::AssetExists => "store.asset-exists",
             StoreError::LeafNotFound => "store.leaf-not-found",
             StoreError::RootMissing => "store.root-missing",
+            StoreError::RecordingElsewhere { .. } => "sync.recording-elsewhere",
         }
     }
 
@@ -230,6 +235,8 @@ pub struct Store {
     roots: Roots,
     storage: Arc<dyn Storage>,
     lock_timeout: Duration,
+    /// This Mac's device id, against which recording markers are read (`presence`).
+    device: Option<Arc<str>>,
     registry: Mutex<HashMap<FileId, Weak<Shared>>>,
 }
 
@@ -255,6 +262,9 @@ struct Shared {
     writer: Mutex<Writer>,
     /// Asset names with a live capture in this process.
     pub(crate) captures: Mutex<Vec<(String, Arc<AtomicBool>)>>,
+    /// This process records the session and holds its marker (`presence`): its own writes
+    /// need not read it.
+    claimed: Arc<AtomicBool>,
 }
 
 #[derive(Debug)]
@@ -269,6 +279,7 @@ pub struct SessionHandle {
     shared: Arc<Shared>,
     storage: Arc<dyn Storage>,
     lock_timeout: Duration,
+    device: Option<Arc<str>>,
 }
 
 /// Acknowledgement of one record.
@@ -368,6 +379,7 @@ impl Store {
             roots,
             storage,
             lock_timeout: Duration::from_secs(10),
+            device: None,
             registry: Mutex::new(HashMap::new()),
         };
         for root in store.roots.all() {
@@ -381,6 +393,18 @@ impl Store {
     /// How long an append waits for another process's lock.
     pub fn set_lock_timeout(&mut self, timeout: Duration) {
         self.lock_timeout = timeout;
+    }
+
+    /// Names this Mac's device id: a write to a session that another device's fresh
+    /// recording marker names is refused (`sync.recording-elsewhere`), this device's own
+    /// markers never stop it. A store without one treats every fresh marker as another's.
+    pub fn set_device(&mut self, id: &str) {
+        self.device = Some(Arc::from(id));
+    }
+
+    /// The device id set with [`Store::set_device`].
+    pub fn device(&self) -> Option<&str> {
+        self.device.as_deref()
     }
 
     pub fn roots(&self) -> &Roots {
@@ -515,6 +539,7 @@ impl Store {
             poisoned: AtomicBool::new(false),
             writer: Mutex::new(Writer { file, scanner }),
             captures: Mutex::new(Vec::new()),
+            claimed: Arc::new(AtomicBool::new(false)),
         });
         let mut registry = lock(&self.registry);
         // Another thread may have opened the same session while we scanned: share its
@@ -571,6 +596,7 @@ impl Store {
             shared,
             storage: self.storage.clone(),
             lock_timeout: self.lock_timeout,
+            device: self.device.clone(),
         }
     }
 
@@ -668,6 +694,69 @@ impl SessionHandle {
         catch_up(&mut w).map(|_| ())
     }
 
+    /// Refuses a write while another device's fresh recording marker is beside the file
+    /// (`presence`); this process's own recording skips the read.
+    fn check_presence(&self) -> Result<(), StoreError> {
+        if self.shared.claimed.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        match super::presence::recording_elsewhere(
+            &self.shared.dir,
+            self.device.as_deref(),
+            OffsetDateTime::now_utc(),
+        ) {
+            Some(device_name) => Err(StoreError::RecordingElsewhere { device_name }),
+            None => Ok(()),
+        }
+    }
+
+    /// The name of another device recording this session now, if one is (its fresh marker;
+    /// `presence`).
+    pub fn recording_elsewhere(&self) -> Option<String> {
+        self.check_presence().err().and_then(|e| match e {
+            StoreError::RecordingElsewhere { device_name } => Some(device_name),
+            _ => None,
+        })
+    }
+
+    /// Marks this session as recorded by this device (`device_id`, `device_name`) until the
+    /// returned claim is dropped: a marker beside the file, renewed every
+    /// [`super::presence::HEARTBEAT`], that keeps other Macs from writing to it. Refused
+    /// while another device's marker is fresh.
+    pub fn claim_recording(
+        &self,
+        device_id: &str,
+        device_name: &str,
+    ) -> Result<super::presence::RecordingClaim, StoreError> {
+        self.claim_recording_every(device_id, device_name, super::presence::HEARTBEAT)
+    }
+
+    /// [`SessionHandle::claim_recording`] with another heartbeat interval (tests).
+    pub fn claim_recording_every(
+        &self,
+        device_id: &str,
+        device_name: &str,
+        interval: Duration,
+    ) -> Result<super::presence::RecordingClaim, StoreError> {
+        self.check_live()?;
+        if let Some(device_name) = super::presence::recording_elsewhere(
+            &self.shared.dir,
+            Some(device_id),
+            OffsetDateTime::now_utc(),
+        ) {
+            return Err(StoreError::RecordingElsewhere { device_name });
+        }
+        super::presence::RecordingClaim::start(
+            self.shared.dir.clone(),
+            device_id,
+            device_name,
+            &self.shared.header_id,
+            self.shared.claimed.clone(),
+            interval,
+        )
+        .map_err(StoreError::io("write the recording marker"))
+    }
+
     fn check_live(&self) -> Result<(), StoreError> {
         if self.shared.revoked.load(Ordering::SeqCst) {
             return Err(StoreError::StaleHandle);
@@ -728,8 +817,13 @@ impl SessionHandle {
         if let Err(e) = self.lock_file(&w.file) {
             return AppendReport::failed(e);
         }
-        // The session may have been deleted or replaced while we waited for the lock.
-        if let Err(e) = self.check_live().and_then(|()| self.revalidate(&w)) {
+        // The session may have been deleted or replaced while we waited for the lock, and
+        // another Mac may be recording it.
+        if let Err(e) = self
+            .check_live()
+            .and_then(|()| self.revalidate(&w))
+            .and_then(|()| self.check_presence())
+        {
             let _ = w.file.unlock();
             return AppendReport::failed(e);
         }
@@ -878,7 +972,11 @@ impl SessionHandle {
         self.check_live()?;
         self.revalidate(&guard)?;
         self.lock_file(&guard.file)?;
-        if let Err(e) = self.check_live().and_then(|()| self.revalidate(&guard)) {
+        if let Err(e) = self
+            .check_live()
+            .and_then(|()| self.revalidate(&guard))
+            .and_then(|()| self.check_presence())
+        {
             let _ = guard.file.unlock();
             return Err(e.into());
         }
@@ -915,6 +1013,7 @@ impl SessionHandle {
         Ok(Continuation {
             handle: self.clone(),
             leaf,
+            claim: None,
         })
     }
 
@@ -1002,6 +1101,9 @@ pub(crate) fn same_json(a: &[u8], b: &[u8]) -> bool {
 pub struct Continuation {
     handle: SessionHandle,
     leaf: Option<String>,
+    /// The recording marker this continuation's recording holds, removed when the last
+    /// clone of the continuation is dropped.
+    claim: Option<Arc<super::presence::RecordingClaim>>,
 }
 
 impl Continuation {
@@ -1011,6 +1113,18 @@ impl Continuation {
 
     pub fn handle(&self) -> &SessionHandle {
         &self.handle
+    }
+
+    /// Marks the session as recorded by this device for as long as this continuation or a
+    /// clone of it lives ([`SessionHandle::claim_recording`]).
+    pub fn claim_recording(
+        &mut self,
+        device_id: &str,
+        device_name: &str,
+    ) -> Result<(), StoreError> {
+        let claim = self.handle.claim_recording(device_id, device_name)?;
+        self.claim = Some(Arc::new(claim));
+        Ok(())
     }
 
     /// Appends `bodies` as a chain below the leaf (fresh ids, current time); the leaf moves

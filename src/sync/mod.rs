@@ -24,9 +24,9 @@ use std::sync::OnceLock;
 
 use serde_json::json;
 
-use crate::session::DEVICE_TYPE;
 use crate::session::format::{Custom, EntryBody};
 use crate::session::fsio::{create_private_dir_all, create_private_file};
+use crate::session::{DEVICE_TYPE, Store};
 use crate::settings::Settings;
 
 /// Why this room could not do what was asked. Every variant has a stable [`SyncError::code`].
@@ -87,6 +87,44 @@ impl Device {
             custom_type: DEVICE_TYPE.to_owned(),
             data: json!({"id": self.id, "name": self.name}),
         })
+    }
+}
+
+/// Tells `store` which Mac this is ([`Store::set_device`]), so that it writes to no session
+/// another Mac is recording now and is never stopped by this Mac's own recording marker.
+/// Without a config folder for the id, the store treats every fresh marker as another Mac's
+/// (said on stderr).
+pub fn identify(store: &mut Store) {
+    match config_dir()
+        .ok_or(SyncError::NoConfigDir)
+        .and_then(|dir| device_id_in(&dir))
+    {
+        Ok(id) => store.set_device(&id),
+        Err(e) => eprintln!(
+            "persyk: {}: this Mac's recordings are not told apart",
+            e.code()
+        ),
+    }
+}
+
+/// Marks the session of `continuation` as recorded by `device` while the continuation (or a
+/// clone) lives: the marker other Macs respect (`session::presence`). A marker that cannot be
+/// written is said on stderr and the recording goes on; one of another Mac that is fresh
+/// refuses the recording.
+pub fn claim_recording(
+    continuation: &mut crate::session::Continuation,
+    device: &Device,
+) -> Result<(), crate::session::StoreError> {
+    match continuation.claim_recording(&device.id, &device.name) {
+        Err(e @ crate::session::StoreError::RecordingElsewhere { .. }) => Err(e),
+        Err(e) => {
+            eprintln!(
+                "persyk: {}: other Macs are not told this session is recording",
+                e.code()
+            );
+            Ok(())
+        }
+        Ok(()) => Ok(()),
     }
 }
 

@@ -1177,6 +1177,7 @@ fn issue15_17_the_search_list_lays_out_only_the_rows_in_view() {
             other_mac: None,
             copies: 0,
             syncing: false,
+            recording_on: None,
         })
         .collect();
     harness

@@ -140,6 +140,8 @@ impl Backend {
             let handle = store.create_session()?;
             let mut continuation = handle.continuation(&LeafSelector::Default)?;
             if let Some(device) = device {
+                // The marker that keeps other Macs from writing to it while it records.
+                crate::sync::claim_recording(&mut continuation, &device)?;
                 continuation.append_one(device.entry())?;
             }
             continuation.append_one(pipeline::source_file_entry(&named))?;

@@ -549,6 +549,12 @@ pub(super) fn result_row(
             ui.label(RichText::new(format!("recorded on {mac}")).weak())
                 .on_hover_text("Recorded on another Mac and brought here by your sync folder");
         }
+        if let Some(mac) = &row.recording_on {
+            ui.label(RichText::new(format!("recording on {mac} now")).weak())
+                .on_hover_text(
+                    "Another Mac is recording this session; it can be changed once that stops",
+                );
+        }
         if row.syncing {
             ui.label(RichText::new("syncing").weak())
                 .on_hover_text("Your sync engine is still bringing this session's files");
@@ -567,7 +573,10 @@ pub(super) fn result_row(
         }
         if row.needs_recovery {
             ui.label(RichText::new("needs recovery").color(ui.visuals().warn_fg_color));
-        } else if let Some(code) = row.diagnostic.filter(|_| !row.syncing) {
+        } else if let Some(code) = row
+            .diagnostic
+            .filter(|_| !row.syncing && row.recording_on.is_none())
+        {
             // A sentence on the row; the file's first diagnostic code in its tooltip.
             ui.label(RichText::new("cannot be read fully").color(ui.visuals().warn_fg_color))
                 .on_hover_text(format!("Details: {code}"));
@@ -593,6 +602,7 @@ pub(super) fn result_row(
         // Merging is an explicit recovery (every entry of both files kept, appends only).
         if row.copies > 0
             && !row.needs_recovery
+            && row.recording_on.is_none()
             && ui
                 .button("Merge")
                 .on_hover_text("Merge the other Mac's copy into this session")
@@ -600,10 +610,11 @@ pub(super) fn result_row(
         {
             actions.push(Action::Recover(row.location.clone()));
         }
-        if ui
-            .button("Delete…")
-            .on_hover_text("Delete this session, its recording and its transcript")
-            .clicked()
+        if row.recording_on.is_none()
+            && ui
+                .button("Delete…")
+                .on_hover_text("Delete this session, its recording and its transcript")
+                .clicked()
         {
             actions.push(Action::AskDelete(row.location.clone()));
         }
@@ -882,6 +893,7 @@ mod tests {
             other_mac: None,
             copies: 0,
             syncing: false,
+            recording_on: None,
         };
         assert!(excerpt_repeats_label(&row(
             "Hello there…",

@@ -233,6 +233,12 @@ struct SearchState {
 impl SearchState {
     /// An error said as a sentence; its code goes to the details line and the log.
     fn failed(&mut self, sentence: &str, code: String) {
+        // Not a fault of the session: say what to wait for.
+        let sentence = if code == "sync.recording-elsewhere" {
+            "Another Mac is recording this session right now; try again when it stops."
+        } else {
+            sentence
+        };
         eprintln!("persyk: {sentence} ({code})");
         self.message = Some((sentence.to_owned(), true));
         self.details = Some(code);
