@@ -922,3 +922,98 @@ fn issue37_a_session_another_mac_records_now_offers_nothing_that_writes() {
     );
     app.shutdown();
 }
+
+/// Issue #37 item 6: with sharing on, the words other Macs share are this window's at start;
+/// a save writes only what this Mac changed (a word another Mac added meanwhile stays); a
+/// conflict copy is shown and settled by the user's choice, nothing of either lost.
+#[test]
+fn issue37_settings_shared_between_macs_are_used_merged_and_never_lost() {
+    const COPY: &str = "persyk-settings.sync-conflict-20261205-120000-OTHERMC.json";
+    let f = fixture(None, Some("sk-test-app"), 5.0, |s| {
+        s.sync.share_settings = true;
+        s.provider.keywords = vec!["OnlyHere".into()];
+        let root = s.sessions.directory.clone().unwrap();
+        std::fs::write(
+            root.join("persyk-settings.json"),
+            r#"{"keywords": ["Kowalczyk"], "cleanupMode": "asSpoken"}"#,
+        )
+        .unwrap();
+    });
+    let root = f.root.clone();
+    let shared = root.join("persyk-settings.json");
+    // Tall enough for Settings › History to be on screen: a click reaches only a widget
+    // that is.
+    let mut app = UiApp::new(f, 640.0, 4000.0);
+    app.harness.state_mut().show_page(Page::Settings);
+    let words = "Words Persyk should know (one per line)";
+    let value = |app: &UiApp| app.harness.get_by_label(words).value().unwrap_or_default();
+    app.wait_until("the shared words in the form", |h| {
+        h.get_by_label(words).value().as_deref() == Some("Kowalczyk")
+    });
+
+    // Another Mac adds a word while this one changes its name for sessions (not shared).
+    std::fs::write(
+        &shared,
+        r#"{"keywords": ["Kowalczyk", "Siobhan"], "cleanupMode": "asSpoken"}"#,
+    )
+    .unwrap();
+    let name = "This Mac's name";
+    app.harness.get_by_label(name).focus();
+    app.harness.step();
+    app.harness.get_by_label(name).type_text("Desk Mac");
+    app.harness.step();
+    app.click("Save settings");
+    app.wait_label("Settings saved");
+    app.wait_until("the other Mac's word in the form", |h| {
+        h.get_by_label(words).value().as_deref() == Some("Kowalczyk\nSiobhan")
+    });
+    let on_disk: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&shared).unwrap()).unwrap();
+    assert_eq!(
+        on_disk["keywords"],
+        serde_json::json!(["Kowalczyk", "Siobhan"])
+    );
+    assert_eq!(
+        Settings::load(&app.config)
+            .unwrap()
+            .sync
+            .device_name
+            .as_deref(),
+        Some("Desk Mac")
+    );
+
+    // Two Macs saved at once: the engine kept the other's version as a copy.
+    std::fs::write(
+        root.join(COPY),
+        r#"{"keywords": ["Kowalczyk", "Zoë Kravitz"], "cleanupMode": "tidy"}"#,
+    )
+    .unwrap();
+    // The next dictation reads the shared settings again; so does a save.
+    app.harness.get_by_label(words).focus();
+    app.harness.step();
+    app.harness
+        .key_press_modifiers(eframe::egui::Modifiers::COMMAND, eframe::egui::Key::A);
+    app.harness
+        .get_by_label(words)
+        .type_text("Kowalczyk\nSiobhan\nPersyk");
+    app.harness.step();
+    app.click("Save settings");
+    app.wait_label("Another Mac changed the shared settings at the same moment.");
+    assert!(root.join(COPY).exists(), "the copy waits for the user");
+    app.click("Keep both");
+    app.wait_until("the conflict settled", |h| {
+        h.query_all_by_label("Another Mac changed the shared settings at the same moment.")
+            .next()
+            .is_none()
+    });
+    assert!(!root.join(COPY).exists());
+    let on_disk: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&shared).unwrap()).unwrap();
+    assert_eq!(
+        on_disk["keywords"],
+        serde_json::json!(["Kowalczyk", "Siobhan", "Persyk", "Zoë Kravitz"])
+    );
+    assert_eq!(on_disk["cleanupMode"], "asSpoken", "this Mac's mode kept");
+    assert_eq!(value(&app), "Kowalczyk\nSiobhan\nPersyk\nZoë Kravitz");
+    app.shutdown();
+}

@@ -17,7 +17,10 @@
 //! 3. One writer per session: while A records (paced at half speed), its marker reaches B
 //!    and B's append and `persyk rm` are refused with `sync.recording-elsewhere`, nothing
 //!    written; once A stops the marker leaves both Macs and B's append goes through.
-//! 4. `persyk rm` on A removes the session on B too.
+//! 4. Settings worth sharing (`sync::shared`): replacements A saves are used by `persyk
+//!    cleanup` on B; saved on both while parted, Syncthing keeps a conflict copy of the
+//!    settings file, B settles it by keeping both, and both Macs apply all three.
+//! 5. `persyk rm` on A removes the session on B too.
 //!
 //! It takes tens of seconds (mostly Syncthing's watcher and index exchange).
 
@@ -259,13 +262,18 @@ impl Mac {
     fn new(dir: &Path, shared: &Path, name: &str) -> Mac {
         let config = dir.join("config");
         fs::create_dir_all(&config).expect("config dir");
-        fs::write(
-            config.join("settings.json"),
-            json!({"sync": {"deviceName": name}}).to_string(),
-        )
-        .expect("settings");
         let root = shared.join("sessions");
         fs::create_dir_all(&root).expect("root");
+        // History in the synced folder, and the settings worth sharing beside it.
+        fs::write(
+            config.join("settings.json"),
+            json!({
+                "sessions": {"directory": root},
+                "sync": {"deviceName": name, "shareSettings": true},
+            })
+            .to_string(),
+        )
+        .expect("settings");
         Mac { config, root }
     }
 
@@ -294,6 +302,13 @@ impl Mac {
             .write_all(input.as_bytes())
             .expect("write");
         child.wait_with_output().expect("persyk")
+    }
+
+    /// `persyk cleanup` of `words` with this Mac's settings (as spoken: replacements only).
+    fn cleanup(&self, words: &str) -> String {
+        let out = self.persyk_with_stdin(&["cleanup"], &format!("{words}\n"));
+        assert!(out.status.success(), "{}", show(&out));
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
     }
 
     fn root(&self) -> &str {
@@ -609,7 +624,57 @@ fn two_macs_share_history_through_syncthing() {
     });
     assert!(conflict_copies(&live_a).is_empty() && conflict_copies(&live_b).is_empty());
 
-    // 4. Deleting on A removes it on B.
+    // 4. Settings worth sharing: what A saves is used on B; two Macs saving at once leave a
+    //    conflict copy that is settled on B by keeping both, and both Macs end with both.
+    use persyk::cleanup::replace::Rule;
+    use persyk::sync::shared::{self, Resolve, SharedSettings};
+    let rule = |from: &str, to: &str| Rule {
+        from: from.into(),
+        to: to.into(),
+    };
+    let on_a = SharedSettings {
+        keywords: vec!["Persyk".into()],
+        replacements: vec![rule("pers ick", "Persyk")],
+        ..SharedSettings::default()
+    };
+    assert!(shared::write(&mac_a.root, &on_a).expect("A saves"));
+    wait_for("A's shared settings to be used on B", || {
+        mac_b.cleanup("I love pers ick") == "I love Persyk"
+    });
+    st_a.pause(&st_b, true);
+    st_b.pause(&st_a, true);
+    wait_for("the devices to part", || {
+        !st_a.connected_to(&st_b) && !st_b.connected_to(&st_a)
+    });
+    let mut a2 = on_a.clone();
+    a2.replacements.push(rule("cube ernetes", "Kubernetes"));
+    shared::write(&mac_a.root, &a2).expect("A saves again");
+    let mut b2 = on_a.clone();
+    b2.keywords.push("Siobhan".into());
+    b2.replacements.push(rule("shiv awn", "Siobhan"));
+    shared::write(&mac_b.root, &b2).expect("B saves meanwhile");
+    st_a.pause(&st_b, false);
+    st_b.pause(&st_a, false);
+    wait_for("the settings' conflict copy on both Macs", || {
+        shared::conflicts(&mac_a.root).len() == 1 && shared::conflicts(&mac_b.root).len() == 1
+    });
+    let (copy, _) = shared::conflicts(&mac_b.root).remove(0);
+    let settled = shared::resolve(&mac_b.root, &copy, Resolve::KeepBoth).expect("keep both");
+    assert_eq!(settled.keywords, ["Persyk", "Siobhan"]);
+    assert_eq!(settled.replacements.len(), 3, "{settled:?}");
+    wait_for("both Macs to hold the settled settings and no copy", || {
+        shared::conflicts(&mac_a.root).is_empty()
+            && fs::read(mac_a.root.join(shared::SHARED_FILE)).ok()
+                == fs::read(mac_b.root.join(shared::SHARED_FILE)).ok()
+    });
+    for mac in [&mac_a, &mac_b] {
+        assert_eq!(
+            mac.cleanup("pers ick runs cube ernetes for shiv awn"),
+            "Persyk runs Kubernetes for Siobhan"
+        );
+    }
+
+    // 5. Deleting on A removes it on B.
     for dir in [&dir_a, &live_a] {
         let rm = mac_a.persyk(&["rm", "--yes", dir.to_str().expect("utf-8")]);
         assert!(rm.status.success(), "{}", show(&rm));

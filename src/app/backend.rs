@@ -326,6 +326,7 @@ impl BackendHandle {
                         search_cache: Arc::new(SearchCache::new()),
                         cleanup_client: None,
                         files: files::Files::default(),
+                        shared: crate::sync::shared::SharedState::default(),
                     };
                     let (by, watches) = rt.block_on(backend.run(cmd_rx, shutdown_rx));
                     let watches = || lock(&watches).list.clone();
@@ -465,6 +466,8 @@ struct Backend {
     cleanup_client: Option<Arc<crate::cleanup::client::Client>>,
     /// Files being transcribed (issue #38): the queue and the one in hand.
     files: files::Files,
+    /// The settings shared between Macs as last read (issue #37 item 6).
+    shared: crate::sync::shared::SharedState,
 }
 
 type Downloads = Arc<Mutex<HashMap<String, Arc<AtomicBool>>>>;
@@ -573,6 +576,8 @@ impl Backend {
         mut commands: mpsc::Receiver<Command>,
         mut shutdown: watch::Receiver<Option<Instant>>,
     ) -> (Instant, Arc<Mutex<Watches>>) {
+        // The settings other Macs share, before anything uses the settings.
+        self.refresh_shared().await;
         let daily = tokio::time::sleep(self.config.updates.first_daily_check);
         tokio::pin!(daily);
         loop {
@@ -694,6 +699,8 @@ impl Backend {
         let notify = self.notifier();
         match command {
             Command::Start { cleanup } => {
+                // A word another Mac added is known to this dictation.
+                self.refresh_shared().await;
                 // A file being transcribed waits while the dictation has the recognizer.
                 self.hold_file(true);
                 if let Err(code) = self.start(AudioOrigin::Microphone, cleanup).await {
@@ -919,6 +926,10 @@ impl Backend {
                     }
                 });
             }
+            Command::ResolveShared { copy, keep_both } => {
+                let update = self.resolve_shared(copy, keep_both).await;
+                notify.send(update).await;
+            }
             Command::Recover { location } => {
                 let live = self.active.as_ref().map(|a| a.session.clone());
                 tokio::spawn(async move {
@@ -992,9 +1003,17 @@ impl Backend {
                 settings,
                 api_key,
                 cleanup_key,
+                seen_shared,
             } => {
-                let update = self.save_settings(*settings, api_key, cleanup_key).await;
+                let update = self
+                    .save_settings(*settings, api_key, cleanup_key, *seen_shared)
+                    .await;
+                let saved = matches!(update, Update::SettingsSaved);
                 notify.send(update).await;
+                if saved && self.settings.sync.share_settings {
+                    // What the shared file says after the merge, for the window.
+                    notify.send(self.shared_update()).await;
+                }
             }
             Command::ListModels { store } => {
                 tokio::spawn(async move {
@@ -1350,6 +1369,7 @@ impl Backend {
         settings: Settings,
         api_key: Option<String>,
         cleanup_key: Option<String>,
+        seen_shared: crate::sync::shared::SharedSettings,
     ) -> Update {
         let failed = |code: &str| Update::SettingsFailed { code: code.into() };
         if let Err(e) = settings.validate() {
@@ -1409,8 +1429,120 @@ impl Backend {
             // New roots: the next recording and search use a store for them.
             self.store = None;
         }
+        let mut settings = settings;
+        if settings.sync.share_settings {
+            // Only the shared fields the user changed are written; the others stay as
+            // another Mac may have left them (sync::shared::merge3). Sharing just turned
+            // on: no base, the two Macs' lists are joined.
+            let base = self.settings.sync.share_settings.then_some(seen_shared);
+            let dev = self.config.dev;
+            let mut s = settings.clone();
+            let saved = tokio::task::spawn_blocking(move || {
+                let result = crate::sync::shared::save_from(&mut s, base.as_ref(), dev)?;
+                let conflicts = crate::sync::shared::location(&s, dev)
+                    .map(|dir| crate::sync::shared::conflicts(&dir))
+                    .unwrap_or_default();
+                Ok::<_, crate::sync::SyncError>((s, result, conflicts))
+            })
+            .await;
+            match saved {
+                Ok(Ok((s, result, conflicts))) => {
+                    settings = s;
+                    if result.is_some() {
+                        self.shared.base = result;
+                    }
+                    self.shared.conflicts = conflicts;
+                    self.shared.problem = None;
+                }
+                Ok(Err(e)) => {
+                    self.settings = settings;
+                    return failed(e.code());
+                }
+                Err(_) => return failed("app.task-failed"),
+            }
+        } else {
+            self.shared = crate::sync::shared::SharedState::default();
+        }
         self.settings = settings;
         Update::SettingsSaved
+    }
+}
+
+impl Backend {
+    /// Reads the settings other Macs share (when sharing is on) into this Mac's, and tells
+    /// the window when anything about them changed. Never waits for a sync engine's
+    /// download (`sync::shared::read`).
+    async fn refresh_shared(&mut self) {
+        if !self.settings.sync.share_settings {
+            return;
+        }
+        let mut settings = self.settings.clone();
+        let dev = self.config.dev;
+        let Ok((settings, state)) = tokio::task::spawn_blocking(move || {
+            let state = crate::sync::shared::load_into(&mut settings, dev);
+            (settings, state)
+        })
+        .await
+        else {
+            return;
+        };
+        use crate::sync::shared::SharedSettings;
+        let changed = SharedSettings::of(&settings) != SharedSettings::of(&self.settings)
+            || state.conflicts != self.shared.conflicts
+            || state.problem != self.shared.problem;
+        self.settings = settings;
+        let base = state.base.clone().or_else(|| self.shared.base.take());
+        self.shared = crate::sync::shared::SharedState { base, ..state };
+        if changed {
+            self.notifier().send(self.shared_update()).await;
+        }
+    }
+
+    fn shared_update(&self) -> Update {
+        Update::Shared {
+            settings: Box::new(self.settings.clone()),
+            conflicts: self
+                .shared
+                .conflicts
+                .iter()
+                .map(|(name, _)| name.clone())
+                .collect(),
+            problem: self.shared.problem,
+        }
+    }
+
+    /// Settles a conflict copy of the shared settings as the user chose.
+    async fn resolve_shared(&mut self, copy: String, keep_both: bool) -> Update {
+        use crate::sync::shared::{self, Resolve};
+        let Some(dir) = shared::location(&self.settings, self.config.dev) else {
+            return Update::SettingsFailed {
+                code: "sync.not-sharing".into(),
+            };
+        };
+        let how = if keep_both {
+            Resolve::KeepBoth
+        } else {
+            Resolve::UseTheirs
+        };
+        let result = tokio::task::spawn_blocking(move || {
+            shared::resolve(&dir, &copy, how).map(|r| (r, shared::conflicts(&dir)))
+        })
+        .await;
+        match result {
+            Ok(Ok((settled, conflicts))) => {
+                settled.apply(&mut self.settings);
+                self.shared.base = Some(settled);
+                self.shared.conflicts = conflicts;
+                self.shared.problem = None;
+                self.shared_update()
+            }
+            Ok(Err(e)) => Update::SettingsFailed {
+                code: e.code().into(),
+            },
+            Err(_) => Update::SettingsFailed {
+                code: "app.task-failed".into(),
+            },
+        }
     }
 }
 

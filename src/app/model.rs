@@ -82,6 +82,10 @@ pub enum Command {
     Recent { limit: usize },
     /// Explicit recovery of a damaged session.
     Recover { location: PathBuf },
+    /// Settle a conflict copy of the shared settings (issue #37 item 6): `keep_both` keeps
+    /// this Mac's and adds what only the other Mac's lists have; else the other Mac's.
+    /// Answered with `Shared`.
+    ResolveShared { copy: String, keep_both: bool },
     /// List the input devices (for Settings).
     ListDevices,
     /// Persist settings; `api_key` replaces the stored key when `Some` (empty: delete it);
@@ -90,6 +94,10 @@ pub enum Command {
         settings: Box<Settings>,
         api_key: Option<String>,
         cleanup_key: Option<String>,
+        /// The shared settings as the window knew them when the user changed the form: a
+        /// shared field equal to these was not changed by the user, and is saved as the
+        /// shared file says now (issue #37 item 6; `sync::shared::merge3`).
+        seen_shared: Box<crate::sync::shared::SharedSettings>,
     },
     /// Stop the recording as a cancel (Esc, the indicator's ✕): it is saved like a stop, but
     /// no clean-up runs for it; the window keeps it for an Undo before deleting it.
@@ -568,6 +576,15 @@ pub enum Update {
     SettingsSaved,
     SettingsFailed {
         code: String,
+    },
+    /// The settings shared between Macs as the sessions folder holds them now (read at
+    /// start, before each dictation, after a save or a settled conflict): the window takes
+    /// their shared fields (`sync::shared`), the conflict copies waiting for the user and
+    /// why the file could not be used, if it could not.
+    Shared {
+        settings: Box<Settings>,
+        conflicts: Vec<String>,
+        problem: Option<&'static str>,
     },
     /// Every catalog model and what the folder holds for it.
     Models(Vec<ModelInfo>),

@@ -57,6 +57,7 @@ fn prepare(args: &Args<'_>) -> Result<(CleanupSettings, String), String> {
         Some(p) => UserSettings::load(&p).map_err(|e| e.to_string())?,
         None => UserSettings::default(),
     };
+    let user = persyk::sync::shared::with_shared(user, settings::is_dev());
     let mut s = user.cleanup;
     if let Some(mode) = args.mode {
         s.mode = match mode {

@@ -29,10 +29,12 @@ pub fn engine(flag: Option<&str>) -> Result<RecognitionEngine, u8> {
     }
 }
 
+/// The settings file's settings, with the ones shared between Macs when sharing is on.
 fn configured() -> UserSettings {
-    settings::settings_path()
+    let own = settings::settings_path()
         .and_then(|p| UserSettings::load(&p).ok())
-        .unwrap_or_default()
+        .unwrap_or_default();
+    persyk::sync::shared::with_shared(own, settings::is_dev())
 }
 
 /// The model file: `--model NAME|PATH`, else the settings' choice.
@@ -251,6 +253,7 @@ pub fn provider_settings(mode: Mode, url: Option<&str>) -> Result<Settings, Stri
         Some(p) => UserSettings::load(&p).map_err(|e| e.to_string())?,
         None => UserSettings::default(),
     };
+    let configured = persyk::sync::shared::with_shared(configured, settings::is_dev());
     let mut provider = configured.provider().map_err(|e| e.to_string())?;
     provider.mode = mode;
     if let Some(url) = url {

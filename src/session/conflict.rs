@@ -54,7 +54,13 @@ const EXT: &str = ".jsonl";
 
 /// Which engine's conflict copy of `session.jsonl` the file `name` is, if it is one.
 pub fn conflict_copy_engine(name: &str) -> Option<SyncEngine> {
-    let middle = name.strip_prefix(STEM)?.strip_suffix(EXT)?;
+    conflict_copy_of(name, STEM, EXT)
+}
+
+/// Which engine's conflict copy of the file `<stem><ext>` (`ext` with its dot) the file
+/// `name` is, if it is one: the same three shapes as for `session.jsonl`.
+pub fn conflict_copy_of(name: &str, stem: &str, ext: &str) -> Option<SyncEngine> {
+    let middle = name.strip_prefix(stem)?.strip_suffix(ext)?;
     if is_syncthing_suffix(middle) {
         return Some(SyncEngine::Syncthing);
     }

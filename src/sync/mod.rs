@@ -8,6 +8,9 @@
 //!   `persyk.device` entry a recording writes, so a reader of the session can tell which Mac
 //!   recorded it (`docs/format.md`, "Which Mac recorded it").
 //!
+//! - [`shared`]: settings worth sharing between Macs (words, replacements, clean-up modes
+//!   and per-app rules), kept beside the history when `sync.shareSettings` is on.
+//!
 //! The session side lives in the session core: conflict copies and files still arriving
 //! (`session::conflict`), the merge (`session::merge`), the recording Mac's marker
 //! (`session::presence`).
@@ -16,6 +19,8 @@
 //! - The device id never leaves this Mac except inside the entries and markers Persyk
 //!   writes in the user's own sessions; it is random, not derived from hardware.
 //! - Files this room creates are private (0600, folders 0700; `session::fsio`).
+
+pub mod shared;
 
 use std::fs;
 use std::io::{self, Read, Write};
@@ -41,6 +46,12 @@ pub enum SyncError {
     },
     #[error("sync.no-config-dir: there is no folder to keep this Mac's id in")]
     NoConfigDir,
+    #[error("sync.shared-invalid: the shared settings file is not one Persyk can read")]
+    SharedInvalid,
+    #[error("sync.not-a-conflict-copy: that file is not a conflict copy of the shared settings")]
+    NotAConflictCopy,
+    #[error("sync.not-downloaded: the sync engine has not brought the file to this Mac yet")]
+    NotDownloaded,
 }
 
 impl SyncError {
@@ -48,6 +59,9 @@ impl SyncError {
         match self {
             SyncError::Io { .. } => "sync.io",
             SyncError::NoConfigDir => "sync.no-config-dir",
+            SyncError::SharedInvalid => "sync.shared-invalid",
+            SyncError::NotAConflictCopy => "sync.not-a-conflict-copy",
+            SyncError::NotDownloaded => "sync.not-downloaded",
         }
     }
 
@@ -126,6 +140,36 @@ pub fn claim_recording(
         }
         Ok(()) => Ok(()),
     }
+}
+
+/// The folders a sync engine copies that exist on this Mac, by engine: iCloud Drive
+/// (`~/Library/Mobile Documents/com~apple~CloudDocs`), Syncthing's default folder (`~/Sync`),
+/// Dropbox (`~/Library/CloudStorage/Dropbox`, else `~/Dropbox`). Settings › History offers
+/// them.
+pub fn synced_places() -> Vec<(&'static str, PathBuf)> {
+    directories::BaseDirs::new()
+        .map(|b| synced_places_in(b.home_dir()))
+        .unwrap_or_default()
+}
+
+/// [`synced_places`] under the home folder `home`.
+pub fn synced_places_in(home: &Path) -> Vec<(&'static str, PathBuf)> {
+    let candidates: [(&'static str, PathBuf); 4] = [
+        (
+            "iCloud Drive",
+            home.join("Library/Mobile Documents/com~apple~CloudDocs"),
+        ),
+        ("Syncthing", home.join("Sync")),
+        ("Dropbox", home.join("Library/CloudStorage/Dropbox")),
+        ("Dropbox", home.join("Dropbox")),
+    ];
+    let mut out: Vec<(&'static str, PathBuf)> = Vec::new();
+    for (engine, path) in candidates {
+        if path.is_dir() && !out.iter().any(|(e, _)| *e == engine) {
+            out.push((engine, path));
+        }
+    }
+    out
 }
 
 /// The folder the settings file is in (`$PERSYK_CONFIG`'s folder when that is set).
@@ -243,6 +287,23 @@ mod tests {
         let other = device_id_in(dir.path()).expect("new");
         assert_ne!(other, id);
         assert!(dir.path().join("device-id.damaged").exists());
+    }
+
+    #[test]
+    fn the_synced_places_offered_are_the_ones_that_exist() {
+        let home = tempfile::tempdir().expect("tmp");
+        assert!(synced_places_in(home.path()).is_empty());
+        fs::create_dir_all(home.path().join("Sync")).expect("syncthing");
+        fs::create_dir_all(home.path().join("Dropbox")).expect("dropbox");
+        fs::create_dir_all(home.path().join("Library/CloudStorage/Dropbox")).expect("dropbox");
+        let places = synced_places_in(home.path());
+        assert_eq!(
+            places,
+            vec![
+                ("Syncthing", home.path().join("Sync")),
+                ("Dropbox", home.path().join("Library/CloudStorage/Dropbox")),
+            ]
+        );
     }
 
     #[test]

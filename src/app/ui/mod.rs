@@ -498,6 +498,10 @@ pub struct PersykUi {
     scroll_to: Option<SettingsSection>,
     /// A notification could not be shown (a content-free reason): Settings says so once.
     notifications_off: Option<String>,
+    /// Conflict copies of the settings shared between Macs, waiting for the user, and why
+    /// the shared file could not be used, if it could not (issue #37 item 6).
+    shared_conflicts: Vec<String>,
+    shared_problem: Option<&'static str>,
     /// The theme choice last applied to the context (`None`: none yet).
     applied_theme: Option<ThemeChoice>,
     /// The settings the form last asked to save (or as loaded) and the key typed then: a
@@ -609,6 +613,8 @@ impl PersykUi {
             focus_key: false,
             scroll_to: None,
             notifications_off: None,
+            shared_conflicts: Vec::new(),
+            shared_problem: None,
             applied_theme: None,
             sent: Settings::default(),
             sent_key: String::new(),
@@ -1381,6 +1387,11 @@ impl PersykUi {
                 }
             }
             Update::Devices(list) => self.devices = Some(list),
+            Update::Shared {
+                settings,
+                conflicts,
+                problem,
+            } => self.take_shared(&settings, conflicts, problem),
             Update::SettingsSaved => {
                 // The backend answers saves in the order they were asked.
                 let (settings, with_key) = self

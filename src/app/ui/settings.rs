@@ -37,6 +37,10 @@ pub struct SettingsForm {
     pub device: String,
     pub directory: String,
     pub additional: String,
+    /// This Mac's name in the sessions it records (empty: the computer's name).
+    pub device_name: String,
+    /// Share words, replacements and clean-up modes with the other Macs (issue #37 item 6).
+    pub share_settings: bool,
     pub pre_roll_ms: u32,
     pub hotkey: String,
     /// Auto (tap or hold), toggle or push to talk.
@@ -87,6 +91,8 @@ impl SettingsForm {
             noise_reduction: s.provider.noise_reduction.clone().unwrap_or_default(),
             delay: s.provider.delay.clone().unwrap_or_default(),
             device: s.capture.device.clone().unwrap_or_default(),
+            device_name: s.sync.device_name.clone().unwrap_or_default(),
+            share_settings: s.sync.share_settings,
             directory: s
                 .sessions
                 .directory
@@ -159,6 +165,8 @@ impl SettingsForm {
         s.provider.noise_reduction = opt(&self.noise_reduction);
         s.provider.delay = opt(&self.delay);
         s.capture.device = opt(&self.device);
+        s.sync.device_name = opt(&self.device_name);
+        s.sync.share_settings = self.share_settings;
         s.capture.pre_roll_ms = self.pre_roll_ms;
         s.sessions.directory = opt(&self.directory).map(PathBuf::from);
         s.sessions.additional_directories = self
@@ -806,6 +814,92 @@ impl PersykUi {
                     .desired_rows(2),
             )
         });
+        // History on every Mac (issue #37): a folder a sync engine copies.
+        ui.label(RichText::new("Keep history in a folder you sync").strong());
+        ui.label(
+            "Put the sessions folder in a folder iCloud Drive, Syncthing or Dropbox copies to \
+             your other Macs, and each Mac's history holds all of them.",
+        );
+        let places = crate::sync::synced_places();
+        if !places.is_empty() {
+            ui.horizontal_wrapped(|ui| {
+                for (engine, place) in &places {
+                    let target = place.join("Persyk");
+                    if ui
+                        .button(format!("Use {engine}"))
+                        .on_hover_text(target.display().to_string())
+                        .clicked()
+                    {
+                        move_history_to(f, &target, &default_root);
+                    }
+                }
+            });
+        }
+        ui.label(
+            RichText::new(
+                "Choosing another folder moves nothing: the sessions already recorded stay \
+                 where they are, and that folder is added to \"Also search\", so they stay in \
+                 this Mac's history. New sessions go to the new folder.",
+            )
+            .weak(),
+        );
+        let computer = crate::sync::computer_name()
+            .unwrap_or("this Mac")
+            .to_owned();
+        field(ui, "This Mac's name", |ui| {
+            ui.add(
+                egui::TextEdit::singleline(&mut f.device_name)
+                    .desired_width(f32::INFINITY)
+                    .hint_text(computer),
+            )
+        });
+        ui.checkbox(
+            &mut f.share_settings,
+            "Share words, replacements and clean-up modes with my other Macs",
+        )
+        .on_hover_text(
+            "Kept beside the history (persyk-settings.json); the shortcut, microphone, \
+             start at login and clean-up server stay this Mac's",
+        );
+        if let Some(problem) = self.shared_problem {
+            ui.colored_label(
+                ui.visuals().warn_fg_color,
+                match problem {
+                    "sync.not-downloaded" => {
+                        "The shared settings are not on this Mac yet; this Mac's own are used."
+                    }
+                    _ => "The shared settings could not be read; this Mac's own are used.",
+                },
+            )
+            .on_hover_text(format!("Details: {problem}"));
+        }
+        let mut settle = None;
+        for copy in &self.shared_conflicts {
+            ui.colored_label(
+                ui.visuals().warn_fg_color,
+                "Another Mac changed the shared settings at the same moment.",
+            )
+            .on_hover_text(copy.as_str());
+            ui.horizontal_wrapped(|ui| {
+                if ui
+                    .button("Keep both")
+                    .on_hover_text("Keep this Mac's settings and add the other Mac's words, replacements and app rules")
+                    .clicked()
+                {
+                    settle = Some((copy.clone(), true));
+                }
+                if ui
+                    .button("Use the other Mac's")
+                    .on_hover_text("Use the settings as the other Mac saved them")
+                    .clicked()
+                {
+                    settle = Some((copy.clone(), false));
+                }
+            });
+        }
+        if let Some((copy, keep_both)) = settle {
+            self.send(Command::ResolveShared { copy, keep_both });
+        }
     }
 
     /// After dictation: what happens to the text (copy, or copy and paste: see
@@ -1021,6 +1115,7 @@ impl PersykUi {
             settings: Box::new(settings),
             api_key,
             cleanup_key,
+            seen_shared: Box::new(crate::sync::shared::SharedSettings::of(&self.settings)),
         });
         // A key is checked once (a save on leaving the field and the Save button right
         // after are one key).
@@ -1029,6 +1124,34 @@ impl PersykUi {
             self.key_check = Some(KeyCheck::Checking);
             self.send(Command::CheckKey { key });
         }
+    }
+
+    /// The shared settings as the backend read or merged them (issue #37 item 6): this
+    /// window's copy takes their fields, and so does the form unless the user is editing one
+    /// of them (an unsaved edit is never overwritten; its save merges field by field).
+    pub(super) fn take_shared(
+        &mut self,
+        settings: &Settings,
+        conflicts: Vec<String>,
+        problem: Option<&'static str>,
+    ) {
+        use crate::sync::shared::SharedSettings;
+        let shared = SharedSettings::of(settings);
+        let form_now = self.form.to_settings(&self.settings);
+        let untouched = SharedSettings::of(&form_now) == SharedSettings::of(&self.settings);
+        shared.apply(&mut self.settings);
+        if untouched {
+            self.form.keywords = shared.keywords.join("\n");
+            let mut merged = form_now;
+            shared.apply(&mut merged);
+            let key = std::mem::take(&mut self.form.cleanup.api_key);
+            self.form.cleanup = super::cleanup::CleanupForm::from_settings(&merged.cleanup);
+            self.form.cleanup.api_key = key;
+            // Not a change of the user's to save again.
+            shared.apply(&mut self.sent);
+        }
+        self.shared_conflicts = conflicts;
+        self.shared_problem = problem;
     }
 
     /// Changes apply when made: a choice at once, a text field once it loses the keyboard
@@ -1047,6 +1170,36 @@ impl PersykUi {
             self.save_settings();
         }
     }
+}
+
+/// Points the form's sessions folder at `target` and keeps the folder sessions were written
+/// to until now (`default_root` when none was set) in "Also search": nothing is moved, and
+/// the sessions already recorded stay in this Mac's history.
+fn move_history_to(f: &mut SettingsForm, target: &std::path::Path, default_root: &str) {
+    let old = match f.directory.trim() {
+        "" => default_root.trim().to_owned(),
+        d => d.to_owned(),
+    };
+    let new = target.display().to_string();
+    if old == new {
+        return;
+    }
+    // A folder the user named must exist before a recording writes to it (an explicit
+    // sessions folder is never created behind their back); this one they just chose.
+    if let Err(e) = crate::session::fsio::create_private_dir_all(target) {
+        eprintln!(
+            "persyk: the folder for history could not be made: {}",
+            e.kind()
+        );
+        return;
+    }
+    if !old.is_empty() && !f.additional.lines().any(|l| l.trim() == old) {
+        if !f.additional.trim().is_empty() && !f.additional.ends_with('\n') {
+            f.additional.push('\n');
+        }
+        f.additional.push_str(&old);
+    }
+    f.directory = new;
 }
 
 /// The key recorder's buttons.
@@ -1551,6 +1704,37 @@ pub fn notifications_headline(reason: &str) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn choosing_a_synced_folder_moves_nothing_and_keeps_the_old_one_searched() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let target = tmp.path().join("Sync/Persyk");
+        let mut form = SettingsForm::from_settings(&Settings::default(), false);
+        form.additional = "/Volumes/Old".into();
+        move_history_to(&mut form, &target, "/Users/anna/Documents/persyk/sessions");
+        assert_eq!(form.directory, target.display().to_string());
+        assert_eq!(
+            form.additional,
+            "/Volumes/Old\n/Users/anna/Documents/persyk/sessions"
+        );
+        assert!(target.is_dir(), "the chosen folder is made");
+        // Choosing it again, or another place after it, never loses a folder.
+        move_history_to(&mut form, &target, "/Users/anna/Documents/persyk/sessions");
+        assert_eq!(form.additional.lines().count(), 2);
+        let other = tmp.path().join("Dropbox/Persyk");
+        move_history_to(&mut form, &other, "/Users/anna/Documents/persyk/sessions");
+        assert!(
+            form.additional
+                .lines()
+                .any(|l| l == target.display().to_string())
+        );
+        let settings = form.to_settings(&Settings::default());
+        assert_eq!(
+            settings.sessions.directory.as_deref(),
+            Some(other.as_path())
+        );
+        assert_eq!(settings.sessions.additional_directories.len(), 3);
+    }
     use super::*;
 
     /// Issue #36 item 5: a build macOS refuses notifications to is not sent to a System
