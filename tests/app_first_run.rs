@@ -12,6 +12,10 @@
 //! python3-pyatspi), on a private session bus with at-spi2-core's accessibility bus. No
 //! screen position is hard-coded.
 //!
+//! The same machinery shows Mac B's app a session Mac A recorded into their synced folder
+//! (issue #37): the row says "recorded on Mac A", and "Play recording" plays A's audio into
+//! B's output (`parec` on the null sink's monitor hears it).
+//!
 //! Needs what `app_journey` needs plus at-spi2-core, python3-pyatspi and gdbus (installed by
 //! `scripts/setup`); skipped with a note with `PERSYK_SKIP_PULSE=1`.
 #![cfg(all(feature = "app", feature = "local", target_os = "linux"))]
@@ -227,12 +231,12 @@ fn session_files(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
-#[test]
-fn issue24_the_first_run_ends_in_a_working_dictation_in_the_real_app() {
-    const NAME: &str = "issue24_the_first_run_ends_in_a_working_dictation_in_the_real_app";
+/// Whether the test `name` runs in this process: its tools are there (else it fails saying
+/// what to install), it is not skipped, and this is the Xvfb child that runs it.
+fn runs_here(name: &str) -> bool {
     if std::env::var("PERSYK_SKIP_PULSE").as_deref() == Ok("1") {
         eprintln!("SKIPPED: PERSYK_SKIP_PULSE=1");
-        return;
+        return false;
     }
     let mut missing = missing_tools();
     for (tool, path) in [
@@ -250,7 +254,12 @@ fn issue24_the_first_run_ends_in_a_working_dictation_in_the_real_app() {
         "app_first_run needs {} (scripts/setup installs them), or PERSYK_SKIP_PULSE=1",
         missing.join(", ")
     );
-    if !in_xvfb_child(NAME) {
+    in_xvfb_child(name)
+}
+
+#[test]
+fn issue24_the_first_run_ends_in_a_working_dictation_in_the_real_app() {
+    if !runs_here("issue24_the_first_run_ends_in_a_working_dictation_in_the_real_app") {
         return;
     }
 
@@ -369,4 +378,111 @@ fn issue24_the_first_run_ends_in_a_working_dictation_in_the_real_app() {
         "after a relaunch the first run shows again:\n{names}"
     );
     machine.quit(again);
+}
+
+/// Issue #37: the app on Mac B shows a session Mac A recorded into their synced folder — with
+/// A's name — and plays A's audio through B's output. Mac A is `persyk transcribe` with its
+/// own settings (its own device id and name) writing into B's sessions folder, as the sync
+/// engine would have brought it (the engine itself is `tests/sync_syncthing.rs`).
+#[test]
+fn issue37_the_app_on_another_mac_shows_its_session_and_plays_its_audio() {
+    if !runs_here("issue37_the_app_on_another_mac_shows_its_session_and_plays_its_audio") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("Sync/sessions");
+    std::fs::create_dir_all(&root).expect("synced folder");
+    let model = support::test_model();
+    let model = model.to_str().expect("a UTF-8 path");
+
+    // Mac A records.
+    let config_a = dir.path().join("mac-a/settings.json");
+    std::fs::create_dir_all(config_a.parent().expect("folder")).expect("config");
+    std::fs::write(&config_a, r#"{"sync": {"deviceName": "Mac A"}}"#).expect("settings");
+    let jfk = support::test_model_dir().join("jfk.wav");
+    let recorded = Command::new(env!("CARGO_BIN_EXE_persyk"))
+        .arg("transcribe")
+        .arg(&jfk)
+        .args(["--provider", "local", "--model", model, "--root"])
+        .arg(&root)
+        .env("PERSYK_CONFIG", &config_a)
+        .output()
+        .expect("persyk transcribe");
+    assert!(recorded.status.success(), "{}", show(&recorded));
+
+    // Mac B: its own name, the same folder, the same model on the device.
+    let pulse = PulseServer::start(&dir.path().join("pulse"));
+    pulse
+        .pactl(&["set-default-sink", "vsink"])
+        .expect("set-default-sink");
+    let bus = A11yBus::start(dir.path());
+    std::fs::create_dir_all(dir.path().join("home")).expect("home");
+    std::fs::create_dir_all(dir.path().join("config")).expect("config");
+    std::fs::write(
+        dir.path().join("config/settings.json"),
+        serde_json::json!({
+            "sessions": {"directory": root},
+            "sync": {"deviceName": "Mac B"},
+            "recognition": {"engine": "local", "localModel": model},
+        })
+        .to_string(),
+    )
+    .expect("settings");
+    let machine = Machine {
+        dir,
+        pulse,
+        bus,
+        offline_url: "http://127.0.0.1:9".into(),
+    };
+    let app = machine.launch("mac-b.log");
+    machine.click(&app, "Search");
+    machine.wait_shown(&app, "recorded on Mac A");
+    machine.click(&app, "Open");
+    machine.wait_shown(&app, "Play recording");
+
+    let heard = machine.dir.path().join("monitor.raw");
+    let mut parec = machine
+        .pulse
+        .command("parec")
+        .args([
+            "--device=vsink.monitor",
+            "--format=s16le",
+            "--rate=24000",
+            "--channels=1",
+            "--latency-msec=20",
+        ])
+        .stdout(std::fs::File::create(&heard).expect("monitor file"))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("parec");
+    // The recorder listens before anything plays.
+    std::thread::sleep(Duration::from_millis(500));
+    machine.click(&app, "Play recording");
+    machine.wait_shown(&app, "Stop playback");
+    // Enough of Kennedy's first words to hear them.
+    std::thread::sleep(Duration::from_secs(3));
+    machine.click(&app, "Stop playback");
+    machine.wait_shown(&app, "Play recording");
+    let _ = Command::new("kill")
+        .args(["-INT", &parec.id().to_string()])
+        .status();
+    let _ = parec.wait();
+    let samples: Vec<i16> = std::fs::read(&heard)
+        .expect("what the sink received")
+        .chunks_exact(2)
+        .map(|b| i16::from_le_bytes([b[0], b[1]]))
+        .collect();
+    // Speech, not silence: a second of the sink's output or more above a quiet room's level.
+    let loud = samples.iter().filter(|s| s.unsigned_abs() > 1_000).count();
+    assert!(
+        loud > 2_400,
+        "the sink received {} samples, {loud} of them loud: Mac A's audio did not play\n{}",
+        samples.len(),
+        app.log_text()
+    );
+    eprintln!(
+        "Mac B played Mac A's recording: {:.1} s received, {loud} samples loud",
+        samples.len() as f64 / 24_000.0
+    );
+    machine.quit(app);
 }
