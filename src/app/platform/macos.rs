@@ -504,6 +504,32 @@ impl Drop for Activity {
     }
 }
 
+/// Settings › History's "Choose a Folder…": the system's open panel for one folder (new
+/// folders may be made in it), run modally on the main thread. `None` off the main thread;
+/// `Some(None)` when the user cancels.
+pub fn choose_folder() -> Option<Option<std::path::PathBuf>> {
+    use objc2_app_kit::{NSModalResponseOK, NSOpenPanel};
+    let mtm = MainThreadMarker::new()?;
+    let panel = NSOpenPanel::openPanel(mtm);
+    panel.setCanChooseFiles(false);
+    panel.setCanChooseDirectories(true);
+    panel.setCanCreateDirectories(true);
+    panel.setAllowsMultipleSelection(false);
+    panel.setMessage(Some(&NSString::from_str(
+        "Choose the folder to keep your history in (a folder your Macs sync)",
+    )));
+    if panel.runModal() != NSModalResponseOK {
+        return Some(None);
+    }
+    let urls = panel.URLs();
+    Some(
+        urls.iter()
+            .filter_map(|url| url.path())
+            .map(|p| std::path::PathBuf::from(p.to_string()))
+            .next(),
+    )
+}
+
 /// "Transcribe a File…": the system's open panel (several files at once), run modally on
 /// the main thread. `None` off the main thread; an empty list when the user cancels.
 pub fn choose_media_files() -> Option<Vec<std::path::PathBuf>> {

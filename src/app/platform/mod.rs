@@ -52,6 +52,23 @@ pub fn choose_media_files() -> Option<Vec<std::path::PathBuf>> {
     }
 }
 
+/// Settings › History's folder chooser: the system's panel where there is one (macOS), with
+/// the folder chosen (`Some(None)`: cancelled). `None` where Persyk has no panel: the path is
+/// typed, or a synced place's button used.
+pub fn choose_folder() -> Option<Option<std::path::PathBuf>> {
+    #[cfg(target_os = "macos")]
+    {
+        macos::choose_folder()
+    }
+    #[cfg(not(target_os = "macos"))]
+    {
+        None
+    }
+}
+
+/// Whether [`choose_folder`] has a panel to show here.
+pub const HAS_FOLDER_PANEL: bool = cfg!(target_os = "macos");
+
 /// Files the system asks Persyk to open (macOS: Finder's Open With, the `odoc` Apple event),
 /// kept until the window can take them. On launch the event arrives before the window and its
 /// shell exist (AppKit handles it between `applicationWillFinishLaunching:` and

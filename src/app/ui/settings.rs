@@ -821,8 +821,17 @@ impl PersykUi {
              your other Macs, and each Mac's history holds all of them.",
         );
         let places = crate::sync::synced_places();
-        if !places.is_empty() {
+        if !places.is_empty() || super::super::platform::HAS_FOLDER_PANEL {
             ui.horizontal_wrapped(|ui| {
+                if super::super::platform::HAS_FOLDER_PANEL
+                    && ui
+                        .button("Choose a Folder…")
+                        .on_hover_text("Choose any folder for new sessions")
+                        .clicked()
+                    && let Some(Some(folder)) = super::super::platform::choose_folder()
+                {
+                    move_history_to(f, &folder, &default_root);
+                }
                 for (engine, place) in &places {
                     let target = place.join("Persyk");
                     if ui
