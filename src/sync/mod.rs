@@ -201,17 +201,31 @@ pub fn device_id_in(dir: &Path) -> Result<String, SyncError> {
     }
     create_private_dir_all(dir).map_err(SyncError::io("create config dir"))?;
     let id = uuid::Uuid::now_v7().to_string();
-    match create_private_file(&path) {
-        Ok(mut f) => {
-            f.write_all(id.as_bytes())
-                .and_then(|()| f.sync_all())
-                .map_err(SyncError::io("write device id"))?;
-            crate::session::fsio::sync_dir(dir).map_err(SyncError::io("sync config dir"))?;
-            Ok(id)
-        }
-        // Another Persyk made it first: that one is the id.
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => device_id_in(dir),
+    // Written whole under a name of its own, then linked into place (a link never replaces):
+    // another Persyk making the id at the same moment never reads a half-written one.
+    let tmp = dir.join(format!(
+        ".device-id.{}.{}",
+        std::process::id(),
+        &id[id.len() - 12..]
+    ));
+    let made = create_private_file(&tmp)
+        .and_then(|mut f| {
+            f.write_all(id.as_bytes())?;
+            f.sync_all()
+        })
+        .map_err(SyncError::io("write device id"));
+    let linked = made.and_then(|()| match fs::hard_link(&tmp, &path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
         Err(e) => Err(SyncError::io("create device id")(e)),
+    });
+    let _ = fs::remove_file(&tmp);
+    if linked? {
+        crate::session::fsio::sync_dir(dir).map_err(SyncError::io("sync config dir"))?;
+        Ok(id)
+    } else {
+        // Another Persyk made it first: that one is the id.
+        device_id_in(dir)
     }
 }
 
@@ -287,6 +301,29 @@ mod tests {
         let other = device_id_in(dir.path()).expect("new");
         assert_ne!(other, id);
         assert!(dir.path().join("device-id.damaged").exists());
+    }
+
+    #[test]
+    fn processes_making_the_id_at_once_agree_on_one() {
+        for _ in 0..20 {
+            let dir = tempfile::tempdir().expect("tmp");
+            let ids: Vec<String> = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..8)
+                    .map(|_| s.spawn(|| device_id_in(dir.path()).expect("id")))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("thread"))
+                    .collect()
+            });
+            assert!(ids.iter().all(|id| *id == ids[0]), "{ids:?}");
+            let names: Vec<String> = fs::read_dir(dir.path())
+                .expect("list")
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            assert_eq!(names, ["device-id"], "nothing set aside, nothing left over");
+        }
     }
 
     #[test]
