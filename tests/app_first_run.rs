@@ -254,6 +254,12 @@ fn runs_here(name: &str) -> bool {
         "app_first_run needs {} (scripts/setup installs them), or PERSYK_SKIP_PULSE=1",
         missing.join(", ")
     );
+    // One real app of this file at a time: run side by side, one of them once lost its
+    // connection to its X server at launch (a clean-clone CI run).
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     in_xvfb_child(name)
 }
 
