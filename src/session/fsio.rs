@@ -74,6 +74,25 @@ pub struct RealStorage;
 
 impl Storage for RealStorage {}
 
+/// Replaces the file `name` in `dir` with `bytes` as a whole: written to a private temporary
+/// file beside it (a dot name with this process's id, never a session's name), fsynced,
+/// renamed over `name`. A reader sees the old file or the new one, never part of one; the
+/// temporary file is removed on failure. The folder is not fsynced (the caller decides).
+pub fn replace_file(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let written = create_private_file(&tmp)
+        .and_then(|mut f| {
+            f.write_all(bytes)?;
+            f.sync_all()
+        })
+        .and_then(|()| std::fs::rename(&tmp, dir.join(name)));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
 /// fsyncs a directory so entries created or renamed in it survive a crash.
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
     let d = OpenOptions::new().read(true).open(dir)?;

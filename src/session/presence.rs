@@ -29,7 +29,7 @@
 //! - Writes by this process to a session it is recording skip the read: the marker is its own.
 
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -40,8 +40,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
-
-use super::fsio::create_private_file;
 
 /// The marker's file name, beside `session.jsonl`.
 pub const MARKER_FILE: &str = "persyk-recording.json";
@@ -110,21 +108,9 @@ pub fn recording_elsewhere(
 
 /// Writes `marker` into `dir` atomically (temporary file, fsync, rename).
 fn write_marker(dir: &Path, marker: &Marker) -> io::Result<()> {
-    let tmp = dir.join(format!(".{MARKER_FILE}.{}.tmp", std::process::id()));
-    let _ = fs::remove_file(&tmp);
     let mut line = serde_json::to_string(marker).map_err(io::Error::other)?;
     line.push('\n');
-    let written = create_private_file(&tmp).and_then(|mut f| {
-        f.write_all(line.as_bytes())?;
-        f.sync_data()
-    });
-    match written.and_then(|()| fs::rename(&tmp, dir.join(MARKER_FILE))) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let _ = fs::remove_file(&tmp);
-            Err(e)
-        }
-    }
+    super::fsio::replace_file(dir, MARKER_FILE, line.as_bytes())
 }
 
 /// The marker of a recording in progress: renewed every `interval` by a thread of its own

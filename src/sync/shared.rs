@@ -23,7 +23,7 @@
 //! - Keys a newer Persyk wrote are kept as they were.
 
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -32,7 +32,7 @@ use serde_json::{Map, Value};
 use crate::cleanup::replace::Rule;
 use crate::cleanup::settings::{AppRule, CleanupMode};
 use crate::session::conflict::{self, SyncEngine};
-use crate::session::fsio::{create_private_file, sync_dir};
+use crate::session::fsio::{replace_file, sync_dir};
 use crate::settings::Settings;
 
 use super::SyncError;
@@ -97,15 +97,6 @@ impl SharedSettings {
         c.language = self.language.clone();
         c.instruction = self.instruction.clone();
         c.replacements = self.replacements.clone();
-    }
-
-    /// Whether the known fields are the same (unknown keys aside).
-    fn same_fields(&self, other: &SharedSettings) -> bool {
-        let strip = |s: &SharedSettings| SharedSettings {
-            other: Map::new(),
-            ..s.clone()
-        };
-        strip(self) == strip(other)
     }
 }
 
@@ -202,19 +193,9 @@ pub fn write(dir: &Path, shared: &SharedSettings) -> Result<bool, SyncError> {
     }
     let mut text = serde_json::to_vec_pretty(shared).map_err(|_| SyncError::SharedInvalid)?;
     text.push(b'\n');
-    let tmp = dir.join(format!(".{SHARED_FILE}.{}.tmp", std::process::id()));
-    let _ = fs::remove_file(&tmp);
-    let written = create_private_file(&tmp)
-        .and_then(|mut f| {
-            f.write_all(&text)?;
-            f.sync_all()
-        })
-        .and_then(|()| fs::rename(&tmp, &path))
-        .and_then(|()| sync_dir(dir));
-    if let Err(e) = written {
-        let _ = fs::remove_file(&tmp);
-        return Err(SyncError::io("write shared settings")(e));
-    }
+    replace_file(dir, SHARED_FILE, &text)
+        .and_then(|()| sync_dir(dir))
+        .map_err(SyncError::io("write shared settings"))?;
     Ok(true)
 }
 
@@ -385,9 +366,7 @@ pub fn save_from(
         (Ok(SharedRead::Missing), _) | (Err(SyncError::SharedInvalid), _) => mine,
         (Err(e), _) => return Err(e),
     };
-    if !result.same_fields(&SharedSettings::of(settings)) {
-        result.apply(settings);
-    }
+    result.apply(settings);
     write(&dir, &result)?;
     Ok(Some(result))
 }
