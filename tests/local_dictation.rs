@@ -408,6 +408,7 @@ fn utterances_left_at_the_stop_deadline_are_gaps_and_nothing_is_written_after_st
             translated: false,
         },
         drain_deadline: Duration::from_millis(300),
+        hold: None,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -614,6 +615,7 @@ fn a_wav_range_that_is_not_durable_or_not_equal_falls_back_to_an_asset_of_its_ow
                 translated: false,
             },
             drain_deadline: Duration::from_secs(30),
+            hold: None,
         };
         let engine = dictation::start(setup, continuation.clone(), &recording_id, link);
         let sender = engine.sender().expect("sender");

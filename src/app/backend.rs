@@ -1082,7 +1082,10 @@ impl Backend {
         };
         // On the device no key is needed; the model is loaded once and kept.
         let recognition = match self.settings.recognition.engine {
-            RecognitionEngine::Local => self.local_recognition().await?,
+            RecognitionEngine::Local => {
+                self.local_recognition(crate::local::dictation::DRAIN_DEADLINE)
+                    .await?
+            }
             RecognitionEngine::Openai => Recognition::Realtime {
                 api_key: self.config.keys.get()?,
                 settings: self.settings.provider().map_err(|e| e.code().to_owned())?,
@@ -1213,9 +1216,13 @@ impl Backend {
     }
 
     /// The on-device recognizer of the settings' model: the model is loaded (off the async
-    /// workers) the first time and kept while the settings name the same file.
+    /// workers) the first time and kept while the settings name the same file. `drain` is
+    /// its stop's drain deadline (a dictation's, or a file's).
     #[cfg(feature = "local")]
-    async fn local_recognition(&mut self) -> Result<Recognition, String> {
+    async fn local_recognition(
+        &mut self,
+        drain: std::time::Duration,
+    ) -> Result<Recognition, String> {
         use crate::local::whisper::{self, LocalModel};
         let choice = self
             .settings
@@ -1242,12 +1249,10 @@ impl Backend {
             .recognition
             .local_options(&self.settings.provider.keywords, model.is_multilingual())
             .map_err(|e| e.code().to_owned())?;
-        let setup = tokio::task::spawn_blocking(move || {
-            whisper::setup(&model, options, crate::local::dictation::DRAIN_DEADLINE)
-        })
-        .await
-        .map_err(|_| "app.task-failed".to_owned())?
-        .map_err(|e| e.code().to_owned())?;
+        let setup = tokio::task::spawn_blocking(move || whisper::setup(&model, options, drain))
+            .await
+            .map_err(|_| "app.task-failed".to_owned())?
+            .map_err(|e| e.code().to_owned())?;
         Ok(Recognition::Local(setup))
     }
 
@@ -1284,7 +1289,10 @@ impl Backend {
     }
 
     #[cfg(not(feature = "local"))]
-    async fn local_recognition(&mut self) -> Result<Recognition, String> {
+    async fn local_recognition(
+        &mut self,
+        _drain: std::time::Duration,
+    ) -> Result<Recognition, String> {
         Err(crate::local::LocalError::Unavailable.code().to_owned())
     }
 

@@ -194,8 +194,9 @@ pub struct FileProgress {
     pub heard_ms: std::sync::atomic::AtomicU64,
     /// Frames in the file, when its container says (0: unknown).
     pub total: std::sync::atomic::AtomicU64,
-    /// A dictation has the recognizer: the file waits.
-    pub paused: std::sync::atomic::AtomicBool,
+    /// A dictation has the recognizer: the file waits (its decoder and its recognizer both
+    /// read this: the engine's hold).
+    pub paused: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// When it started.
     pub started: std::time::Instant,
     /// Time spent waiting for a dictation (not part of the estimate's rate).

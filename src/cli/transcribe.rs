@@ -161,9 +161,10 @@ pub fn run(args: Args<'_>) -> u8 {
     }
 }
 
-/// How long a local transcription waits for the last utterances after the file ended: the
-/// file was not paced, so recognition may be well behind it.
-const LOCAL_FILE_DRAIN: std::time::Duration = std::time::Duration::from_secs(600);
+/// How long a local transcription waits for the next window after the file ended (it
+/// waits while windows keep finishing): the file was not paced, so recognition may be well
+/// behind it. The app's file path uses the same.
+const LOCAL_FILE_DRAIN: std::time::Duration = persyk::local::dictation::FILE_DRAIN_DEADLINE;
 
 /// `--provider local`: the file through the pipeline to on-device recognition.
 fn run_local(args: &Args<'_>) -> u8 {

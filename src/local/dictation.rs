@@ -46,8 +46,15 @@
 //!   exclusive asset first (the Realtime path's rule).
 //! - Carried text shows in the view's `provisional` list until it is committed; provisional
 //!   text is never persisted.
-//! - Stop recognizes what is left within the drain deadline; nothing is appended by this
-//!   engine after [`LocalEngine::stop`] returns.
+//! - Stop recognizes what is left for as long as recognition goes on: it gives up only when
+//!   no window has finished for the drain deadline (time held back does not count), and
+//!   what is then left is a `local.deadline` gap; nothing is appended by this engine after
+//!   [`LocalEngine::stop`] returns.
+//! - While the setup's hold is set (a file waiting for a dictation), no window is started:
+//!   the window in hand is finished and the recognizer goes idle until the hold is lifted.
+//! - [`LocalEngine::canceller`] abandons recognition (a file's Cancel): the window being
+//!   decoded is aborted, no other is started, the stop returns without draining, and every
+//!   sample not recognized is a `local.cancelled` gap.
 //! - Removal has no remote party: `message.removed` is appended directly (docs/format.md).
 //! - The intake queue is bounded ([`CHUNK_QUEUE`] chunks); a live source meets a full one as
 //!   backpressure (capture halts visibly), a file source waits. A file's pending audio is
@@ -68,8 +75,9 @@ use super::{LocalError, Recognition, Verdict, judge};
 use crate::audio::segment::{EndReason, SegmentEvent, Segmenter, SegmenterConfig};
 use crate::audio::{PCM_RATE_HZ, WAV_HEADER_BYTES};
 use crate::recognize::{
-    AudioChunk, AudioSink, CAPTURE_DURABLE_WAIT, CaptureLink, EngineFuture, EngineReport,
-    EngineState, EngineView, PublishedMessage, Recognizer, RemovalOutcome, SendError, Speaker,
+    AudioChunk, AudioSink, CAPTURE_DURABLE_WAIT, Canceller, CaptureLink, EngineFuture,
+    EngineReport, EngineState, EngineView, PublishedMessage, Recognizer, RemovalOutcome, SendError,
+    Speaker,
 };
 use crate::session::format::{
     AssetRef, Block, ByteRange, EntryBody, Gap, Message, MessageRemoved, ModelChange, MsRange, Role,
@@ -111,10 +119,18 @@ pub const SPECULATE_AFTER_MS: u64 = 300;
 /// bench part (`short`) stay for a model or check that makes it stand.
 pub const REDUCED_WINDOWS_LIVE: bool = false;
 
-/// Stop's default deadline for recognizing what is left.
+/// Stop's default deadline for recognizing what is left: how long it waits for the next
+/// window to finish (a stop waits while windows keep finishing).
 pub const DRAIN_DEADLINE: Duration = Duration::from_secs(30);
+/// A file's drain deadline: a file's stop may find a minute and more of audio still to
+/// recognize (up to [`FILE_AHEAD_SAMPLES`] and the intake's queue), and one full window of a
+/// big model on a slow Mac takes far longer than a dictation's tail.
+pub const FILE_DRAIN_DEADLINE: Duration = Duration::from_secs(300);
 /// The gap reason of utterances not recognized before the stop deadline.
 pub const DEADLINE_REASON: &str = "local.deadline";
+/// The gap reason of audio delivered to the engine but not recognized because recognition
+/// was cancelled ([`LocalEngine::canceller`]).
+pub const CANCELLED_REASON: &str = "local.cancelled";
 /// What the view shows for an utterance being recognized.
 pub const PROVISIONAL_TEXT: &str = "transcribing…";
 /// The provider name in `model_change` and on messages.
@@ -197,8 +213,11 @@ pub struct Provenance {
 pub struct LocalSetup {
     pub recognizer: Box<dyn Recognize>,
     pub provenance: Provenance,
-    /// How long stop waits for the utterances left to recognize.
+    /// How long stop waits for the next window to finish (it waits while they do).
     pub drain_deadline: Duration,
+    /// Set: no new window is started (the window in hand is finished); the drain deadline
+    /// does not run meanwhile. A file transcribed while a dictation records holds here.
+    pub hold: Option<Arc<AtomicBool>>,
 }
 
 /// The model id of a model file: its file stem (`ggml-tiny.en`).
@@ -362,6 +381,7 @@ pub fn start(
         pending: Mutex::new(Pending::default()),
         ready: Condvar::new(),
         live: Arc::new(AtomicBool::new(false)),
+        hold: setup.hold,
     });
     {
         let audio = audio.clone();
@@ -438,7 +458,42 @@ impl LocalEngine {
         .unwrap_or(RemovalOutcome::NotRemovable)
     }
 
-    /// Ends the audio, recognizes what is left (within the drain deadline) and reports.
+    /// Something that abandons this engine's recognition, even while its stop drains
+    /// (a file's Cancel): see the module's invariants.
+    pub fn canceller(&self) -> Canceller {
+        let audio = self.audio.clone();
+        Box::new(move || audio.abandon())
+    }
+
+    /// Waits for the recognizer thread to end: while windows keep finishing (or the hold
+    /// is set), for as long as it takes; it gives up once none has finished for the drain
+    /// deadline, or at once when recognition is abandoned.
+    async fn drain(&self, mut done: oneshot::Receiver<()>) {
+        let tick = Duration::from_millis(100).min(self.drain_deadline);
+        let mut seen = self.audio.lock().decoded;
+        let mut since = tokio::time::Instant::now();
+        loop {
+            if tokio::time::timeout(tick, &mut done).await.is_ok() {
+                return;
+            }
+            let (decoded, abandoned) = {
+                let p = self.audio.lock();
+                (p.decoded, p.abandoned)
+            };
+            if abandoned {
+                return;
+            }
+            if decoded != seen || self.audio.held() {
+                seen = decoded;
+                since = tokio::time::Instant::now();
+            } else if since.elapsed() >= self.drain_deadline {
+                return;
+            }
+        }
+    }
+
+    /// Ends the audio, recognizes what is left (while the recognizer makes progress, see
+    /// [`Self::drain`]) and reports.
     pub async fn stop(mut self) -> EngineReport {
         self.sender = None;
         {
@@ -446,7 +501,7 @@ impl LocalEngine {
             // as one last window once the intake has seen the end).
             let mut p = self.audio.lock();
             p.stopping = true;
-            if let Some(flag) = p.in_flight.take() {
+            if let Some((flag, true)) = p.in_flight.take() {
                 flag.store(true, Ordering::Relaxed);
             }
             self.audio.ready.notify_all();
@@ -459,7 +514,18 @@ impl LocalEngine {
             self.shared.publish(&w);
         }
         if let Some(done) = self.done.take() {
-            let _ = tokio::time::timeout(self.drain_deadline, done).await;
+            self.drain(done).await;
+        }
+        let abandoned = self.audio.lock().abandoned;
+        if abandoned {
+            // The intake still hands over what the capture delivered (memory copies): the
+            // gap then ends where the audio did.
+            for _ in 0..40 {
+                if self.audio.lock().finished {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
         }
         let mut w = self.shared.lock();
         w.closed = true;
@@ -472,10 +538,15 @@ impl LocalEngine {
             self.audio.ready.notify_all();
             (left_unheard(&p), p.finished)
         };
+        let reason = if abandoned {
+            CANCELLED_REASON
+        } else {
+            DEADLINE_REASON
+        };
         let last = pieces.len().saturating_sub(1);
         for (i, (from, to)) in pieces.into_iter().enumerate() {
             w.gap(Gap {
-                reason: DEADLINE_REASON.into(),
+                reason: reason.into(),
                 item_id: None,
                 start_ms: Some(ms(from)),
                 end_ms: (ended || i < last).then(|| ms(to).max(ms(from) + 1)),
@@ -523,6 +594,10 @@ impl Recognizer for LocalEngine {
         Box::pin(LocalEngine::remove(self, entry_id))
     }
 
+    fn canceller(&self) -> Option<Canceller> {
+        Some(LocalEngine::canceller(self))
+    }
+
     fn stop(self: Box<Self>) -> EngineFuture<'static, EngineReport> {
         Box::pin(LocalEngine::stop(*self))
     }
@@ -547,8 +622,13 @@ struct Pending {
     /// The stop was asked for: no new open window is started, and the one being decoded
     /// (through `in_flight`) is abandoned.
     stopping: bool,
-    /// The abort flag of the open window being decoded, if it may be abandoned at the stop.
-    in_flight: Option<Arc<AtomicBool>>,
+    /// The abort flag of the window being decoded, and whether the stop abandons it (a step
+    /// window of live speech; any window is abandoned by a cancel).
+    in_flight: Option<(Arc<AtomicBool>, bool)>,
+    /// Recognition was cancelled: no window is started, the stop does not drain.
+    abandoned: bool,
+    /// Windows decoded so far (whatever their outcome): the stop's sign of progress.
+    decoded: u64,
     /// The end of the last voiced frame the segmenter saw.
     last_voiced: u64,
     /// Where the open utterance would end if its current pause lasts (its hangover end),
@@ -559,6 +639,8 @@ struct Pending {
 struct Audio {
     pending: Mutex<Pending>,
     ready: Condvar,
+    /// The setup's hold: while set, no window is started.
+    hold: Option<Arc<AtomicBool>>,
     /// The source is live: audio arrives in real time, so decoding ahead of a pause and a
     /// reduced encoder window buy a short stop → text. A file (sent as fast as it reads)
     /// gets neither: every window with the full encoder window.
@@ -568,6 +650,20 @@ struct Audio {
 impl Audio {
     fn lock(&self) -> MutexGuard<'_, Pending> {
         self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn held(&self) -> bool {
+        self.hold.as_ref().is_some_and(|h| h.load(Ordering::SeqCst))
+    }
+
+    /// Abandons recognition: the window in hand is aborted and no other is started.
+    fn abandon(&self) {
+        let mut p = self.lock();
+        p.abandoned = true;
+        if let Some((flag, _)) = p.in_flight.take() {
+            flag.store(true, Ordering::Relaxed);
+        }
+        self.ready.notify_all();
     }
 }
 
@@ -828,8 +924,17 @@ fn recognize_loop(
         let (window, decoded, abort, short_window) = {
             let mut p = audio.lock();
             loop {
-                if p.closed {
+                if p.closed || p.abandoned {
                     return;
+                }
+                if audio.held() {
+                    // A dictation has the recognizer: nothing new is started meanwhile.
+                    p = audio
+                        .ready
+                        .wait_timeout(p, Duration::from_millis(50))
+                        .map(|(g, _)| g)
+                        .unwrap_or_else(|e| e.into_inner().0);
+                    continue;
                 }
                 if let Some((w, _)) = &ahead {
                     match p.ahead(w.start_sample, w.end_sample()) {
@@ -847,11 +952,11 @@ fn recognize_loop(
                 if let Some(w) =
                     next_window(&mut p, ahead.as_ref().map(|(w, _)| w.end_sample()), live)
                 {
-                    // A step window of live speech may be abandoned at the stop: the rest is
-                    // then one last window.
-                    let abort =
-                        (w.kind == Kind::Open && !w.full).then(|| Arc::new(AtomicBool::new(false)));
-                    p.in_flight = abort.clone();
+                    // A step window of live speech may be abandoned at the stop (the rest is
+                    // then one last window); any window by a cancel.
+                    let abort = Arc::new(AtomicBool::new(false));
+                    p.in_flight = Some((abort.clone(), w.kind == Kind::Open && !w.full));
+                    let abort = Some(abort);
                     if w.kind == Kind::Ahead {
                         p.tried_to = w.end_sample();
                     }
@@ -892,7 +997,11 @@ fn recognize_loop(
                         short_window,
                     },
                 );
-                audio.lock().in_flight = None;
+                {
+                    let mut p = audio.lock();
+                    p.in_flight = None;
+                    p.decoded += 1;
+                }
                 match result {
                     Err(LocalError::Aborted) => continue,
                     Ok(segments) if window.kind == Kind::Ahead => {
@@ -1002,8 +1111,10 @@ fn recognize_loop(
             audio.lock().closed = true;
             return;
         }
-        drop(w);
+        // Under the writer's lock: a stop that closes the writer next finds the committed
+        // audio gone from what is left (no gap over a message's audio).
         audio.lock().advance(commit.commit_to, window.end_sample());
+        drop(w);
     }
 }
 

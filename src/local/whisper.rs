@@ -470,6 +470,7 @@ pub fn setup(
         recognizer: Box::new(model.recognizer(options)?),
         provenance,
         drain_deadline,
+        hold: None,
     })
 }
 

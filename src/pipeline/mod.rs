@@ -487,7 +487,27 @@ pub async fn record_to(
             engine_lost: None,
         },
     };
-    let report = engine.stop().await;
+    // A file's Cancel abandons what the engine has not recognized yet, also when it came
+    // after the whole file was read and while the engine drains: the user waits for
+    // nothing, and the rest is a gap.
+    let canceller = engine.canceller().filter(|_| stop_cancels);
+    let report = match canceller {
+        Some(cancel) => {
+            let stopping = engine.stop();
+            tokio::pin!(stopping);
+            let mut cancelled = false;
+            loop {
+                tokio::select! {
+                    report = &mut stopping => break report,
+                    _ = stop_asked(&mut stop), if !cancelled => {
+                        cancelled = true;
+                        cancel();
+                    }
+                }
+            }
+        }
+        None => engine.stop().await,
+    };
     let leaf = report
         .leaf
         .clone()
@@ -738,6 +758,18 @@ async fn stop_requested(stop: &mut watch::Receiver<bool>) {
         }
         if stop.changed().await.is_err() {
             return;
+        }
+    }
+}
+
+/// Resolves once the caller's stop is set (never when its sender is gone without it).
+async fn stop_asked(stop: &mut watch::Receiver<bool>) {
+    loop {
+        if *stop.borrow_and_update() {
+            return;
+        }
+        if stop.changed().await.is_err() {
+            std::future::pending::<()>().await;
         }
     }
 }

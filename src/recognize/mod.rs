@@ -167,6 +167,15 @@ pub trait Recognizer: Send {
     /// Removes a published message of this recording (the provider's acknowledgement first,
     /// where there is a provider).
     fn remove<'a>(&'a self, entry_id: &'a str) -> EngineFuture<'a, RemovalOutcome>;
+    /// Something that abandons what the engine has not recognized yet, even while its stop
+    /// drains (a file's Cancel); `None` for an engine that cannot (its stop's deadline
+    /// bounds the wait).
+    fn canceller(&self) -> Option<Canceller> {
+        None
+    }
     /// Stops the engine: recognizes or records as gaps what is left, within its deadline.
     fn stop(self: Box<Self>) -> EngineFuture<'static, EngineReport>;
 }
+
+/// Abandons an engine's recognition from outside its stop ([`Recognizer::canceller`]).
+pub type Canceller = Box<dyn Fn() + Send + Sync>;

@@ -122,6 +122,7 @@ fn issue12_01_a_stop_in_the_pause_after_the_last_word_finds_it_recognized() {
             translated: false,
         },
         drain_deadline: Duration::from_secs(30),
+        hold: None,
     };
     let source = StopDuringAPause {
         called: Some(called_rx),
@@ -159,4 +160,259 @@ fn issue12_01_a_stop_in_the_pause_after_the_last_word_finds_it_recognized() {
         assert!(after && heard + rest <= RATE * 12 / 5, "{calls:?}");
     }
     assert!(calls.len() <= 2, "{calls:?}");
+}
+
+/// One second of a 300 Hz tone ("speech") then two of digital silence, `n` times.
+fn bursts(n: usize) -> Vec<i16> {
+    let mut samples = Vec::new();
+    for _ in 0..n {
+        samples.extend((0..RATE).map(|i| {
+            ((i as f64 * 300.0 * std::f64::consts::TAU / RATE as f64).sin() * 6_000.0) as i16
+        }));
+        samples.extend(std::iter::repeat_n(0i16, RATE * 2));
+    }
+    samples
+}
+
+fn setup_with(
+    recognizer: Box<dyn Recognize>,
+    drain: Duration,
+    hold: Option<Arc<AtomicBool>>,
+) -> LocalSetup {
+    LocalSetup {
+        recognizer,
+        provenance: Provenance {
+            model_id: "test".into(),
+            api: "test".into(),
+            language: None,
+            translated: false,
+        },
+        drain_deadline: drain,
+        hold,
+    }
+}
+
+/// The gaps `recording.finished` names in the session file.
+fn finished_gaps(session: &std::path::Path) -> (String, Vec<serde_json::Value>) {
+    let text = std::fs::read_to_string(session.join("session.jsonl")).expect("session");
+    let finished: serde_json::Value = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["type"] == "recording.finished")
+        .expect("recording.finished");
+    let gaps = finished["gaps"].as_array().cloned().unwrap_or_default();
+    (finished["outcome"].as_str().unwrap_or("").to_owned(), gaps)
+}
+
+/// Notes, per window, whether the hold was set when it started.
+struct HoldAware {
+    hold: Arc<AtomicBool>,
+    started_while_held: Arc<Mutex<Vec<bool>>>,
+}
+
+impl Recognize for HoldAware {
+    fn transcribe(&mut self, pcm_24k: &[i16]) -> Result<Verdict, LocalError> {
+        self.started_while_held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(self.hold.load(Ordering::SeqCst));
+        if pcm_24k.iter().any(|s| s.unsigned_abs() > 1_000) {
+            Ok(Verdict::Text("a burst".into()))
+        } else {
+            Ok(Verdict::NoSpeech)
+        }
+    }
+}
+
+/// Issue #38, found by a clean-clone CI run (app_local issue38_03 with `local.deadline`
+/// gaps): a file is read faster than real time, so a short one is all in the engine and
+/// its source has ended while a dictation still holds the recognizer; the stop's drain
+/// deadline (30 s, counted from the stop) then ran out under load and the file lost its
+/// rest. Holding the decoder back did not hold the recognizer at all. Now the hold is the
+/// engine's: no window starts while it is set, and the drain deadline counts only time in
+/// which recognition could have progressed. Here the hold lasts three times the deadline.
+#[test]
+fn issue38_04_a_file_held_by_a_dictation_longer_than_the_drain_deadline_loses_nothing() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let store = Store::new(Roots::new(tmp.path().to_path_buf(), Vec::new()).expect("roots"));
+    let handle = store.create_session().expect("session");
+    let session = handle.dir().to_path_buf();
+    let continuation = handle
+        .continuation(&LeafSelector::Default)
+        .expect("continuation");
+    let hold = Arc::new(AtomicBool::new(true));
+    let starts = Arc::new(Mutex::new(Vec::new()));
+    let setup = setup_with(
+        Box::new(HoldAware {
+            hold: hold.clone(),
+            started_while_held: starts.clone(),
+        }),
+        Duration::from_secs(1),
+        Some(hold.clone()),
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (_stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let release = {
+        let hold = hold.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(3));
+            hold.store(false, Ordering::SeqCst);
+        })
+    };
+    let t = rt
+        .block_on(pipeline::record_to(
+            continuation,
+            Recognition::Local(setup),
+            Box::new(pipeline::SamplesSource::new(bursts(12), 0.0)),
+            SourceKind::Replay,
+            stop_rx,
+            RecordOptions {
+                stop_cancels: true,
+                ..RecordOptions::default()
+            },
+        ))
+        .expect("recording");
+    release.join().expect("release");
+    let starts = starts.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    assert!(!starts.is_empty());
+    assert!(
+        starts.iter().all(|held| !held),
+        "a window started while held: {starts:?}"
+    );
+    assert!(t.report.complete, "{:?}", t.report.gaps);
+    let transcript = t.report.transcript();
+    assert!(!transcript.is_empty());
+    assert!(
+        transcript.iter().all(|m| m.contains("a burst")),
+        "{transcript:?}"
+    );
+    let (outcome, gaps) = finished_gaps(&session);
+    assert_eq!((outcome.as_str(), gaps.len()), ("complete", 0), "{gaps:?}");
+}
+
+/// Waits for its abort flag (at most 20 s a window); counts the windows it was given.
+struct Patient {
+    windows: Arc<Mutex<u32>>,
+    started: SyncSender<()>,
+}
+
+impl Recognize for Patient {
+    fn transcribe(&mut self, _pcm_24k: &[i16]) -> Result<Verdict, LocalError> {
+        std::thread::sleep(Duration::from_secs(20));
+        Ok(Verdict::Text("recognized after all".into()))
+    }
+
+    fn decode(
+        &mut self,
+        _pcm_24k: &[i16],
+        how: &persyk::local::dictation::Decode,
+    ) -> Result<Vec<persyk::local::dictation::Segment>, LocalError> {
+        *self.windows.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        let _ = self.started.try_send(());
+        for _ in 0..2_000 {
+            if how
+                .abort
+                .as_ref()
+                .is_some_and(|a| a.load(Ordering::Relaxed))
+            {
+                return Err(LocalError::Aborted);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Err(LocalError::InferenceFailed)
+    }
+}
+
+/// Issue #38 item 3: Cancel keeps what was recognized and waits for nothing else. A file is
+/// read faster than it is recognized, so a Cancel usually comes after the whole file is in
+/// the engine; the stop then drained all of it (within the drain deadline), so the user
+/// waited and the "cancelled" file was recognized anyway. Now the cancel reaches the engine
+/// during its drain: the window in hand is aborted, no other starts, and what was read but
+/// not recognized is a `local.cancelled` gap.
+#[test]
+fn issue38_05_cancel_abandons_what_the_engine_has_not_recognized() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let store = Store::new(Roots::new(tmp.path().to_path_buf(), Vec::new()).expect("roots"));
+    let handle = store.create_session().expect("session");
+    let session = handle.dir().to_path_buf();
+    let continuation = handle
+        .continuation(&LeafSelector::Default)
+        .expect("continuation");
+    let windows = Arc::new(Mutex::new(0u32));
+    let (started_tx, started_rx) = sync_channel(8);
+    let setup = setup_with(
+        Box::new(Patient {
+            windows: windows.clone(),
+            started: started_tx,
+        }),
+        persyk::local::dictation::FILE_DRAIN_DEADLINE,
+        None,
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let cancel = std::thread::spawn(move || {
+        started_rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("a window started");
+        stop_tx.send_replace(true);
+        stop_tx
+    });
+    let t = rt
+        .block_on(pipeline::record_to(
+            continuation,
+            Recognition::Local(setup),
+            Box::new(pipeline::SamplesSource::new(bursts(20), 0.0)),
+            SourceKind::Replay,
+            stop_rx,
+            RecordOptions {
+                stop_cancels: true,
+                ..RecordOptions::default()
+            },
+        ))
+        .expect("recording");
+    let _stop_tx = cancel.join().expect("cancel");
+    assert_eq!(
+        *windows.lock().unwrap_or_else(|p| p.into_inner()),
+        1,
+        "only the window in hand was started, and it was abandoned"
+    );
+    assert!(!t.report.complete);
+    assert!(t.report.transcript().is_empty());
+    let written = std::fs::read(session.join("session.jsonl")).expect("session");
+    let (outcome, gaps) = finished_gaps(&session);
+    assert_eq!(outcome, "incomplete");
+    assert!(
+        gaps.iter().any(|g| g["reason"] == "local.cancelled"),
+        "{gaps:?}"
+    );
+    assert!(
+        gaps.iter()
+            .all(|g| g["reason"] == "local.cancelled" || g["reason"] == "capture.cancelled"),
+        "{gaps:?}"
+    );
+    // Every burst of "speech" lies in a gap: nothing unheard is passed off as heard.
+    for i in 0..20u64 {
+        let mid = i * 3_000 + 500;
+        assert!(
+            gaps.iter().any(|g| {
+                g["startMs"].as_u64().is_some_and(|s| s <= mid)
+                    && g["endMs"].as_u64().is_none_or(|e| e > mid)
+            }),
+            "burst {i} is in no gap: {gaps:?}"
+        );
+    }
+    // The abandoned window's late end writes nothing.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        std::fs::read(session.join("session.jsonl")).expect("session"),
+        written
+    );
 }

@@ -4,12 +4,18 @@
 //! Invariants:
 //! - A file never waits on the window: it is decoded and recognized off the UI thread, and
 //!   the window reads its [`FileProgress`] (atomics) each frame.
-//! - A dictation takes the recognizer first: while one records, the file's audio is held
-//!   back ([`Tracked`] pauses), so the file's recognizer goes idle once it finished the
-//!   window in hand, and it resumes where it was after the dictation ends. The time paused is
-//!   left out of the estimate.
-//! - Cancel keeps what was recognized: the pipeline records the rest as a `capture.cancelled`
-//!   gap ([`crate::pipeline::RecordOptions::stop_cancels`]) and the session is incomplete.
+//! - A dictation takes the recognizer first: while one records, the file's recognizer
+//!   finishes the window in hand and starts no other (the engine's hold,
+//!   [`crate::local::dictation::LocalSetup::hold`]; the decoder waits too, [`Tracked`]), and
+//!   it resumes where it was after the dictation ends. The time held is left out of the
+//!   estimate and out of the stop's drain deadline, so a file is never cut short by a
+//!   dictation, however long.
+//! - A file's stop waits while recognition goes on ([`crate::local::dictation::FILE_DRAIN_DEADLINE`]
+//!   without a window finished is the only limit).
+//! - Cancel keeps what was recognized and waits for nothing else: the window being
+//!   recognized is abandoned, the audio read but not recognized is a `local.cancelled` gap and
+//!   the audio not read a `capture.cancelled` one
+//!   ([`crate::pipeline::RecordOptions::stop_cancels`]); the session is incomplete.
 //! - A file that cannot start (unreadable, an unsupported codec, no model) leaves no session:
 //!   its reason reaches the window, and the next file starts.
 
@@ -38,6 +44,8 @@ pub(super) struct FileJob {
     /// Kept so the recording's removal queue stays open (a file's messages are removed from
     /// history, not while it is transcribed).
     _removals: tokio::sync::mpsc::Sender<pipeline::RemovalRequest>,
+    /// Since when a dictation holds it.
+    held_since: Option<std::time::Instant>,
 }
 
 /// The files waiting, and the one in hand.
@@ -69,6 +77,23 @@ fn name_of(path: &std::path::Path) -> String {
     path.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
+}
+
+impl FileJob {
+    /// Holds the file back (a dictation has the recognizer) or lets it go on; the time held
+    /// is counted for the estimate.
+    fn hold(&mut self, hold: bool) {
+        self.progress.paused.store(hold, Ordering::SeqCst);
+        match (hold, self.held_since) {
+            (true, None) => self.held_since = Some(std::time::Instant::now()),
+            (false, Some(since)) => {
+                self.held_since = None;
+                let ms = u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX);
+                self.progress.paused_ms.fetch_add(ms, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+    }
 }
 
 impl Backend {
@@ -107,24 +132,26 @@ impl Backend {
 
     /// Stops the file in hand (its words so far are kept).
     pub(super) fn cancel_file(&mut self) {
-        if let Some(job) = &self.files.job {
+        if let Some(job) = &mut self.files.job {
             job.cancelled.store(true, Ordering::SeqCst);
-            job.progress.paused.store(false, Ordering::SeqCst);
+            job.hold(false);
             let _ = job.stop.send(true);
         }
     }
 
     /// A dictation started or ended: the file waits for it, then goes on.
     pub(super) fn hold_file(&mut self, hold: bool) {
-        if let Some(job) = &self.files.job {
-            job.progress.paused.store(hold, Ordering::SeqCst);
+        if let Some(job) = &mut self.files.job {
+            job.hold(hold);
         }
     }
 
     async fn start_file(&mut self, path: PathBuf) -> Result<(), String> {
         let name = name_of(&path);
         // Files are recognized on the device, whatever engine dictation uses.
-        let recognition = self.local_recognition().await?;
+        let mut recognition = self
+            .local_recognition(crate::local::dictation::FILE_DRAIN_DEADLINE)
+            .await?;
         let open = path.clone();
         let source = tokio::task::spawn_blocking(move || crate::capture::open_file(&open, 0.0))
             .await
@@ -157,10 +184,10 @@ impl Backend {
         progress
             .total
             .store(source.len_frames().unwrap_or(0), Ordering::Relaxed);
-        // A dictation running now has the recognizer first.
-        progress
-            .paused
-            .store(self.active.is_some(), Ordering::SeqCst);
+        // The file's recognizer waits while a dictation has the recognizer.
+        if let pipeline::Recognition::Local(setup) = &mut recognition {
+            setup.hold = Some(progress.paused.clone());
+        }
         let tracked = Tracked {
             inner: source,
             progress: progress.clone(),
@@ -206,13 +233,17 @@ impl Backend {
             .await;
             finished_from(dir, result)
         });
-        self.files.job = Some(FileJob {
+        let mut job = FileJob {
             progress: progress.clone(),
             stop,
             cancelled: Arc::new(AtomicBool::new(false)),
             task,
             _removals: removals,
-        });
+            held_since: None,
+        };
+        // A dictation running now has the recognizer first.
+        job.hold(self.active.is_some());
+        self.files.job = Some(job);
         self.notifier().send(Update::FileStarted { progress }).await;
         Ok(())
     }
@@ -242,9 +273,9 @@ impl Backend {
     /// is (kept, with its gap); the caller waits for its task within the quit deadline.
     pub(super) fn stop_files(&mut self) -> Option<FileJob> {
         self.files.waiting.clear();
-        let job = self.files.job.take()?;
+        let mut job = self.files.job.take()?;
         job.cancelled.store(true, Ordering::SeqCst);
-        job.progress.paused.store(false, Ordering::SeqCst);
+        job.hold(false);
         let _ = job.stop.send(true);
         Some(job)
     }
@@ -280,16 +311,10 @@ impl AudioSource for Tracked {
             .name("persyk-file-progress".into())
             .spawn(move || {
                 for event in rx {
-                    // Held back while a dictation has the recognizer.
-                    let mut waited = Duration::ZERO;
+                    // Held back while a dictation has the recognizer (the time is counted
+                    // by whoever holds it).
                     while progress.paused.load(Ordering::SeqCst) {
                         std::thread::sleep(Duration::from_millis(20));
-                        waited += Duration::from_millis(20);
-                    }
-                    if !waited.is_zero() {
-                        progress
-                            .paused_ms
-                            .fetch_add(waited.as_millis() as u64, Ordering::Relaxed);
                     }
                     let frames = match &event {
                         SourceEvent::Frames(f) => f.len() as u64 / channels,
