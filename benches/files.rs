@@ -21,7 +21,10 @@
 //!    Targets: WER within +0.02 of it, CPU ≤ 1.2× its, memory ≤ 200 MB over idle and the same
 //!    at both lengths.
 //!
-//! `PERSYK_BENCH_PART=wer|decode|long` runs one part. Run: `cargo bench --bench files`
+//! `PERSYK_BENCH_PART=wer|decode|long` runs one part; with `PERSYK_BENCH_DUMP=DIR` part 3
+//! writes the reference, Persyk's and the whole-file call's text into DIR (to see which
+//! words differ), and `PERSYK_BENCH_ONLY_OURS` skips the whole-file call (its text does not
+//! change between runs). Run: `cargo bench --bench files`
 //! (several minutes; not part of CI). Nothing is asserted.
 
 use std::path::{Path, PathBuf};
@@ -305,7 +308,12 @@ fn main() {
         println!("\n3. A long file through the pipeline (MP3 64k), beside one whole-file call");
         let ctx = corpus::whole_file_context(&model_path);
         let threads = options().threads;
-        for m in [minutes, long_minutes] {
+        let lengths = if long_minutes == minutes {
+            vec![minutes]
+        } else {
+            vec![minutes, long_minutes]
+        };
+        for m in lengths {
             let (file, samples) = if m == minutes {
                 (long_mp3.clone(), audio.clone())
             } else {
@@ -321,6 +329,19 @@ fn main() {
             let (wall, cpu, text) = transcribe(&model, &file);
             let ours_peak = peak_mb() - idle;
             let ours_wer = wer(&reference, &text);
+            if let Some(dump) = std::env::var_os("PERSYK_BENCH_DUMP") {
+                let dump = Path::new(&dump);
+                let _ = std::fs::write(dump.join(format!("reference-{m}.txt")), &reference);
+                let _ = std::fs::write(dump.join(format!("persyk-{m}.txt")), &text);
+            }
+            if std::env::var_os("PERSYK_BENCH_ONLY_OURS").is_some() {
+                println!(
+                    "{m:>3} min  Persyk: WER {ours_wer:.3}, {:.0} s, CPU {:.0} s",
+                    wall.as_secs_f64(),
+                    cpu.as_secs_f64()
+                );
+                continue;
+            }
             // The baseline decodes the WAV into memory whole, as a one-call tool does.
             let samples = long_audio(&clips, m);
             let idle = reset_peak();
@@ -330,6 +351,9 @@ fn main() {
             let whole_wall = started.elapsed();
             let whole_cpu = cpu_time().saturating_sub(cpu0);
             let whole_peak = peak_mb() - idle;
+            if let Some(dump) = std::env::var_os("PERSYK_BENCH_DUMP") {
+                let _ = std::fs::write(Path::new(&dump).join(format!("whole-{m}.txt")), &whole);
+            }
             println!(
                 "{m:>3} min  Persyk: WER {ours_wer:.3}, {:.0} s, CPU {:.0} s, memory over idle {ours_peak:.0} MB   \
                  whole-file call: WER {:.3}, {:.0} s, CPU {:.0} s, memory {whole_peak:.0} MB   \

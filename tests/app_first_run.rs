@@ -446,38 +446,16 @@ fn issue37_the_app_on_another_mac_shows_its_session_and_plays_its_audio() {
     machine.click(&app, "Open");
     machine.wait_shown(&app, "Play recording");
 
-    let heard = machine.dir.path().join("monitor.raw");
-    let mut parec = machine
+    let monitor = machine
         .pulse
-        .command("parec")
-        .args([
-            "--device=vsink.monitor",
-            "--format=s16le",
-            "--rate=24000",
-            "--channels=1",
-            "--latency-msec=20",
-        ])
-        .stdout(std::fs::File::create(&heard).expect("monitor file"))
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("parec");
-    // The recorder listens before anything plays.
-    std::thread::sleep(Duration::from_millis(500));
+        .record_monitor(&machine.dir.path().join("monitor.raw"));
     machine.click(&app, "Play recording");
     machine.wait_shown(&app, "Stop playback");
     // Enough of Kennedy's first words to hear them.
     std::thread::sleep(Duration::from_secs(3));
     machine.click(&app, "Stop playback");
     machine.wait_shown(&app, "Play recording");
-    let _ = Command::new("kill")
-        .args(["-INT", &parec.id().to_string()])
-        .status();
-    let _ = parec.wait();
-    let samples: Vec<i16> = std::fs::read(&heard)
-        .expect("what the sink received")
-        .chunks_exact(2)
-        .map(|b| i16::from_le_bytes([b[0], b[1]]))
-        .collect();
+    let samples = monitor.finish();
     // Speech, not silence: a second of the sink's output or more above a quiet room's level.
     let loud = samples.iter().filter(|s| s.unsigned_abs() > 1_000).count();
     assert!(

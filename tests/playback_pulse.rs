@@ -14,7 +14,6 @@
 
 mod support;
 
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use persyk::app::playback::{OutputPlayer, Player, PlayerState};
@@ -88,23 +87,8 @@ fn a_range_plays_through_the_default_output() {
     server
         .pactl(&["set-default-sink", "vsink"])
         .expect("set-default-sink");
-    let recorded = dir.path().join("monitor.raw");
-    let mut parec = server
-        .command("parec")
-        .args([
-            "--device=vsink.monitor",
-            "--format=s16le",
-            "--rate=24000",
-            "--channels=1",
-            "--latency-msec=20",
-        ])
-        .stdout(std::fs::File::create(&recorded).unwrap())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("parec");
     // The recorder is attached before anything plays.
-    std::thread::sleep(Duration::from_millis(500));
-
+    let monitor = server.record_monitor(&dir.path().join("monitor.raw"));
     assert_eq!(
         cpal::default_host().id(),
         cpal::HostId::PulseAudio,
@@ -131,18 +115,9 @@ fn a_range_plays_through_the_default_output() {
     eprintln!("played for {:?}", started.elapsed());
     assert!(seen_playing, "the player never said it was playing");
     std::thread::sleep(Duration::from_millis(500));
-    // SIGINT: parec writes out what it holds and exits.
-    let _ = Command::new("kill")
-        .args(["-INT", &parec.id().to_string()])
-        .status();
-    let _ = parec.wait();
+    let heard = monitor.finish();
     drop(player);
 
-    let bytes = std::fs::read(&recorded).unwrap();
-    let heard: Vec<i16> = bytes
-        .chunks_exact(2)
-        .map(|b| i16::from_le_bytes([b[0], b[1]]))
-        .collect();
     // The stretch with sound: from the first to the last sample above a quarter of the tone.
     let loud = |s: &i16| s.unsigned_abs() > 3_000;
     let first = heard

@@ -353,6 +353,21 @@ fn show(out: &std::process::Output) -> String {
     )
 }
 
+/// `persyk transcribe` of `jfk` on the device with the test model, into `root` (Mac A
+/// recording).
+fn transcribe<'a>(jfk: &'a str, model: &'a str, root: &'a str) -> [&'a str; 8] {
+    [
+        "transcribe",
+        jfk,
+        "--provider",
+        "local",
+        "--model",
+        model,
+        "--root",
+        root,
+    ]
+}
+
 #[test]
 fn two_macs_share_history_through_syncthing() {
     let model_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/test-model");
@@ -385,16 +400,8 @@ fn two_macs_share_history_through_syncthing() {
 
     // 1. A records; B finds it.
     let items = st_b.watch_items(st_b.last_event());
-    let out = mac_a.persyk(&[
-        "transcribe",
-        jfk.to_str().expect("utf-8"),
-        "--provider",
-        "local",
-        "--model",
-        model.to_str().expect("utf-8"),
-        "--root",
-        mac_a.root(),
-    ]);
+    let (jfk, model) = (jfk.to_str().expect("utf-8"), model.to_str().expect("utf-8"));
+    let out = mac_a.persyk(&transcribe(jfk, model, mac_a.root()));
     let stopped = Instant::now();
     assert!(out.status.success(), "{}", show(&out));
     let dir_a = PathBuf::from(
@@ -529,19 +536,9 @@ fn two_macs_share_history_through_syncthing() {
 
     // 3. One writer: B writes nothing to a session while A records it.
     let mut recording = Command::new(env!("CARGO_BIN_EXE_persyk"))
-        .args([
-            "transcribe",
-            jfk.to_str().expect("utf-8"),
-            "--provider",
-            "local",
-            "--model",
-            model.to_str().expect("utf-8"),
-            "--root",
-            mac_a.root(),
-            // Half speed (22 s): Syncthing brings the marker to B while it records.
-            "--realtime-factor",
-            "0.5",
-        ])
+        .args(transcribe(jfk, model, mac_a.root()))
+        // Half speed (22 s): Syncthing brings the marker to B while it records.
+        .args(["--realtime-factor", "0.5"])
         .env("PERSYK_CONFIG", mac_a.config.join("settings.json"))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -226,3 +226,58 @@ impl PulseServer {
         self.play(&path)
     }
 }
+
+/// `parec` recording the null sink's monitor (what everything played into `vsink` sounds
+/// like), 24 kHz mono PCM16, into a file; [`Monitor::finish`] stops it and reads it back.
+pub struct Monitor {
+    child: Child,
+    file: PathBuf,
+}
+
+impl PulseServer {
+    /// Starts recording `vsink`'s monitor into `file`; returns once the recorder has had
+    /// time to attach, so nothing played after it is missed.
+    pub fn record_monitor(&self, file: &Path) -> Monitor {
+        let child = self
+            .command("parec")
+            .args([
+                "--device=vsink.monitor",
+                "--format=s16le",
+                "--rate=24000",
+                "--channels=1",
+                "--latency-msec=20",
+            ])
+            .stdout(std::fs::File::create(file).expect("monitor file"))
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("parec");
+        std::thread::sleep(Duration::from_millis(500));
+        Monitor {
+            child,
+            file: file.to_path_buf(),
+        }
+    }
+}
+
+impl Monitor {
+    /// Stops the recorder (SIGINT: parec writes out what it holds) and returns the samples
+    /// the sink received.
+    pub fn finish(mut self) -> Vec<i16> {
+        let _ = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+        std::fs::read(&self.file)
+            .expect("what the sink received")
+            .chunks_exact(2)
+            .map(|b| i16::from_le_bytes([b[0], b[1]]))
+            .collect()
+    }
+}
+
+impl Drop for Monitor {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
