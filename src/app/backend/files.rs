@@ -110,6 +110,8 @@ impl Backend {
             let Some(path) = self.files.waiting.pop_front() else {
                 break;
             };
+            // The window shows what waits no later than the file that starts.
+            self.send_waiting().await;
             if let Err(reason) = self.start_file(path.clone()).await {
                 eprintln!(
                     "persyk: a file could not be transcribed: {}",
@@ -126,6 +128,10 @@ impl Backend {
                     .await;
             }
         }
+        self.send_waiting().await;
+    }
+
+    async fn send_waiting(&mut self) {
         let names = self.files.waiting.iter().map(|p| name_of(p)).collect();
         self.notifier().send(Update::FilesWaiting { names }).await;
     }
@@ -184,6 +190,9 @@ impl Backend {
         progress
             .total
             .store(source.len_frames().unwrap_or(0), Ordering::Relaxed);
+        // A dictation running now has the recognizer first (set before anything starts).
+        let held = self.active.is_some();
+        progress.paused.store(held, Ordering::SeqCst);
         // The file's recognizer waits while a dictation has the recognizer.
         if let pipeline::Recognition::Local(setup) = &mut recognition {
             setup.hold = Some(progress.paused.clone());
@@ -233,17 +242,14 @@ impl Backend {
             .await;
             finished_from(dir, result)
         });
-        let mut job = FileJob {
+        self.files.job = Some(FileJob {
             progress: progress.clone(),
             stop,
             cancelled: Arc::new(AtomicBool::new(false)),
             task,
             _removals: removals,
-            held_since: None,
-        };
-        // A dictation running now has the recognizer first.
-        job.hold(self.active.is_some());
-        self.files.job = Some(job);
+            held_since: held.then(std::time::Instant::now),
+        });
         self.notifier().send(Update::FileStarted { progress }).await;
         Ok(())
     }
