@@ -501,7 +501,10 @@ impl LocalEngine {
             // as one last window once the intake has seen the end).
             let mut p = self.audio.lock();
             p.stopping = true;
-            if let Some((flag, true)) = p.in_flight.take() {
+            // Only a step window; any other stays abortable by a cancel.
+            if p.in_flight.as_ref().is_some_and(|(_, step)| *step)
+                && let Some((flag, _)) = p.in_flight.take()
+            {
                 flag.store(true, Ordering::Relaxed);
             }
             self.audio.ready.notify_all();

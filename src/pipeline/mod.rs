@@ -493,9 +493,13 @@ pub async fn record_to(
     let canceller = engine.canceller().filter(|_| stop_cancels);
     let report = match canceller {
         Some(cancel) => {
+            // A Cancel that came before the drain abandons it from the start.
+            let mut cancelled = *stop.borrow_and_update();
+            if cancelled {
+                cancel();
+            }
             let stopping = engine.stop();
             tokio::pin!(stopping);
-            let mut cancelled = false;
             loop {
                 tokio::select! {
                     report = &mut stopping => break report,
