@@ -503,9 +503,12 @@ pub async fn record_to(
             loop {
                 tokio::select! {
                     report = &mut stopping => break report,
-                    _ = stop_asked(&mut stop), if !cancelled => {
+                    _ = stop_requested(&mut stop), if !cancelled => {
+                        // A sender gone without a stop is no Cancel: stop listening only.
                         cancelled = true;
-                        cancel();
+                        if *stop.borrow() {
+                            cancel();
+                        }
                     }
                 }
             }
@@ -762,18 +765,6 @@ async fn stop_requested(stop: &mut watch::Receiver<bool>) {
         }
         if stop.changed().await.is_err() {
             return;
-        }
-    }
-}
-
-/// Resolves once the caller's stop is set (never when its sender is gone without it).
-async fn stop_asked(stop: &mut watch::Receiver<bool>) {
-    loop {
-        if *stop.borrow_and_update() {
-            return;
-        }
-        if stop.changed().await.is_err() {
-            std::future::pending::<()>().await;
         }
     }
 }

@@ -9,10 +9,53 @@ use persyk::capture::source::{AudioSource, SourceError, SourceEvent, SourceForma
 use persyk::local::dictation::{LocalSetup, Provenance, Recognize};
 use persyk::local::{LocalError, Verdict};
 use persyk::pipeline::{self, Recognition, RecordOptions, SourceKind};
+use persyk::session::store::Continuation;
 use persyk::session::store::Roots;
 use persyk::session::{LeafSelector, Store};
 
 const RATE: usize = 24_000;
+
+/// A new session under `root`: its folder and a continuation on its default leaf.
+fn new_session(root: &std::path::Path) -> (std::path::PathBuf, Continuation) {
+    let store = Store::new(Roots::new(root.to_path_buf(), Vec::new()).expect("roots"));
+    let handle = store.create_session().expect("session");
+    let continuation = handle
+        .continuation(&LeafSelector::Default)
+        .expect("continuation");
+    (handle.dir().to_path_buf(), continuation)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// `samples` transcribed as a file is (read unpaced; the caller's stop cancels), by `setup`.
+fn transcribe_file(
+    continuation: Continuation,
+    setup: LocalSetup,
+    samples: Vec<i16>,
+    stop: tokio::sync::watch::Receiver<bool>,
+    tap: Option<pipeline::LiveTap>,
+) -> pipeline::Transcription {
+    runtime()
+        .block_on(pipeline::record_to(
+            continuation,
+            Recognition::Local(setup),
+            Box::new(pipeline::SamplesSource::new(samples, 0.0)),
+            SourceKind::Replay,
+            stop,
+            RecordOptions {
+                stop_cancels: true,
+                tap,
+                ..RecordOptions::default()
+            },
+        ))
+        .expect("recording")
+}
 
 /// Says how many samples it heard; logs each call's length and whether the audio had ended
 /// by then, and tells the source it was called.
@@ -101,11 +144,7 @@ impl AudioSource for StopDuringAPause {
 #[test]
 fn issue12_01_a_stop_in_the_pause_after_the_last_word_finds_it_recognized() {
     let tmp = tempfile::tempdir().expect("tmp");
-    let store = Store::new(Roots::new(tmp.path().to_path_buf(), Vec::new()).expect("roots"));
-    let continuation = store
-        .create_session()
-        .and_then(|h| h.continuation(&LeafSelector::Default))
-        .expect("session");
+    let (_, continuation) = new_session(tmp.path());
     let calls = Arc::new(Mutex::new(Vec::new()));
     let ended = Arc::new(AtomicBool::new(false));
     let (called_tx, called_rx) = sync_channel(4);
@@ -129,13 +168,8 @@ fn issue12_01_a_stop_in_the_pause_after_the_last_word_finds_it_recognized() {
         ended,
         worker: None,
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
     let (_stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let t = rt
+    let t = runtime()
         .block_on(pipeline::record_to(
             continuation,
             Recognition::Local(setup),
@@ -234,12 +268,7 @@ impl Recognize for HoldAware {
 #[test]
 fn issue38_04_a_file_held_by_a_dictation_longer_than_the_drain_deadline_loses_nothing() {
     let tmp = tempfile::tempdir().expect("tmp");
-    let store = Store::new(Roots::new(tmp.path().to_path_buf(), Vec::new()).expect("roots"));
-    let handle = store.create_session().expect("session");
-    let session = handle.dir().to_path_buf();
-    let continuation = handle
-        .continuation(&LeafSelector::Default)
-        .expect("continuation");
+    let (session, continuation) = new_session(tmp.path());
     let hold = Arc::new(AtomicBool::new(true));
     let starts = Arc::new(Mutex::new(Vec::new()));
     let setup = setup_with(
@@ -250,11 +279,6 @@ fn issue38_04_a_file_held_by_a_dictation_longer_than_the_drain_deadline_loses_no
         Duration::from_secs(1),
         Some(hold.clone()),
     );
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
     let (_stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let release = {
         let hold = hold.clone();
@@ -263,19 +287,7 @@ fn issue38_04_a_file_held_by_a_dictation_longer_than_the_drain_deadline_loses_no
             hold.store(false, Ordering::SeqCst);
         })
     };
-    let t = rt
-        .block_on(pipeline::record_to(
-            continuation,
-            Recognition::Local(setup),
-            Box::new(pipeline::SamplesSource::new(bursts(12), 0.0)),
-            SourceKind::Replay,
-            stop_rx,
-            RecordOptions {
-                stop_cancels: true,
-                ..RecordOptions::default()
-            },
-        ))
-        .expect("recording");
+    let t = transcribe_file(continuation, setup, bursts(12), stop_rx, None);
     release.join().expect("release");
     let starts = starts.lock().unwrap_or_else(|p| p.into_inner()).clone();
     assert!(!starts.is_empty());
@@ -339,12 +351,7 @@ impl Recognize for Patient {
 #[test]
 fn issue38_05_cancel_abandons_what_the_engine_has_not_recognized() {
     let tmp = tempfile::tempdir().expect("tmp");
-    let store = Store::new(Roots::new(tmp.path().to_path_buf(), Vec::new()).expect("roots"));
-    let handle = store.create_session().expect("session");
-    let session = handle.dir().to_path_buf();
-    let continuation = handle
-        .continuation(&LeafSelector::Default)
-        .expect("continuation");
+    let (session, continuation) = new_session(tmp.path());
     let windows = Arc::new(Mutex::new(0u32));
     let aborted = Arc::new(AtomicBool::new(false));
     let (started_tx, started_rx) = sync_channel(8);
@@ -357,11 +364,6 @@ fn issue38_05_cancel_abandons_what_the_engine_has_not_recognized() {
         persyk::local::dictation::FILE_DRAIN_DEADLINE,
         None,
     );
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let (view_tx, view_rx) = tokio::sync::oneshot::channel();
     let (_removals_tx, removals) = tokio::sync::mpsc::channel(1);
@@ -391,20 +393,7 @@ fn issue38_05_cancel_abandons_what_the_engine_has_not_recognized() {
         stop_tx.send_replace(true);
         stop_tx
     });
-    let t = rt
-        .block_on(pipeline::record_to(
-            continuation,
-            Recognition::Local(setup),
-            Box::new(pipeline::SamplesSource::new(bursts(20), 0.0)),
-            SourceKind::Replay,
-            stop_rx,
-            RecordOptions {
-                stop_cancels: true,
-                tap: Some(tap),
-                ..RecordOptions::default()
-            },
-        ))
-        .expect("recording");
+    let t = transcribe_file(continuation, setup, bursts(20), stop_rx, Some(tap));
     let _stop_tx = cancel.join().expect("cancel");
     assert_eq!(
         *windows.lock().unwrap_or_else(|p| p.into_inner()),
