@@ -254,8 +254,9 @@ fn runs_here(name: &str) -> bool {
         "app_first_run needs {} (scripts/setup installs them), or PERSYK_SKIP_PULSE=1",
         missing.join(", ")
     );
-    // One real app of this file at a time: run side by side, one of them once lost its
-    // connection to its X server at launch (a clean-clone CI run).
+    // One real app of this file at a time: two apps, two buses and their models are too much
+    // for a 2-core machine at once. (A lost X connection at launch, once blamed on running
+    // side by side, was Xvfb's reset: see `Xvfb::start`.)
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _turn = ONE_AT_A_TIME
         .lock()

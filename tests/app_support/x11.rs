@@ -10,9 +10,13 @@ pub struct Xvfb(Child, pub String);
 
 impl Xvfb {
     pub fn start() -> Option<Xvfb> {
+        // -noreset: without it Xvfb resets whenever its last client disconnects, and a client
+        // that connects during the reset is refused ("Failed to open connection to X
+        // server"): the accessibility bus's launcher let go of the display just as the app
+        // connected, once, in a clean-clone CI run (scripts/smoke-app learned it first).
         let mut child = Command::new("Xvfb")
             .args(["-displayfd", "1", "-screen", "0", "1024x768x24"])
-            .args(["-nolisten", "tcp"])
+            .args(["-nolisten", "tcp", "-noreset"])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
