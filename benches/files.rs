@@ -24,7 +24,8 @@
 //! `PERSYK_BENCH_PART=wer|decode|long` runs one part; with `PERSYK_BENCH_DUMP=DIR` part 3
 //! writes the reference, Persyk's and the whole-file call's text into DIR (to see which
 //! words differ), and `PERSYK_BENCH_ONLY_OURS` skips the whole-file call (its text does not
-//! change between runs). Run: `cargo bench --bench files`
+//! change between runs); `PERSYK_BENCH_MODEL=ggml-base.bin` measures another model (a name
+//! in the test models' folder, or a path) on both sides. Run: `cargo bench --bench files`
 //! (several minutes; not part of CI). Nothing is asserted.
 
 use std::path::{Path, PathBuf};
@@ -142,11 +143,7 @@ fn transcribe(model: &LocalModel, file: &Path) -> (Duration, Duration, String) {
     let started = Instant::now();
     let source = open_file(file, 0.0).expect("a file Persyk reads");
     let setup = whisper::setup(model, options(), Duration::from_secs(600)).expect("setup");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let runtime = support::runtime();
     let (_stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let t = runtime
         .block_on(pipeline::record_to(
@@ -239,8 +236,13 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20);
-    let model_path = test_model_dir().join("ggml-tiny.en.bin");
+    // Another model for both sides (e.g. `ggml-base.bin`, which scripts/fetch-test-model
+    // also fetches): a name in the test models' folder or a path.
+    let model_path = std::env::var_os("PERSYK_BENCH_MODEL")
+        .map_or_else(|| PathBuf::from("ggml-tiny.en.bin"), PathBuf::from);
+    let model_path = test_model_dir().join(model_path);
     let model = LocalModel::load(&model_path).expect("the test model (scripts/fetch-test-model)");
+    eprintln!("model: {}", model_path.display());
     let clips: Vec<corpus::Clip> = corpus::clips(Set::All)
         .into_iter()
         .filter(|c| c.reference().is_some_and(|r| r != "none"))

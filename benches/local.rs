@@ -152,14 +152,6 @@ fn options() -> LocalOptions {
     options
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
 struct Live {
     stop_to_text: Duration,
     transcript: String,
@@ -188,7 +180,7 @@ fn live(model: &LocalModel, audio: &[i16], stop_at: usize) -> Live {
         level: Arc::new(AtomicU32::new(0)),
         removals,
     };
-    runtime().block_on(async move {
+    support::runtime().block_on(async move {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let cpu0 = cpu_time();
         let started = Instant::now();
@@ -246,7 +238,7 @@ fn transcribe_file(model: &LocalModel, wav: &Path) -> (Duration, String) {
     let source = FileSource::open(wav, 0.0).expect("wav");
     let setup = whisper::setup(model, options(), Duration::from_secs(600)).expect("setup");
     let (_stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let t = runtime()
+    let t = support::runtime()
         .block_on(pipeline::record_to(
             continuation,
             Recognition::Local(setup),

@@ -338,11 +338,7 @@ fn live_turns_from_real_speech() {
         })
         .collect();
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = support::runtime();
     let scenario = Scenario::from_json(
         r#"{"name": "pulse-live", "connections": [{"utterances": [
             {"end_ms": 1, "transcript": "Persyk listens now.", "delay_ms": 300},

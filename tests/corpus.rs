@@ -90,11 +90,7 @@ fn below_the_bar(names: Option<&[&str]>, pace: f64, untranscribed: f64) -> Vec<S
     let model = LocalModel::load(&model_path).expect("tiny.en");
     let options = options_for(None, true);
     let ctx = corpus::whole_file_context(&model_path);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = support::runtime();
     let mut failures = Vec::new();
     for clip in &clips {
         let whole = corpus::whole_file_text(&ctx, &clip.samples, options.threads, Some("en"));
@@ -160,6 +156,7 @@ fn below_the_bar(names: Option<&[&str]>, pace: f64, untranscribed: f64) -> Vec<S
 #[cfg(feature = "local")]
 #[test]
 fn issue22_01_every_ci_clip_is_recognized_as_well_as_one_whole_file_call() {
+    let _turn = support::whisper_turn();
     let failures = below_the_bar(None, 0.0, 0.25);
     assert!(failures.is_empty(), "clips below the bar: {failures:?}");
 }
@@ -172,6 +169,7 @@ fn issue22_01_every_ci_clip_is_recognized_as_well_as_one_whole_file_call() {
 #[cfg(feature = "local")]
 #[test]
 fn issue22_02_a_live_dictation_is_recognized_as_well_as_one_whole_file_call() {
+    let _turn = support::whisper_turn();
     let failures = below_the_bar(Some(&["start-noisy", "goforward-start"]), 1.0, 0.25);
     assert!(failures.is_empty(), "clips below the bar: {failures:?}");
 }

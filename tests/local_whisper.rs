@@ -27,6 +27,7 @@ fn options() -> LocalOptions {
 
 #[test]
 fn jfk_comes_back_word_for_word() {
+    let _turn = support::whisper_turn();
     let model = model();
     assert!(!model.is_multilingual());
     let mut recognizer = model.recognizer(options()).expect("state");
@@ -39,6 +40,7 @@ fn jfk_comes_back_word_for_word() {
 
 #[test]
 fn silence_and_noise_are_no_speech() {
+    let _turn = support::whisper_turn();
     let model = model();
     let mut recognizer = model.recognizer(options()).expect("state");
     let silence = vec![0i16; 24_000 * 3];
@@ -91,6 +93,7 @@ fn the_word_error_rate_helper_counts_edits() {
 /// still recognizes.
 #[test]
 fn issue26_08_a_vocabulary_word_is_recognized_on_the_device() {
+    let _turn = support::whisper_turn();
     let dir = tempfile::tempdir().expect("tempdir");
     let said = "Please send the quarterly report to Siobhan Kowalczyk before Thursday.";
     let samples = support::espeak_as_recorded(dir.path(), "name", said);
@@ -274,6 +277,7 @@ fn words(text: &str) -> Vec<String> {
 /// it, and writes it as English with the translate task; English stays English.
 #[test]
 fn issue26_07_a_multilingual_model_transcribes_and_translates_german() {
+    let _turn = support::whisper_turn();
     let model = LocalModel::load(&support::multilingual_model()).expect("base loads");
     assert!(model.is_multilingual());
     let dir = tempfile::tempdir().expect("tempdir");
@@ -355,6 +359,7 @@ fn transcribe_cli(
 /// replay metadata; the session validates.
 #[test]
 fn issue26_07_a_translated_dictation_keeps_the_english_words_and_says_the_language() {
+    let _turn = support::whisper_turn();
     let dir = tempfile::tempdir().expect("tempdir");
     let _ = support::espeak_voice_as_recorded(dir.path(), "de", "german", GERMAN);
     let messages = transcribe_cli(
@@ -379,6 +384,7 @@ fn issue26_07_a_translated_dictation_keeps_the_english_words_and_says_the_langua
 /// says the listed name and keeps the words the model heard in `replay.heard`.
 #[test]
 fn issue26_08_a_vocabulary_fix_keeps_what_was_heard_beside_the_message() {
+    let _turn = support::whisper_turn();
     let dir = tempfile::tempdir().expect("tempdir");
     let said = "Please send the quarterly report to Siobhan Kowalczyk before Thursday.";
     let _ = support::espeak_as_recorded(dir.path(), "name", said);

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //!  pipeline chunks ─► intake thread ─► pending audio (every sample) ─► recognizer thread
-//!   (bounded)          Segmenter: where      + pause cuts                (windows ≤ 25 s,
+//!   (bounded)          Segmenter: where      + pause cuts                (windows ≤ 25/29 s,
 //!                      the pauses are                                     timed segments,
 //!                                                                         commit rule)
 //!                                                    view (watch): provisional, messages
@@ -14,7 +14,7 @@
 //! and silence itself, at any level. The recognizer thread takes the audio not yet committed
 //! as a window: up to a pause the segmenter saw ([`MIN_WINDOW_MS`] or more), or, while the
 //! user keeps talking, everything so far once [`STEP_MS`] of new audio arrived (at most
-//! [`MAX_WINDOW_MS`]). Each window is decoded into timed segments with whisper.cpp's full
+//! [`MAX_WINDOW_MS`]; a file's windows up to [`file_window_ms`]). Each window is decoded into timed segments with whisper.cpp's full
 //! window, and [`commit_rule`] decides what is final: a window that ends in a pause or at the
 //! stop commits all of it; an open one commits every segment but the last, which is decoded
 //! again with what follows (so a word is never cut at a window's edge). The committed text of
@@ -93,6 +93,24 @@ pub const CHUNK_QUEUE: usize = 256;
 pub const FILE_AHEAD_SAMPLES: usize = PCM_RATE_HZ as usize * 60;
 /// The longest window: whisper.cpp's 30 s less room for the segment that carries over.
 pub const MAX_WINDOW_MS: u64 = 25_000;
+/// The longest window of a file for a model bigger than tiny ([`file_window_ms`]).
+pub const FILE_WINDOW_MS: u64 = 29_000;
+
+/// The longest window a file's audio is cut into, for a model whose encoder has
+/// `audio_layers` layers. Every window costs the encoder whisper.cpp's 30 s whatever it
+/// holds, so fuller windows cost less per second of audio; but tiny models (4 layers) drop
+/// whole passages from windows longer than [`MAX_WINDOW_MS`], so theirs stay there, while
+/// larger ones keep their words in [`FILE_WINDOW_MS`] (measured on a 10-minute file,
+/// docs/verification.md, #38: tiny.en WER 0.175 at 25 s, 0.192 at 27 s; base 0.162 at 25 s,
+/// 0.160 at 27 s and 29 s, its CPU time down by a quarter). A file's windows still end only
+/// at pauses, or at the segmenter's length limit (a cut at its quietest frame).
+pub fn file_window_ms(audio_layers: i32) -> u64 {
+    if audio_layers <= 4 {
+        MAX_WINDOW_MS
+    } else {
+        FILE_WINDOW_MS
+    }
+}
 /// A live recording's text is committed at the first pause once this much audio waits;
 /// until then each pause decodes everything since the last commit again, ahead (shown, not
 /// committed), so each utterance is recognized with the ones before it, as in one
@@ -162,6 +180,11 @@ pub trait Recognize: Send {
     fn decode(&mut self, pcm_24k: &[i16], how: &Decode) -> Result<Vec<Segment>, LocalError> {
         let _ = how;
         self.segments(pcm_24k)
+    }
+
+    /// The longest window of a file (a live recording's stay at [`MAX_WINDOW_MS`]).
+    fn file_window_ms(&self) -> u64 {
+        MAX_WINDOW_MS
     }
 }
 
@@ -378,7 +401,10 @@ pub fn start(
     let (chunk_tx, chunk_rx) = sync_channel::<AudioChunk>(CHUNK_QUEUE);
     let (done_tx, done) = oneshot::channel();
     let audio = Arc::new(Audio {
-        pending: Mutex::new(Pending::default()),
+        pending: Mutex::new(Pending {
+            file_window_ms: setup.recognizer.file_window_ms(),
+            ..Pending::default()
+        }),
         ready: Condvar::new(),
         live: Arc::new(AtomicBool::new(false)),
         hold: setup.hold,
@@ -632,6 +658,9 @@ struct Pending {
     abandoned: bool,
     /// Windows decoded so far (whatever their outcome): the stop's sign of progress.
     decoded: u64,
+    /// The longest window of a file, in ms ([`Recognize::file_window_ms`]); 0: the live
+    /// [`MAX_WINDOW_MS`].
+    file_window_ms: u64,
     /// The end of the last voiced frame the segmenter saw.
     last_voiced: u64,
     /// Where the open utterance would end if its current pause lasts (its hangover end),
@@ -674,7 +703,7 @@ impl Audio {
 struct Window {
     start_sample: u64,
     pcm: Vec<i16>,
-    /// As long as a window gets ([`MAX_WINDOW_MS`]).
+    /// As long as a window gets ([`MAX_WINDOW_MS`], a file's [`file_window_ms`]).
     full: bool,
     /// The pauses inside it (samples of the recording): its committed text is split there,
     /// one message per stretch of speech.
@@ -772,11 +801,15 @@ fn commit_rule(window: &Window, segments: Vec<Segment>) -> Commit {
 /// window decoded ahead of a pause ends while its result waits for the pause to close.
 fn next_window(p: &mut Pending, ahead: Option<u64>, live: bool) -> Option<Window> {
     let rate = u64::from(PCM_RATE_HZ);
+    let max_ms = match p.file_window_ms {
+        ms if ms > 0 && !live => ms,
+        _ => MAX_WINDOW_MS,
+    };
     let (min, step, batch, max) = (
         rate * MIN_WINDOW_MS / 1000,
         rate * STEP_MS / 1000,
         rate * BATCH_MS / 1000,
-        rate * MAX_WINDOW_MS / 1000,
+        rate * max_ms / 1000,
     );
     while p.cuts.front().is_some_and(|&c| c <= p.base) {
         p.cuts.pop_front();
@@ -1538,18 +1571,62 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_file_for_a_model_bigger_than_tiny_gets_fuller_windows_and_live_speech_does_not() {
+        assert_eq!(file_window_ms(4), MAX_WINDOW_MS, "tiny: 4 encoder layers");
+        assert_eq!(file_window_ms(6), FILE_WINDOW_MS, "base");
+        assert_eq!(file_window_ms(32), FILE_WINDOW_MS, "large");
+        let filled = |file_window_ms: u64| {
+            let mut p = Pending {
+                file_window_ms,
+                ..Pending::default()
+            };
+            p.buf
+                .extend(std::iter::repeat_n(0i16, (40 * SECOND) as usize));
+            p.total = 40 * SECOND;
+            p.cuts
+                .extend([10 * SECOND, 20 * SECOND, 28 * SECOND, 35 * SECOND]);
+            p
+        };
+        let end = |file_window_ms: u64, live: bool| {
+            let w = next_window(&mut filled(file_window_ms), None, live).expect("a window");
+            (w.kind, w.end_sample())
+        };
+        assert_eq!(
+            end(0, false),
+            (Kind::Pause, 20 * SECOND),
+            "the default: 25 s"
+        );
+        assert_eq!(end(MAX_WINDOW_MS, false), (Kind::Pause, 20 * SECOND));
+        assert_eq!(end(FILE_WINDOW_MS, false), (Kind::Pause, 28 * SECOND));
+        // Live speech commits at each pause once 15 s wait, whatever the model.
+        assert_eq!(end(FILE_WINDOW_MS, true), end(0, true));
+        // With no pause in reach, the open window is as long as the file's limit.
+        let mut p = filled(FILE_WINDOW_MS);
+        p.cuts.clear();
+        let w = next_window(&mut p, None, false).expect("an open window");
+        assert_eq!(
+            (w.kind, w.end_sample(), w.full),
+            (Kind::Open, 29 * SECOND, true)
+        );
+    }
+
     /// Drives the window rules (`next_window`, `commit_rule`, the ahead rule) the way the
     /// recognizer thread does, with a recognizer that cuts each window into random segments:
     /// audio arrives in random pieces with random pauses, live or from a file, stopped at a
     /// random point. Returns the committed ranges in order.
     fn drive(
         live: bool,
+        file_window_ms: u64,
         pieces: &[(u64, bool)],
         cuts_every: u64,
         split: &[u64],
         voice_back: &[bool],
     ) -> (Vec<(u64, u64)>, u64) {
-        let mut p = Pending::default();
+        let mut p = Pending {
+            file_window_ms,
+            ..Pending::default()
+        };
         let mut committed = Vec::new();
         let mut ahead: Option<(u64, u64)> = None;
         let (mut next_piece, mut n) = (0, 0usize);
@@ -1646,16 +1723,19 @@ mod tests {
         /// Every sample of a recording ends up inside exactly one committed window (the
         /// invariant behind "nothing skipped for being quiet": a window's failure or the stop
         /// deadline turns such a window into a gap), in order, whatever the pauses, the
-        /// recognizer's segments, the voice coming back after a pause, live or a file.
+        /// recognizer's segments, the voice coming back after a pause, live or a file (its
+        /// longest window a tiny model's or a bigger one's).
         #[test]
         fn every_sample_is_in_exactly_one_committed_window(
             live in proptest::prelude::any::<bool>(),
+            file_window_ms in proptest::sample::select(vec![0, MAX_WINDOW_MS, FILE_WINDOW_MS]),
             pieces in proptest::collection::vec((1u64..9_000, proptest::prelude::any::<bool>()), 1..24),
             cuts_every in 300u64..1_500,
             split in proptest::collection::vec(1u64..1000, 0..5),
             voice_back in proptest::collection::vec(proptest::prelude::any::<bool>(), 1..4),
         ) {
-            let (committed, total) = drive(live, &pieces, cuts_every, &split, &voice_back);
+            let (committed, total) =
+                drive(live, file_window_ms, &pieces, cuts_every, &split, &voice_back);
             let mut at = 0;
             for &(from, to) in &committed {
                 proptest::prop_assert_eq!(from, at, "{:?}", committed);

@@ -454,6 +454,10 @@ impl super::dictation::Recognize for Recognizer {
     fn decode(&mut self, pcm_24k: &[i16], how: &Decode) -> Result<Vec<Segment>, LocalError> {
         Recognizer::decode(self, pcm_24k, how)
     }
+
+    fn file_window_ms(&self) -> u64 {
+        super::dictation::file_window_ms(self.model.context.model_n_audio_layer())
+    }
 }
 
 /// The setup of a local recording with `model`: a fresh recognizer and the provenance

@@ -44,6 +44,26 @@ pub fn test_media(name: &str) -> PathBuf {
     path
 }
 
+/// The tokio runtime the tests and benches drive the pipeline on: two workers, as many as
+/// the CI machine has cores.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// One whisper.cpp inference at a time in a test binary, for the tests that hold it: ggml's
+/// threads spin while they wait, so decodes side by side on the CI machine's 2 cores take
+/// far longer than one after the other (tests/local_whisper.rs: 229 s in parallel, 80 s
+/// one at a time).
+pub fn whisper_turn() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// The multilingual Whisper base model `scripts/fetch-test-model` builds (fails with how to
 /// get it when missing).
 pub fn multilingual_model() -> PathBuf {
