@@ -14,11 +14,12 @@
 //! and silence itself, at any level. The recognizer thread takes the audio not yet committed
 //! as a window: up to a pause the segmenter saw ([`MIN_WINDOW_MS`] or more), or, while the
 //! user keeps talking, everything so far once [`STEP_MS`] of new audio arrived (at most
-//! [`MAX_WINDOW_MS`]; a file's windows up to [`file_window_ms`]). Each window is decoded into timed segments with whisper.cpp's full
-//! window, and [`commit_rule`] decides what is final: a window that ends in a pause or at the
-//! stop commits all of it; an open one commits every segment but the last, which is decoded
-//! again with what follows (so a word is never cut at a window's edge). The committed text of
-//! a window becomes one canonical user message with an audio block on its WAV range.
+//! [`MAX_WINDOW_MS`]; a file's windows up to [`file_window_ms`]). Each window is decoded into
+//! timed segments with whisper.cpp's full window, and [`commit_rule`] decides what is final:
+//! a window that ends in a pause or at the stop commits all of it; an open one commits every
+//! segment but the last, which is decoded again with what follows (so a word is never cut at
+//! a window's edge). The committed text of a window becomes one canonical user message with
+//! an audio block on its WAV range.
 //!
 //! Stop to text stays short without trading words: a pause of [`SPECULATE_AFTER_MS`] inside
 //! an utterance makes the idle recognizer decode it ahead, to where the pause would end it
