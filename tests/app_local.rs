@@ -44,7 +44,6 @@ const WAIT: Duration = Duration::from_secs(60);
 
 #[test]
 fn local_dictation_without_a_key_shows_provisional_then_canonical_and_copies_on_stop() {
-    let _turn = support::whisper_turn();
     let model = support::test_model();
     let f = fixture_with(None, None, Arc::new(SpeechMic), None, |s| {
         // The provider's model as a fresh install has it (the fixture picks one for the fake).
@@ -117,7 +116,6 @@ fn local_dictation_without_a_key_shows_provisional_then_canonical_and_copies_on_
 /// exit that its buffers were freed; here the release itself is what is checked).
 #[test]
 fn issue36_07_quitting_during_recognition_frees_the_model_first() {
-    let _turn = support::whisper_turn();
     let model = support::test_model();
     let f = fixture_with(None, None, Arc::new(SpeechMic), None, |s| {
         s.provider.transcription_model = None;
@@ -154,7 +152,6 @@ fn issue36_07_quitting_during_recognition_frees_the_model_first() {
 /// `local.quit` gap.
 #[test]
 fn issue36_07_quitting_near_the_deadline_stops_recognition_in_time() {
-    let _turn = support::whisper_turn();
     let model = support::test_model();
     let f = fixture_with(None, None, Arc::new(SpeechMic), None, |s| {
         s.provider.transcription_model = None;
@@ -240,7 +237,6 @@ fn dictate_on_the_device(
 /// "Translate to English", German speech is copied as English words.
 #[test]
 fn issue26_07_german_dictation_is_copied_in_english() {
-    let _turn = support::whisper_turn();
     let model = support::multilingual_model();
     let dir = tempfile::tempdir().unwrap();
     let german = support::espeak_voice_as_recorded(
@@ -281,7 +277,6 @@ fn issue26_07_german_dictation_is_copied_in_english() {
 /// alone writes it by ear ("Shivon Kao Kzik"); the rest of the sentence is kept.
 #[test]
 fn issue26_08_a_listed_name_is_copied_as_listed() {
-    let _turn = support::whisper_turn();
     let model = support::test_model();
     let dir = tempfile::tempdir().unwrap();
     let said = support::espeak_as_recorded(
@@ -326,7 +321,6 @@ fn sessions_text(root: &std::path::Path) -> Vec<String> {
 /// what was recognized stays, the rest is a `capture.cancelled` gap, and the window says so.
 #[test]
 fn issue38_dropped_files_are_transcribed_in_turn_and_cancel_keeps_the_rest_as_a_gap() {
-    let _turn = support::whisper_turn();
     let model = support::test_model();
     let f = fixture_with(None, None, Arc::new(SpeechMic), None, |s| {
         s.provider.transcription_model = None;
@@ -409,7 +403,6 @@ fn issue38_dropped_files_are_transcribed_in_turn_and_cancel_keeps_the_rest_as_a_
 /// holds every sample of the file, every repetition of the speech is in its words.
 #[test]
 fn issue38_03_a_dictation_holds_the_file_back_and_the_file_resumes_after_losing_nothing() {
-    let _turn = support::whisper_turn();
     let model = support::test_model();
     let f = fixture_with(None, None, Arc::new(SpeechMic), None, |s| {
         s.provider.transcription_model = None;
