@@ -162,8 +162,19 @@ fn transcribing_jfk_locally_gives_a_checked_session_with_the_sentence_and_its_wa
     assert!(fin.get("gaps").is_none());
 }
 
-fn speak(dir: &Path, n: usize, text: &str) -> Vec<i16> {
-    support::espeak_as_recorded(dir, &format!("phrase-{n}"), text)
+/// Half a second of silence, then each phrase spoken by espeak-ng followed by `pause_ms` of
+/// silence, as Persyk records it.
+fn spoken(dir: &Path, phrases: &[&str], pause_ms: usize) -> Vec<i16> {
+    let mut audio = vec![0i16; RATE as usize / 2];
+    for (n, text) in phrases.iter().enumerate() {
+        audio.extend(support::espeak_as_recorded(
+            dir,
+            &format!("phrase-{n}"),
+            text,
+        ));
+        audio.extend(std::iter::repeat_n(0i16, RATE as usize * pause_ms / 1000));
+    }
+    audio
 }
 
 #[test]
@@ -175,11 +186,7 @@ fn phrases_separated_by_pauses_become_messages_in_speech_order() {
         "Please close the door when you leave the room.",
         "I would like a cup of coffee.",
     ];
-    let mut recording = vec![0i16; RATE as usize / 2];
-    for (i, p) in phrases.iter().enumerate() {
-        recording.extend(speak(dir.path(), i, p));
-        recording.extend(std::iter::repeat_n(0i16, RATE as usize * 3 / 2));
-    }
+    let recording = spoken(dir.path(), &phrases, 1_500);
     let wav = dir.path().join("phrases.wav");
     support::write_wav_24k(&wav, &recording);
     let (out, session) = transcribe(dir.path(), &wav, &[]);
@@ -273,7 +280,6 @@ fn live_local_dictation_shows_provisional_then_canonical_and_removes_without_a_p
         self, LiveTap, Recognition, RecordOptions, RemovalRequest, SamplesSource, SourceKind,
     };
     use persyk::recognize::RemovalOutcome;
-    use persyk::session::{LeafSelector, Store, store::Roots};
     use std::sync::Arc;
     use std::sync::atomic::AtomicU32;
     use tokio::sync::{mpsc, oneshot, watch};
@@ -289,10 +295,7 @@ fn live_local_dictation_shows_provisional_then_canonical_and_removes_without_a_p
         persyk::local::dictation::DRAIN_DEADLINE,
     )
     .expect("setup");
-    let store = Store::new(Roots::new(dir.path().to_path_buf(), Vec::new()).expect("roots"));
-    let handle = store.create_session().expect("session");
-    let session = handle.dir().to_path_buf();
-    let continuation = handle.continuation(&LeafSelector::Default).expect("cont");
+    let (session, continuation) = support::new_session(dir.path());
     let rt = support::runtime();
     let (view_tx, view_rx) = oneshot::channel();
     let (removals, removals_rx) = mpsc::channel(4);
@@ -374,7 +377,6 @@ fn utterances_left_at_the_stop_deadline_are_gaps_and_nothing_is_written_after_st
     use persyk::local::dictation::{LocalSetup, Provenance, Recognize};
     use persyk::local::{LocalError, Verdict};
     use persyk::pipeline::{self, Recognition, RecordOptions, SamplesSource, SourceKind};
-    use persyk::session::{LeafSelector, Store, store::Roots};
     use std::time::Duration;
 
     struct Slow;
@@ -396,10 +398,7 @@ fn utterances_left_at_the_stop_deadline_are_gaps_and_nothing_is_written_after_st
         samples.extend(std::iter::repeat_n(0i16, RATE as usize * 2));
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = Store::new(Roots::new(dir.path().to_path_buf(), Vec::new()).expect("roots"));
-    let handle = store.create_session().expect("session");
-    let session = handle.dir().to_path_buf();
-    let continuation = handle.continuation(&LeafSelector::Default).expect("cont");
+    let (session, continuation) = support::new_session(dir.path());
     let setup = LocalSetup {
         recognizer: Box::new(Slow),
         provenance: Provenance {
@@ -450,7 +449,6 @@ fn issue36_07_stopped_recognition_ends_the_recording_with_quit_gaps() {
     let _turn = support::whisper_turn();
     use persyk::local::whisper::{self, LocalModel};
     use persyk::pipeline::{self, LiveTap, Recognition, RecordOptions, SamplesSource, SourceKind};
-    use persyk::session::{LeafSelector, Store, store::Roots};
     use std::sync::Arc;
     use std::sync::atomic::AtomicU32;
     use tokio::sync::{mpsc, oneshot, watch};
@@ -468,10 +466,7 @@ fn issue36_07_stopped_recognition_ends_the_recording_with_quit_gaps() {
     )
     .expect("setup");
     drop(model);
-    let store = Store::new(Roots::new(dir.path().to_path_buf(), Vec::new()).expect("roots"));
-    let handle = store.create_session().expect("session");
-    let session = handle.dir().to_path_buf();
-    let continuation = handle.continuation(&LeafSelector::Default).expect("cont");
+    let (session, continuation) = support::new_session(dir.path());
     let rt = support::runtime();
     let (view_tx, view_rx) = oneshot::channel();
     let (_removals, removals_rx) = mpsc::channel(4);
@@ -770,7 +765,6 @@ fn issue38_06_a_bigger_model_reads_a_file_in_fuller_windows_and_loses_nothing() 
     use persyk::local::dictation::{FILE_DRAIN_DEADLINE, FILE_WINDOW_MS, MAX_WINDOW_MS};
     use persyk::local::whisper::{self, LocalModel};
     use persyk::pipeline::{self, Recognition, RecordOptions, SamplesSource, SourceKind};
-    use persyk::session::{LeafSelector, Store, store::Roots};
 
     let dir = tempfile::tempdir().expect("tempdir");
     let sentences = [
@@ -787,11 +781,7 @@ fn issue38_06_a_bigger_model_reads_a_file_in_fuller_windows_and_loses_nothing() 
     ];
     // Each sentence, then 0.8 s of silence: a pause every 3 s or so, so that the last pause
     // within 25 s and the last within 29 s are different ones.
-    let mut audio = vec![0i16; RATE as usize / 2];
-    for (i, s) in sentences.iter().enumerate() {
-        audio.extend(speak(dir.path(), i, s));
-        audio.extend(std::iter::repeat_n(0i16, RATE as usize * 4 / 5));
-    }
+    let audio = spoken(dir.path(), &sentences, 800);
     let reference = sentences.join(" ");
     let seconds = audio.len() as f64 / f64::from(RATE);
     assert!(
@@ -816,10 +806,7 @@ fn issue38_06_a_bigger_model_reads_a_file_in_fuller_windows_and_loses_nothing() 
             windows: windows.clone(),
         });
         let root = dir.path().join(model_path.file_stem().expect("a name"));
-        let store = Store::new(Roots::new(root, Vec::new()).expect("roots"));
-        let handle = store.create_session().expect("session");
-        let session = handle.dir().to_path_buf();
-        let continuation = handle.continuation(&LeafSelector::Default).expect("cont");
+        let (session, continuation) = support::new_session(&root);
         let (_stop_tx, stop) = tokio::sync::watch::channel(false);
         support::runtime()
             .block_on(pipeline::record_to(

@@ -213,16 +213,22 @@ impl Rng {
     }
 }
 
+/// A new session under `root` (created if missing): its folder and a continuation on its
+/// default leaf.
+pub fn new_session(root: &Path) -> (PathBuf, Continuation) {
+    let store = Store::new(Roots::new(root.to_path_buf(), Vec::new()).expect("roots"));
+    let handle = store.create_session().expect("session");
+    let continuation = handle
+        .continuation(&LeafSelector::Default)
+        .expect("continuation");
+    (handle.dir().to_path_buf(), continuation)
+}
+
 /// A fresh store in a temp dir (its `sessions` folder), a new session in it, the session's
 /// folder and a continuation at its default leaf. Keep the temp dir until the end.
 pub fn fresh_session() -> (tempfile::TempDir, PathBuf, Continuation) {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let store = Store::new(Roots::new(tmp.path().join("sessions"), Vec::new()).expect("roots"));
-    let handle = store.create_session().expect("create session");
-    let dir = handle.dir().to_owned();
-    let continuation = handle
-        .continuation(&LeafSelector::Default)
-        .expect("continuation");
+    let (dir, continuation) = new_session(&tmp.path().join("sessions"));
     (tmp, dir, continuation)
 }
 
