@@ -1017,3 +1017,56 @@ fn issue37_settings_shared_between_macs_are_used_merged_and_never_lost() {
     assert_eq!(value(&app), "Kowalczyk\nSiobhan\nPersyk\nZoë Kravitz");
     app.shutdown();
 }
+
+/// Issue #38, files in a queue: the next file starts the moment one ends, so both updates can
+/// reach the window between two frames. What became of the one that ended is still told
+/// (with its Copy) while the next one runs, until another file ends.
+#[test]
+fn issue38_a_finished_file_is_still_told_while_the_next_one_runs() {
+    use persyk::app::model::{FileDone, FileProgress, Finished, Update};
+    let mut app = app(None, None, 1.0);
+    let ended = |name: &str, text: &str| {
+        Update::FileEnded(Box::new(FileDone {
+            name: name.into(),
+            finished: Finished {
+                session: app.root.join(name),
+                wav: PathBuf::new(),
+                transcript: text.into(),
+                duration_ms: 11_000,
+                complete: true,
+                halted: None,
+                error: None,
+                removed: false,
+                cleanup: None,
+            },
+            cancelled: false,
+            refused: None,
+        }))
+    };
+    let first = ended("jfk.mp3", "ask not what your country can do for you");
+    let second = ended("memo.m4a", "see you on Tuesday");
+    let started = |name: &str| Update::FileStarted {
+        progress: std::sync::Arc::new(FileProgress::new(name.into())),
+    };
+    app.harness.state_mut().show_page(Page::Dictation);
+    // Both between two frames, as the backend sends them.
+    app.harness.state_mut().apply(first);
+    app.harness.state_mut().apply(started("memo.m4a"));
+    app.harness.step();
+    let shown = app_support::ui::shown(&app.harness);
+    let at = |text: &str| shown.iter().position(|l| l.contains(text));
+    let (running, told) = (
+        at("Transcribing memo.m4a"),
+        at("jfk.mp3 was transcribed (0:11): its words are in history."),
+    );
+    assert!(running.is_some() && told.is_some(), "{shown:#?}");
+    assert!(running < told, "the file in hand first: {shown:#?}");
+    assert_eq!(app.buttons("Copy the file's transcription"), 1);
+    // The next one's outcome replaces it.
+    app.harness.state_mut().apply(second);
+    app.harness.step();
+    assert!(app.has_label("memo.m4a was transcribed (0:11): its words are in history."));
+    assert!(!app.has_label("jfk.mp3 was transcribed"));
+    assert!(!app.has_label("Transcribing memo.m4a"));
+    app.shutdown();
+}

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use eframe::egui::accesskit::Role;
 use egui_kittest::Harness;
-use egui_kittest::kittest::Queryable;
+use egui_kittest::kittest::{NodeT, Queryable};
 use persyk::app::ui::PersykUi;
 use persyk::realtime::fake::FakeServer;
 
@@ -60,7 +60,12 @@ impl UiApp {
             if done(&self.harness) {
                 return;
             }
-            assert!(start.elapsed() < self.wait, "timed out waiting for {what}");
+            if start.elapsed() >= self.wait {
+                panic!(
+                    "timed out waiting for {what}; the window shows: {:#?}",
+                    shown(&self.harness)
+                );
+            }
             std::thread::sleep(Duration::from_millis(15));
         }
     }
@@ -115,4 +120,17 @@ impl UiApp {
     pub fn shutdown(mut self) {
         assert!(self.harness.state_mut().shutdown(Duration::from_secs(30)));
     }
+}
+
+/// Every label the window shows now, as a screen reader reads them (what a timed-out wait
+/// prints, so a CI log says what was there instead).
+pub fn shown(h: &Harness<'static, PersykUi>) -> Vec<String> {
+    h.query_all_by_label_contains("")
+        .filter_map(|n| {
+            // A text label's words are its value (AccessKit's Role::Label).
+            let node = n.accesskit_node();
+            node.label().or_else(|| node.value())
+        })
+        .filter(|l| !l.is_empty())
+        .collect()
 }

@@ -6,6 +6,9 @@
 //! - The window never opens or decodes a file: it hands paths to the backend
 //!   ([`Command::TranscribeFiles`]) and reads the shared [`FileProgress`] each frame.
 //! - Only a file's name is shown or kept, never its folder.
+//! - What became of the last file that ended is shown until another one ends, also while the
+//!   next file of a queue runs (it starts at once, so the outcome would otherwise never be
+//!   seen).
 //! - A finished file's text goes to the clipboard only when Settings › After dictation says
 //!   so (`copy_file_transcripts`); a long one (a minute or more of audio) is announced by a
 //!   notification, since the user has usually turned to something else.
@@ -166,9 +169,9 @@ impl PersykUi {
                     self.files.waiting.join(", ")
                 )));
             }
-            if self.files.progress.is_none()
-                && let Some(done) = &self.files.last
-            {
+            // What became of the last file stays in view while the next one runs: a queue
+            // of files moves on at once, and each outcome is worth a look.
+            if let Some(done) = &self.files.last {
                 let sentence = file_sentence(done);
                 if done.refused.is_some() || done.finished.error.is_some() {
                     ui.colored_label(ui.visuals().error_fg_color, sentence);
