@@ -5,7 +5,7 @@
 //! Apple targets through the crate's `metal` feature). A [`Recognizer`] owns one inference
 //! state and recognizes utterances one at a time on whatever thread owns it — the callers
 //! give it a thread of its own. A window of audio (up to 30 s) is decoded on its own
-//! (`no_context`), greedy, with whisper.cpp's full encoder window, timestamps on and
+//! (`no_context`, and no text carried between whisper.cpp's passes over it), greedy, with whisper.cpp's full encoder window, timestamps on and
 //! `single_segment` off, into timed [`Segment`]s that the engine commits and judges
 //! ([`super::judge`]). A reduced encoder window (`audio_ctx`) is used only where the engine
 //! asks for one ([`Decode::short_window`]: the rest of a live recording after the stop) and
@@ -330,6 +330,15 @@ impl Recognizer {
         }
         if prompt && !self.prompt_tokens.is_empty() {
             params.set_tokens(&self.prompt_tokens);
+        } else {
+            // Nothing carried between whisper.cpp's passes over one window either
+            // (`no_context` clears the text only at the call's start; a pass that stops
+            // short is followed by one over the rest, prompted with what the first decoded).
+            // Each window is heard on its own, as Persyk means it to; and such a prompt, up
+            // to 224 tokens, has the decoder compute logits for every one of them, touching
+            // up to 47 MB more of its compute buffer (base) the first time a long one comes:
+            // a step in resident memory part-way into a long file (issue #38).
+            params.set_n_max_text_ctx(0);
         }
         let flags = AbortFlags {
             window: how.abort.clone(),
@@ -421,8 +430,8 @@ pub const TEMPERATURE_STEP: f32 = 0.2;
 /// How whisper.cpp decodes a window: greedy, the full 30 s encoder window (a reduced one
 /// makes the standard models repeat themselves and lose words), timestamps on and
 /// `single_segment` off (so a decode that stops early is continued, not dropped), blank and
-/// non-speech tokens suppressed, each window on its own (`no_context`), a bounded
-/// temperature fallback.
+/// non-speech tokens suppressed, each window on its own (`no_context`; [`Recognizer::run`]
+/// also keeps whisper.cpp's passes over one window apart), a bounded temperature fallback.
 fn params(threads: usize, language: Option<&str>) -> FullParams<'_, '_> {
     let mut params = FullParams::new(SamplingStrategy::Greedy { best_of: 1 });
     params.set_n_threads(i32::try_from(threads.max(1)).unwrap_or(1));
