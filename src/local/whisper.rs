@@ -5,14 +5,15 @@
 //! Apple targets through the crate's `metal` feature). A [`Recognizer`] owns one inference
 //! state and recognizes utterances one at a time on whatever thread owns it — the callers
 //! give it a thread of its own. A window of audio (up to 30 s) is decoded on its own
-//! (`no_context`, and no text carried between whisper.cpp's passes over it), greedy, with whisper.cpp's full encoder window, timestamps on and
-//! `single_segment` off, into timed [`Segment`]s that the engine commits and judges
-//! ([`super::judge`]). A reduced encoder window (`audio_ctx`) is used only where the engine
-//! asks for one ([`Decode::short_window`]: the rest of a live recording after the stop) and
-//! only if its result passes [`check::doubt`]; otherwise the audio is decoded again with the
-//! full window (whisper.cpp lists `audio_ctx` as an experimental speed-up: with a second of
-//! padding tiny.en repeated phrases, see [`check`]). An inference can be abandoned through a
-//! flag (`local.aborted`, [`Decode::abort`]).
+//! (`no_context`, and no text carried between whisper.cpp's passes over it), greedy, with
+//! whisper.cpp's full encoder window, timestamps on and `single_segment` off, into timed
+//! [`Segment`]s that the engine commits and judges ([`super::judge`]). A reduced encoder
+//! window (`audio_ctx`) is used only where the engine asks for one ([`Decode::short_window`]:
+//! the rest of a live recording after the stop) and only if its result passes
+//! [`check::doubt`]; otherwise the audio is decoded again with the full window (whisper.cpp
+//! lists `audio_ctx` as an experimental speed-up: with a second of padding tiny.en repeated
+//! phrases, see [`check`]). An inference can be abandoned through a flag (`local.aborted`,
+//! [`Decode::abort`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -38,11 +38,7 @@ impl Rig {
     fn new() -> Rig {
         let tmp = tempfile::tempdir().expect("tmp");
         let root = tmp.path().canonicalize().expect("root");
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
+        let rt = crate::realtime::runtime();
         let scenario = Scenario::from_json(QUIET).expect("scenario");
         let server = rt.block_on(fake::spawn(scenario)).expect("fake");
         let store = Store::new(Roots::new(root, Vec::new()).expect("roots"));

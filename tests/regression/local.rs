@@ -10,28 +10,10 @@ use persyk::local::dictation::{LocalSetup, Provenance, Recognize};
 use persyk::local::{LocalError, Verdict};
 use persyk::pipeline::{self, Recognition, RecordOptions, SourceKind};
 use persyk::session::store::Continuation;
-use persyk::session::store::Roots;
-use persyk::session::{LeafSelector, Store};
+
+use super::realtime::support::{new_session, runtime};
 
 const RATE: usize = 24_000;
-
-/// A new session under `root`: its folder and a continuation on its default leaf.
-fn new_session(root: &std::path::Path) -> (std::path::PathBuf, Continuation) {
-    let store = Store::new(Roots::new(root.to_path_buf(), Vec::new()).expect("roots"));
-    let handle = store.create_session().expect("session");
-    let continuation = handle
-        .continuation(&LeafSelector::Default)
-        .expect("continuation");
-    (handle.dir().to_path_buf(), continuation)
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
 
 /// `samples` transcribed as a file is (read unpaced; the caller's stop cancels), by `setup`.
 fn transcribe_file(

@@ -25,13 +25,7 @@ use support::{fake_settings as settings, fresh_session};
 
 pub(crate) const KEY: &str = "sk-test-REGRESSION0123456789abcdef";
 
-pub(crate) fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
+pub(crate) use support::runtime;
 
 /// `ms` of a 440 Hz tone as PCM16 LE mono 24 kHz (`seed` shifts the phase).
 fn tone(ms: u64, seed: usize) -> Vec<u8> {

@@ -420,11 +420,7 @@ fn issue16_14_deleting_a_recording_session_stops_its_capture() {
     use persyk::session::LeafSelector;
 
     let (_tmp, root) = temp_root();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = crate::realtime::runtime();
     let scenario = Scenario::from_json(r#"{"name": "long", "connections": [{"utterances": []}]}"#)
         .expect("scenario");
     let server = rt.block_on(fake::spawn(scenario)).expect("fake provider");
